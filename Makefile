@@ -1,0 +1,77 @@
+# flink-controller build.  `make deps` installs Debian packages; `make` builds
+# build/flink-controller; `make test` runs every suite and ends with
+# "N passed, N failed".
+CC       ?= cc
+PKGS     := lua5.4 libcurl libev openssl yaml-0.1
+# libev ships no pkg-config file on Debian; link it by name.
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
+            $(shell pkg-config --cflags lua5.4 libcurl openssl 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs lua5.4 libcurl openssl 2>/dev/null) -lev -lm -ldl
+BUILD    := build
+DATADIR  ?= $(CURDIR)
+CPPFLAGS += -DFC_DATADIR='"$(DATADIR)"'
+
+SRCS     := $(wildcard core/*.c)
+OBJS     := $(SRCS:core/%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
+ASAN_OBJS:= $(SRCS:core/%.c=$(BUILD)/asan/obj/%.o)
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Lua C modules also built as loadable .so files, so busted (lua5.4) can
+# require them: fc.<name> -> build/lib/fc/<name>.so from core/lua_<name>.c
+LUA_CMODS := $(patsubst core/lua_%.c,%,$(wildcard core/lua_*.c))
+LUA_SOS   := $(LUA_CMODS:%=$(BUILD)/lib/fc/%.so)
+
+C_TESTS   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(wildcard tests/c/test_*.c))
+
+DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
+               libcurl4-openssl-dev libssl-dev lua-busted lua-check pkg-config \
+               gcc make ca-certificates
+
+.PHONY: all deps test lint asan clean install testenv-up testenv-down
+all: $(BUILD)/flink-controller $(LUA_SOS)
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS)
+
+$(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/asan/obj/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(ASAN_FLAGS) -O1 -c -o $@ $<
+
+$(BUILD)/flink-controller: $(OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/asan/flink-controller: $(ASAN_OBJS)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# A Lua C module: its binding file plus the plain C module of the same name
+# (core/<name>.c) when there is one.
+$(BUILD)/lib/fc/%.so: $(BUILD)/obj/lua_%.o
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(wildcard $(BUILD)/obj/$*.o) $(LDFLAGS)
+$(BUILD)/lib/fc/slots.so: $(BUILD)/obj/slots.o
+
+$(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+asan: $(BUILD)/asan/flink-controller
+
+lint:
+	luacheck --no-color -q lua policies tests
+
+test: all asan $(C_TESTS)
+	@bash tests/run.sh
+
+install: all
+	install -D -m 0755 $(BUILD)/flink-controller $(DESTDIR)$(PREFIX)/bin/flink-controller
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs every test suite, each of which speaks TAP, and ends with one line
+# "N passed, N failed".  A suite that dies before finishing its plan counts
+# the missing tests as failed; a suite that prints no plan counts as one
+# failure.  Usage: tests/run.sh [suite...]   (default: all suites)
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export FC_ROOT=$ROOT
+export LUA_PATH="$ROOT/lua/?.lua;$ROOT/lua/?/init.lua;$ROOT/policies/?.lua;$ROOT/tests/?.lua;/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;"
+export LUA_CPATH="$ROOT/build/lib/?.so;/usr/lib/x86_64-linux-gnu/lua/5.4/?.so;;"
+LOG=$ROOT/build/test-logs
+mkdir -p "$LOG"
+passed=0
+failed=0
+
+# run_suite NAME CMD...: runs CMD, keeps its TAP in build/test-logs/NAME.tap,
+# echoes failures and adds up the counts.
+run_suite() {
+  local name=$1; shift
+  local out="$LOG/$name.tap"
+  "$@" >"$out" 2>"$LOG/$name.err"
+  local rc=$?
+  local ok nok plan
+  ok=$(grep -cE '^ok ' "$out")
+  nok=$(grep -cE '^not ok ' "$out")
+  plan=$(grep -oE '^1\.\.[0-9]+' "$out" | head -n1 | cut -d. -f3)
+  if [ -z "$plan" ]; then
+    if [ $((ok + nok)) -eq 0 ]; then nok=1; fi
+  elif [ $((ok + nok)) -lt "$plan" ]; then
+    nok=$((nok + plan - ok - nok))
+  fi
+  if [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ]; then nok=1; fi
+  passed=$((passed + ok)); failed=$((failed + nok))
+  printf '%-28s %4d passed, %d failed\n' "$name" "$ok" "$nok"
+  if [ "$nok" -ne 0 ]; then
+    grep -E -A12 '^not ok ' "$out" | sed 's/^/    /' | head -n 80
+    tail -n 20 "$LOG/$name.err" | sed 's/^/    stderr: /'
+  fi
+}
+
+BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CPATH")
+
+suites=("$@")
+if [ ${#suites[@]} -eq 0 ]; then
+  suites=(lint busted c asan testenv)
+fi
+for s in "${suites[@]}"; do
+  case $s in
+    lint)
+      run_suite lint bash -c 'if luacheck --no-color -q lua policies tests >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
+    busted)
+      # specs beside the policies and under tests/
+      run_suite busted "${BUSTED[@]}" --pattern=_spec policies tests ;;
+    c)
+      for t in build/tests/test_*; do
+        [ -x "$t" ] || continue
+        run_suite "c-$(basename "$t")" "$t"
+      done ;;
+    asan)
+      # the specs that run the binary, against the ASan+UBSan build
+      if [ -x build/asan/flink-controller ]; then
+        FC_BIN=$ROOT/build/asan/flink-controller ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+          UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+          run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin tests
+      fi ;;
+    testenv)
+      if [ -x tests/env/smoke.sh ]; then
+        run_suite testenv tests/env/smoke.sh
+      fi ;;
+    *) echo "unknown suite: $s" >&2; exit 2 ;;
+  esac
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
