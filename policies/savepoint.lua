@@ -1,0 +1,203 @@
+--- policies/savepoint.lua: when to take a savepoint of the running job, and the progress of
+-- the one in flight. Pure; called by the framework after job.observe and before job.decide.
+--
+-- Flink REST (flink-rest-notes.md, async operation pattern): `POST /jobs/<id>/savepoints` with
+-- {"target-directory": savepointsDir, "cancel-job": false} answers {"request-id": ...}; poll
+-- `GET /jobs/<id>/savepoints/<request-id>` until status.id COMPLETED, then read
+-- operation.location (success) or operation.failure-cause (failure). The core records those
+-- answers in snapshot.flink.savepoint_triggers[<job id>] = {request_id=, status=, location=,
+-- failure=, error=, time=<unix s it was recorded>} (see docs/contracts.md, "Reconcile").
+--
+-- Reasons, highest priority first (one savepoint at a time): "job cancel" (cancelRequested or
+-- the job-cancel user control), "update" (a new revision), "user requested"
+-- (savepointGeneration = status + 1, or the savepoint user control), "scheduled initial" /
+-- "scheduled" (autoSavepointSeconds).
+local util = require("fc.util")
+local clock = require("lib.clock")
+
+local savepoint = {}
+
+savepoint.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
+--- Seconds between polls of a savepoint in progress.
+savepoint.POLL_SECONDS = 5
+--- Seconds to wait for the core to report the trigger's request-id before TriggerFailed.
+savepoint.TRIGGER_TIMEOUT = 60
+--- Seconds after which a savepoint still in progress is marked Failed.
+savepoint.COMPLETE_TIMEOUT = 600
+--- Seconds to wait before retrying a failed on-demand savepoint (update, cancel).
+savepoint.RETRY_SECONDS = 30
+--- An update reuses the latest savepoint when it completed at most this many seconds ago.
+savepoint.UPDATE_MAX_AGE = 60
+
+local ON_DEMAND = { "job cancel", "update", "user requested" }
+
+local function trigger_action(job_id, dir)
+  return { method = "POST", path = "/jobs/" .. job_id .. "/savepoints",
+    body = { ["target-directory"] = dir, ["cancel-job"] = false } }
+end
+
+--- savepoint.decide(input) -> {savepoint=<status.savepoint>, job=<status.components.job with
+--   lastSavepointTriggerID, lastSavepointTriggerTime, lastSavepointTime, savepointLocation,
+--   savepointGeneration updated>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
+--   flink={{method=, path=, body=}...}, requeue_after=<seconds or nil>}
+-- input: {cluster=<defaulted, status as observed>, job=<from job.observe>, start_time=<unix s the
+--   job started in Flink, 0 unknown>, flink={savepoint_triggers={...}},
+--   update={pending=bool}, now=<unix seconds>}.
+-- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
+-- succeeded (or, for an update, one completed within UPDATE_MAX_AGE), "skipped" when no
+-- savepoint applies (no savepointsDir, takeSavepointOnUpgrade false), "failed" when the last
+-- one failed (retried after RETRY_SECONDS for update and cancelRequested).
+function savepoint.decide(input)
+  local cluster = input.cluster
+  local spec = cluster.spec.job or {}
+  local status = cluster.status or {}
+  local now = input.now
+  local j = util.deepcopy(input.job)
+  local sp = util.deepcopy(status.savepoint or { state = "NotTriggered" })
+  local out = { savepoint = sp, job = j, outcome = {}, flink = {} }
+  local running = j.state == "Running" and j.id ~= nil
+  local dir = spec.savepointsDir
+  local triggers = (input.flink or {}).savepoint_triggers or {}
+
+  local function requeue(s)
+    if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end
+  end
+
+  -- 1. The savepoint in flight.
+  if sp.state == "InProgress" then
+    local t0 = clock.parse(sp.triggerTime) or now
+    local trig = sp.jobID and triggers[sp.jobID] or nil
+    local fresh = trig and (tonumber(trig.time) or 0) >= t0
+    local function finish(state, message)
+      sp.state = state
+      sp.message = message
+      if sp.triggerReason == "user requested" then
+        local gen = tonumber(spec.savepointGeneration) or 0
+        if gen == (tonumber(j.savepointGeneration) or 0) + 1 then j.savepointGeneration = gen end
+      end
+    end
+    if not sp.triggerID then
+      if fresh and trig.error then
+        finish("TriggerFailed", tostring(trig.error))
+      elseif fresh and trig.request_id and trig.request_id ~= j.lastSavepointTriggerID then
+        sp.triggerID = trig.request_id
+        j.lastSavepointTriggerID = trig.request_id
+      elseif now - t0 >= savepoint.TRIGGER_TIMEOUT then
+        finish("TriggerFailed", "no answer to the savepoint trigger after " .. savepoint.TRIGGER_TIMEOUT .. "s")
+      else
+        requeue(savepoint.POLL_SECONDS)
+      end
+    end
+    if sp.state == "InProgress" and sp.triggerID then
+      if trig and trig.request_id == sp.triggerID and trig.status == "COMPLETED" then
+        if trig.location then
+          finish("Succeeded", nil)
+          j.savepointLocation = trig.location
+          j.lastSavepointTime = clock.format(now)
+        else
+          finish("Failed", tostring(trig.failure or "savepoint failed"))
+        end
+      elseif trig and trig.request_id == sp.triggerID and fresh and trig.error then
+        finish("Failed", tostring(trig.error))
+      elseif now - t0 >= savepoint.COMPLETE_TIMEOUT then
+        finish("Failed", "savepoint not completed after " .. savepoint.COMPLETE_TIMEOUT .. "s")
+      else
+        out.flink[#out.flink + 1] = { method = "GET", path = "/jobs/" .. sp.jobID .. "/savepoints/" .. sp.triggerID }
+        requeue(savepoint.POLL_SECONDS)
+      end
+    end
+  end
+
+  if not running then return out end
+
+  -- 2. What is asked for now.
+  local ann = ((cluster.metadata or {}).annotations or {})[savepoint.CONTROL_ANNOTATION]
+  local control = status.control
+  local control_live = control and control.state == "Progressing"
+  -- a user control is asked for while it is in progress, or when its annotation is set and it
+  -- did not just finish (the annotation removal may not be observed yet)
+  local function control_asks(name)
+    if control_live then return control.name == name end
+    if ann ~= name then return false end
+    return not (control and control.name == name and now - (clock.parse(control.updateTime) or 0) < 10)
+  end
+  local control_since = control_live and (clock.parse(control.updateTime) or 0) or now
+  local asked = {}
+  if control_asks("job-cancel") then
+    asked["job cancel"] = { since = control_since, retry = false }
+  elseif spec.cancelRequested == true then
+    asked["job cancel"] = { since = 0, retry = true }
+  end
+  if (input.update or {}).pending then
+    if spec.takeSavepointOnUpgrade == false then
+      out.outcome["update"] = "skipped"
+    else
+      asked["update"] = { since = 0, retry = true }
+    end
+  end
+  local gen = tonumber(spec.savepointGeneration) or 0
+  if gen == (tonumber(j.savepointGeneration) or 0) + 1 then
+    -- consumed when its savepoint completes (step 1), so only one in flight matches it
+    local in_flight = sp.state == "InProgress" and sp.triggerReason == "user requested"
+    asked["user requested"] = { since = in_flight and 0 or math.huge, retry = false }
+  end
+  if control_asks("savepoint") then
+    asked["user requested"] = { since = control_since, retry = false }
+  end
+
+  -- 3. The outcome of each on-demand reason; trigger the first one that needs a savepoint.
+  local busy = sp.state == "InProgress"
+  local to_trigger
+  for _, reason in ipairs(ON_DEMAND) do
+    local a = asked[reason]
+    if a then
+      local request_time = clock.parse(sp.requestTime) or -1
+      local matches = sp.triggerReason == reason and sp.jobID == j.id and request_time >= a.since
+      local last = clock.parse(j.lastSavepointTime)
+      if not dir then
+        out.outcome[reason] = "skipped"
+      elseif matches and sp.state == "Succeeded" then
+        out.outcome[reason] = "done"
+      elseif reason == "update" and j.savepointLocation and last and now - last <= savepoint.UPDATE_MAX_AGE then
+        out.outcome[reason] = "done"
+      elseif matches and sp.state == "InProgress" then
+        out.outcome[reason] = "pending"
+      elseif matches and (sp.state == "Failed" or sp.state == "TriggerFailed")
+          and not (a.retry and now - (clock.parse(sp.triggerTime) or 0) >= savepoint.RETRY_SECONDS) then
+        out.outcome[reason] = "failed"
+        if a.retry then requeue(savepoint.RETRY_SECONDS - (now - (clock.parse(sp.triggerTime) or now))) end
+      else
+        out.outcome[reason] = "pending"
+        if not busy and not to_trigger then to_trigger = reason end
+      end
+    end
+  end
+
+  -- 4. The schedule: every autoSavepointSeconds exactly, counted from the last trigger (or from
+  -- the job's start in Flink for the first one).
+  local interval = tonumber(spec.autoSavepointSeconds) or 0
+  if dir and interval > 0 and not to_trigger then
+    local last = clock.parse(j.lastSavepointTriggerTime)
+    local base = last or ((input.start_time or 0) > 0 and input.start_time) or nil
+    if base then
+      local due = base + interval
+      if now >= due then
+        if not busy then to_trigger = last and "scheduled" or "scheduled initial" end
+      else
+        requeue(due - now)
+      end
+    end
+  end
+
+  if to_trigger then
+    local ts = clock.format(now)
+    out.savepoint = { jobID = j.id, triggerTime = ts, requestTime = ts, triggerReason = to_trigger,
+      state = "InProgress" }
+    j.lastSavepointTriggerTime = ts
+    out.flink[#out.flink + 1] = trigger_action(j.id, dir)
+    requeue(savepoint.POLL_SECONDS)
+  end
+  return out
+end
+
+return savepoint
