@@ -55,7 +55,7 @@ $(BUILD)/asan/flink-controller: $(ASAN_OBJS)
 # (core/<name>.c) when there is one.
 $(BUILD)/lib/fc/%.so: $(BUILD)/obj/lua_%.o
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $^ $(wildcard $(BUILD)/obj/$*.o) $(LDFLAGS)
+	$(CC) -shared -o $@ $(sort $^ $(wildcard $(BUILD)/obj/$*.o)) $(LDFLAGS)
 $(BUILD)/lib/fc/slots.so: $(BUILD)/obj/slots.o
 
 $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
