@@ -1,0 +1,176 @@
+-- Specs of policies/defaults.lua: the fixtures in policies/testdata/defaults/<case>/
+-- (input.yaml -> expected.yaml, compared structurally), run both as a plain module and
+-- loaded inside a sandbox like the host's, plus unit tests of the rules.
+local lyaml = require("lyaml")
+local lfs = require("lfs")
+local util = require("fc.util")
+local defaults = require("defaults")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local CASES = ROOT .. "/policies/testdata/defaults"
+
+local function read_yaml(path)
+  local f = assert(io.open(path, "r"))
+  local text = f:read("a")
+  f:close()
+  return lyaml.load(text)
+end
+
+-- The policy loaded from its file in an environment holding only the sandbox's allowlist
+-- (docs/contracts.md): a stray global read or write, or a require outside fc.util,
+-- fc.quantity and lib.*, raises.
+local function sandboxed(name)
+  local env = {}
+  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
+    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
+    "type", "_VERSION" }) do
+    env[k] = _G[k]
+  end
+  env.string = {}
+  for k, v in pairs(string) do if k ~= "dump" then env.string[k] = v end end
+  env.table, env.math, env.utf8 = table, math, utf8
+  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
+  local loaded = {}
+  local function load_file(path)
+    local chunk = assert(loadfile(path, "t", env))
+    return chunk()
+  end
+  env.require = function(m)
+    if m == "fc.util" or m == "fc.quantity" then return require(m) end
+    local lib = m:match("^lib%.([%w_]+)$")
+    if not lib then error("require not allowed in the sandbox: " .. m) end
+    if loaded[m] == nil then loaded[m] = load_file(ROOT .. "/policies/lib/" .. lib .. ".lua") end
+    return loaded[m]
+  end
+  setmetatable(env, {
+    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
+    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
+  })
+  return load_file(ROOT .. "/policies/" .. name .. ".lua")
+end
+
+local function case_dirs()
+  local dirs = {}
+  for entry in lfs.dir(CASES) do
+    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
+      dirs[#dirs + 1] = entry
+    end
+  end
+  table.sort(dirs)
+  return dirs
+end
+
+describe("defaults fixtures", function()
+  local boxed = sandboxed("defaults")
+  local dirs = case_dirs()
+  it("has the cases the task asks for", function()
+    local have = {}
+    for _, d in ipairs(dirs) do have[d] = true end
+    for _, want in ipairs({ "wordcount", "session-latest", "wrong-types-left", "nulls-filled" }) do
+      assert.is_true(have[want], "missing fixture " .. want)
+    end
+  end)
+  for _, case in ipairs(dirs) do
+    local dir = CASES .. "/" .. case
+    it(case, function()
+      local input = read_yaml(dir .. "/input.yaml")
+      local expected = read_yaml(dir .. "/expected.yaml")
+      assert.are.same(expected, defaults.apply(util.deepcopy(input)))
+      assert.are.same(expected, boxed.apply(util.deepcopy(input)))
+    end)
+  end
+end)
+
+describe("defaults.pull_policy (Kubernetes SetDefaults_Container)", function()
+  local cases = {
+    { "flink", "Always" },
+    { "flink:latest", "Always" },
+    { "flink:1.9.2", "IfNotPresent" },
+    { "docker.io/library/flink:1.17.1-scala_2.12", "IfNotPresent" },
+    { "registry.example.com:5000/flink", "Always" },
+    { "registry.example.com:5000/flink:latest", "Always" },
+    { "registry.example.com:5000/team/flink:1.17", "IfNotPresent" },
+    { "flink@sha256:abcd", "IfNotPresent" },
+    { "flink:latest@sha256:abcd", "Always" },
+    { "flink:1.9@sha256:abcd", "IfNotPresent" },
+  }
+  for _, c in ipairs(cases) do
+    it(c[1] .. " -> " .. c[2], function()
+      assert.are.equal(c[2], defaults.pull_policy(c[1]))
+    end)
+  end
+end)
+
+describe("defaults.apply", function()
+  local function minimal()
+    return {
+      apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+      metadata = { name = "c" },
+      spec = { image = { name = "flink:1.17" }, taskManager = { replicas = 1 }, job = { jarFile = "/j.jar" } },
+    }
+  end
+
+  it("does not change its input", function()
+    local input = minimal()
+    local out = defaults.apply(input)
+    assert.are.same(minimal(), input)
+    assert.are.equal(6123, out.spec.jobManager.ports.rpc)
+  end)
+
+  it("is idempotent", function()
+    local once = defaults.apply(minimal())
+    assert.are.same(once, defaults.apply(once))
+  end)
+
+  it("fills a whole missing spec except the required fields", function()
+    local out = defaults.apply({ metadata = { name = "x" } })
+    assert.are.same({
+      image = {},
+      jobManager = { replicas = 1, accessScope = "Cluster",
+                     ports = { rpc = 6123, blob = 6124, query = 6125, ui = 8081 },
+                     memoryOffHeapRatio = 25, memoryOffHeapMin = "600M" },
+      taskManager = { ports = { data = 6121, rpc = 6122, query = 6125 },
+                      memoryOffHeapRatio = 25, memoryOffHeapMin = "600M" },
+      revisionHistoryLimit = 10, recreateOnUpdate = true,
+    }, out.spec)
+    assert.is_nil(out.spec.taskManager.replicas)
+    assert.is_nil(out.spec.job)
+  end)
+
+  it("keeps false values, which are set (takeSavepointOnUpgrade false)", function()
+    local input = minimal()
+    input.spec.job.takeSavepointOnUpgrade = false
+    input.spec.recreateOnUpdate = false
+    local out = defaults.apply(input)
+    assert.is_false(out.spec.job.takeSavepointOnUpgrade)
+    assert.is_false(out.spec.recreateOnUpdate)
+  end)
+
+  it("treats a JSON null (lua-cjson light userdata) as unset", function()
+    local cjson = require("cjson")
+    local input = minimal()
+    input.spec.job.parallelism = cjson.null
+    input.spec.jobManager = cjson.null
+    local out = defaults.apply(input)
+    assert.are.equal(1, out.spec.job.parallelism)
+    assert.are.equal(8081, out.spec.jobManager.ports.ui)
+  end)
+
+  it("never raises on values of the wrong type", function()
+    for _, v in ipairs({ "s", 5, true, { 1, 2 }, {} }) do
+      assert.has_no.errors(function() defaults.apply(v) end)
+      assert.has_no.errors(function() defaults.apply({ spec = v }) end)
+      for _, field in ipairs({ "image", "jobManager", "taskManager", "job" }) do
+        assert.has_no.errors(function() defaults.apply({ spec = { [field] = v } }) end)
+        assert.has_no.errors(function()
+          defaults.apply({ spec = { [field] = { ports = v, cleanupPolicy = v, name = v } } })
+        end)
+      end
+    end
+    assert.are.equal("s", defaults.apply("s"))
+    assert.are.same({ spec = 5 }, defaults.apply({ spec = 5 }))
+    local out = defaults.apply({ spec = { image = { name = 7 } } })
+    assert.are.equal(7, out.spec.image.name)
+    assert.is_nil(out.spec.image.pullPolicy)
+  end)
+end)
