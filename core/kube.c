@@ -1,0 +1,1263 @@
+/* core/kube: kube client config, rate limit and API calls. See kube.h. */
+#include "kube.h"
+#include "http.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <yaml.h>
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* Reads a whole file (up to max bytes) into a NUL-terminated buffer. */
+static char *read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        set_err(why, whylen, "%s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 >= cap) {
+            if (cap >= max) {
+                set_err(why, whylen, "larger than %zu bytes", max);
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t n = fread(buf + len, 1, cap - len - 1, f);
+        len += n;
+        if (n == 0) {
+            if (ferror(f)) {
+                set_err(why, whylen, "read error");
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[len] = '\0';
+        if (len_out)
+            *len_out = len;
+    } else if (why && !*why) {
+        set_err(why, whylen, "out of memory");
+    }
+    return buf;
+}
+
+/* Reads a token file, trimming surrounding whitespace. */
+static char *read_token(const char *path, char *why, size_t whylen)
+{
+    char *t = read_file(path, 64 << 10, NULL, why, whylen);
+    if (!t)
+        return NULL;
+    char *s = t;
+    while (*s && isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    if (!n) {
+        set_err(why, whylen, "empty token");
+        free(t);
+        return NULL;
+    }
+    memmove(t, s, n + 1);
+    return t;
+}
+
+/* ---- configuration --------------------------------------------------- */
+
+void kube_config_clear(kube_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->server);
+    free(cfg->ca_file);
+    free(cfg->ca_pem);
+    free(cfg->cert_file);
+    free(cfg->cert_pem);
+    free(cfg->key_file);
+    free(cfg->key_pem);
+    free(cfg->token);
+    free(cfg->token_file);
+    free(cfg->namespace);
+    free(cfg->context);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+static yaml_node_t *ymap_get(yaml_document_t *d, yaml_node_t *map, const char *key)
+{
+    if (!map || map->type != YAML_MAPPING_NODE)
+        return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(d, p->key);
+        if (k && k->type == YAML_SCALAR_NODE && strlen(key) == k->data.scalar.length &&
+            memcmp(k->data.scalar.value, key, k->data.scalar.length) == 0)
+            return yaml_document_get_node(d, p->value);
+    }
+    return NULL;
+}
+
+/* The string value of a scalar node; NULL for absent/null/non-scalar. */
+static const char *yscalar(yaml_node_t *n)
+{
+    if (!n || n->type != YAML_SCALAR_NODE)
+        return NULL;
+    const char *v = (const char *)n->data.scalar.value;
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+        (strcmp(v, "null") == 0 || strcmp(v, "~") == 0 || *v == '\0'))
+        return NULL;
+    return v;
+}
+
+/* The item of a `[{name: X, <field>: {...}}]` list whose name is `name`. */
+static yaml_node_t *ynamed(yaml_document_t *d, yaml_node_t *seq, const char *name)
+{
+    if (!seq || seq->type != YAML_SEQUENCE_NODE)
+        return NULL;
+    for (yaml_node_item_t *i = seq->data.sequence.items.start; i < seq->data.sequence.items.top; i++) {
+        yaml_node_t *item = yaml_document_get_node(d, *i);
+        const char *n = yscalar(ymap_get(d, item, "name"));
+        if (n && strcmp(n, name) == 0)
+            return item;
+    }
+    return NULL;
+}
+
+static int b64_decode(const char *in, char **out, size_t *out_len)
+{
+    size_t n = strlen(in);
+    unsigned char *buf = malloc(n / 4 * 3 + 4);
+    if (!buf)
+        return -1;
+    EVP_ENCODE_CTX *ctx = EVP_ENCODE_CTX_new();
+    if (!ctx) {
+        free(buf);
+        return -1;
+    }
+    int len = 0, fin = 0;
+    EVP_DecodeInit(ctx);
+    int rc = EVP_DecodeUpdate(ctx, buf, &len, (const unsigned char *)in, (int)n);
+    if (rc >= 0)
+        rc = EVP_DecodeFinal(ctx, buf + len, &fin);
+    EVP_ENCODE_CTX_free(ctx);
+    if (rc < 0 || len + fin == 0) {
+        free(buf);
+        return -1;
+    }
+    buf[len + fin] = '\0';
+    *out = (char *)buf;
+    *out_len = (size_t)(len + fin);
+    return 0;
+}
+
+/* A path from the kubeconfig, made absolute against its directory. */
+static char *resolve_path(const char *kubeconfig, const char *p)
+{
+    if (p[0] == '/')
+        return strdup(p);
+    const char *slash = strrchr(kubeconfig, '/');
+    if (!slash)
+        return strdup(p);
+    size_t dl = (size_t)(slash - kubeconfig);
+    char *r = malloc(dl + strlen(p) + 2);
+    if (!r)
+        return NULL;
+    memcpy(r, kubeconfig, dl);
+    r[dl] = '/';
+    strcpy(r + dl + 1, p);
+    return r;
+}
+
+/* Fills (*pem,*len) from `<field>-data` or (*file) from `<field>`. */
+static int tls_field(yaml_document_t *d, yaml_node_t *map, const char *field, const char *where,
+                     const char *path, char **file, char **pem, size_t *pem_len, char *err,
+                     size_t errlen)
+{
+    char dkey[64];
+    snprintf(dkey, sizeof dkey, "%s-data", field);
+    const char *data = yscalar(ymap_get(d, map, dkey));
+    const char *fpath = yscalar(ymap_get(d, map, field));
+    if (data) {
+        if (b64_decode(data, pem, pem_len) != 0) {
+            set_err(err, errlen, "kubeconfig %s: %s.%s: invalid base64", path, where, dkey);
+            return -1;
+        }
+        return 0;
+    }
+    if (fpath) {
+        *file = resolve_path(path, fpath);
+        struct stat st;
+        if (!*file || stat(*file, &st) != 0) {
+            set_err(err, errlen, "kubeconfig %s: %s.%s: cannot read %s", path, where, field,
+                    *file ? *file : fpath);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, const char *want_ctx,
+                    char *err, size_t errlen)
+{
+    yaml_node_t *root = yaml_document_get_root_node(d);
+    if (!root) {
+        set_err(err, errlen, "kubeconfig %s: empty document", path);
+        return -1;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        set_err(err, errlen, "kubeconfig %s: top level is not a mapping", path);
+        return -1;
+    }
+    const char *ctx_name = want_ctx && *want_ctx ? want_ctx : yscalar(ymap_get(d, root, "current-context"));
+    if (!ctx_name) {
+        set_err(err, errlen, "kubeconfig %s: current-context: missing", path);
+        return -1;
+    }
+    yaml_node_t *ctx_item = ynamed(d, ymap_get(d, root, "contexts"), ctx_name);
+    if (!ctx_item) {
+        set_err(err, errlen, "kubeconfig %s: contexts[name=%s]: not found", path, ctx_name);
+        return -1;
+    }
+    yaml_node_t *ctx = ymap_get(d, ctx_item, "context");
+    const char *cluster_name = yscalar(ymap_get(d, ctx, "cluster"));
+    const char *user_name = yscalar(ymap_get(d, ctx, "user"));
+    const char *ns = yscalar(ymap_get(d, ctx, "namespace"));
+    if (!cluster_name) {
+        set_err(err, errlen, "kubeconfig %s: contexts[name=%s].context.cluster: missing", path, ctx_name);
+        return -1;
+    }
+    yaml_node_t *cl_item = ynamed(d, ymap_get(d, root, "clusters"), cluster_name);
+    if (!cl_item) {
+        set_err(err, errlen, "kubeconfig %s: clusters[name=%s]: not found", path, cluster_name);
+        return -1;
+    }
+    char where[300];
+    snprintf(where, sizeof where, "clusters[name=%s].cluster", cluster_name);
+    yaml_node_t *cl = ymap_get(d, cl_item, "cluster");
+    const char *server = yscalar(ymap_get(d, cl, "server"));
+    if (!server) {
+        set_err(err, errlen, "kubeconfig %s: %s.server: missing", path, where);
+        return -1;
+    }
+    if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
+        set_err(err, errlen, "kubeconfig %s: %s.server: not an http(s) URL: %s", path, where, server);
+        return -1;
+    }
+    cfg->server = strdup(server);
+    size_t sl = strlen(cfg->server);
+    while (sl > 8 && cfg->server[sl - 1] == '/')
+        cfg->server[--sl] = '\0';
+    const char *insecure = yscalar(ymap_get(d, cl, "insecure-skip-tls-verify"));
+    cfg->insecure = insecure && strcmp(insecure, "true") == 0;
+    if (tls_field(d, cl, "certificate-authority", where, path, &cfg->ca_file, &cfg->ca_pem,
+                  &cfg->ca_pem_len, err, errlen) != 0)
+        return -1;
+    if (user_name) {
+        yaml_node_t *u_item = ynamed(d, ymap_get(d, root, "users"), user_name);
+        if (!u_item) {
+            set_err(err, errlen, "kubeconfig %s: users[name=%s]: not found", path, user_name);
+            return -1;
+        }
+        snprintf(where, sizeof where, "users[name=%s].user", user_name);
+        yaml_node_t *u = ymap_get(d, u_item, "user");
+        if (ymap_get(d, u, "exec") || ymap_get(d, u, "auth-provider") || ymap_get(d, u, "username")) {
+            set_err(err, errlen, "kubeconfig %s: %s: exec, auth-provider and basic auth are not supported",
+                    path, where);
+            return -1;
+        }
+        if (tls_field(d, u, "client-certificate", where, path, &cfg->cert_file, &cfg->cert_pem,
+                      &cfg->cert_pem_len, err, errlen) != 0 ||
+            tls_field(d, u, "client-key", where, path, &cfg->key_file, &cfg->key_pem,
+                      &cfg->key_pem_len, err, errlen) != 0)
+            return -1;
+        int has_cert = cfg->cert_file || cfg->cert_pem, has_key = cfg->key_file || cfg->key_pem;
+        if (has_cert != has_key) {
+            set_err(err, errlen, "kubeconfig %s: %s.%s: missing (client certificate and key go together)",
+                    path, where, has_cert ? "client-key" : "client-certificate");
+            return -1;
+        }
+        const char *token = yscalar(ymap_get(d, u, "token"));
+        const char *token_file = yscalar(ymap_get(d, u, "tokenFile"));
+        if (token)
+            cfg->token = strdup(token);
+        else if (token_file)
+            cfg->token_file = resolve_path(path, token_file);
+    }
+    cfg->namespace = strdup(ns ? ns : "default");
+    cfg->context = strdup(ctx_name);
+    return 0;
+}
+
+int kube_config_load_file(kube_config *cfg, const char *path, const char *context, char *err,
+                          size_t errlen)
+{
+    if (!cfg || !path) {
+        set_err(err, errlen, "kube_config_load_file: config and path are required");
+        return -1;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    char why[256] = "";
+    size_t len = 0;
+    char *text = read_file(path, 16 << 20, &len, why, sizeof why);
+    if (!text) {
+        set_err(err, errlen, "kubeconfig %s: %s", path, why);
+        return -1;
+    }
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        set_err(err, errlen, "kubeconfig %s: out of memory", path);
+        return -1;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int rc;
+    if (!yaml_parser_load(&parser, &doc)) {
+        set_err(err, errlen, "kubeconfig %s: line %zu: %s", path, parser.problem_mark.line + 1,
+                parser.problem ? parser.problem : "YAML error");
+        rc = -1;
+    } else {
+        rc = load_doc(cfg, &doc, path, context, err, errlen);
+        yaml_document_delete(&doc);
+    }
+    yaml_parser_delete(&parser);
+    free(text);
+    if (rc != 0) {
+        kube_config_clear(cfg);
+        return -1;
+    }
+    cfg->qps = KUBE_DEFAULT_QPS;
+    cfg->burst = KUBE_DEFAULT_BURST;
+    return 0;
+}
+
+int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen)
+{
+    if (!cfg) {
+        set_err(err, errlen, "kube_config_load_incluster: config is required");
+        return -1;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!host || !*host || !port || !*port) {
+        set_err(err, errlen, "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+        return -1;
+    }
+    const char *dir = sa_dir && *sa_dir ? sa_dir : KUBE_SA_DIR;
+    char p[4096], why[256] = "";
+    int v6 = strchr(host, ':') != NULL && host[0] != '[';
+    size_t n = strlen(host) + strlen(port) + 16;
+    cfg->server = malloc(n);
+    if (!cfg->server)
+        goto oom;
+    snprintf(cfg->server, n, v6 ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    snprintf(p, sizeof p, "%s/token", dir);
+    char *tok = read_token(p, why, sizeof why);
+    if (!tok) {
+        set_err(err, errlen, "in-cluster config: %s: %s", p, why);
+        kube_config_clear(cfg);
+        return -1;
+    }
+    free(tok);
+    cfg->token_file = strdup(p);
+    snprintf(p, sizeof p, "%s/ca.crt", dir);
+    struct stat st;
+    if (stat(p, &st) != 0) {
+        set_err(err, errlen, "in-cluster config: %s: %s", p, strerror(errno));
+        kube_config_clear(cfg);
+        return -1;
+    }
+    cfg->ca_file = strdup(p);
+    snprintf(p, sizeof p, "%s/namespace", dir);
+    char *ns = read_token(p, why, sizeof why);
+    cfg->namespace = ns ? ns : strdup("default");
+    cfg->context = strdup("in-cluster");
+    if (!cfg->token_file || !cfg->ca_file || !cfg->namespace || !cfg->context)
+        goto oom;
+    cfg->qps = KUBE_DEFAULT_QPS;
+    cfg->burst = KUBE_DEFAULT_BURST;
+    return 0;
+oom:
+    kube_config_clear(cfg);
+    set_err(err, errlen, "in-cluster config: out of memory");
+    return -1;
+}
+
+int kube_config_load_default(kube_config *cfg, const char *path, char *err, size_t errlen)
+{
+    if (path && *path)
+        return kube_config_load_file(cfg, path, NULL, err, errlen);
+    const char *env = getenv("KUBECONFIG");
+    if (env && *env) {
+        char first[4096];
+        snprintf(first, sizeof first, "%s", env);
+        char *colon = strchr(first, ':');
+        if (colon)
+            *colon = '\0';
+        if (*first)
+            return kube_config_load_file(cfg, first, NULL, err, errlen);
+    }
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        char p[4096];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/.kube/config", home);
+        if (stat(p, &st) == 0)
+            return kube_config_load_file(cfg, p, NULL, err, errlen);
+    }
+    return kube_config_load_incluster(cfg, NULL, err, errlen);
+}
+
+/* ---- rate limit ------------------------------------------------------ */
+
+void kube_limiter_init(kube_limiter *l, double qps, int burst, double now)
+{
+    l->qps = qps;
+    l->burst = burst >= 1 ? burst : 1;
+    l->tokens = l->burst;
+    l->last = now;
+}
+
+double kube_limiter_reserve(kube_limiter *l, double now)
+{
+    if (!(l->qps > 0))
+        return 0;
+    if (now > l->last) {
+        l->tokens += (now - l->last) * l->qps;
+        if (l->tokens > l->burst)
+            l->tokens = l->burst;
+        l->last = now;
+    }
+    l->tokens -= 1;
+    return l->tokens >= 0 ? 0 : -l->tokens / l->qps;
+}
+
+/* ---- kinds and paths ------------------------------------------------- */
+
+const kube_kind kube_kind_flinkcluster = {"flinkoperator.k8s.io/v1beta1", "FlinkCluster", "flinkclusters", 1};
+const kube_kind kube_kind_statefulset = {"apps/v1", "StatefulSet", "statefulsets", 1};
+const kube_kind kube_kind_service = {"v1", "Service", "services", 1};
+const kube_kind kube_kind_configmap = {"v1", "ConfigMap", "configmaps", 1};
+const kube_kind kube_kind_ingress = {"networking.k8s.io/v1", "Ingress", "ingresses", 1};
+const kube_kind kube_kind_job = {"batch/v1", "Job", "jobs", 1};
+const kube_kind kube_kind_pod = {"v1", "Pod", "pods", 1};
+const kube_kind kube_kind_event = {"v1", "Event", "events", 1};
+const kube_kind kube_kind_lease = {"coordination.k8s.io/v1", "Lease", "leases", 1};
+const kube_kind kube_kind_namespace = {"v1", "Namespace", "namespaces", 0};
+
+static const kube_kind *const all_kinds[] = {
+    &kube_kind_flinkcluster, &kube_kind_statefulset, &kube_kind_service, &kube_kind_configmap,
+    &kube_kind_ingress, &kube_kind_job, &kube_kind_pod, &kube_kind_event, &kube_kind_lease,
+    &kube_kind_namespace,
+};
+
+const kube_kind *kube_kind_find(const char *api_version, const char *kind)
+{
+    if (!api_version || !kind)
+        return NULL;
+    for (size_t i = 0; i < sizeof all_kinds / sizeof all_kinds[0]; i++)
+        if (strcmp(all_kinds[i]->api_version, api_version) == 0 && strcmp(all_kinds[i]->kind, kind) == 0)
+            return all_kinds[i];
+    return NULL;
+}
+
+/* Appends `s` percent-escaped (curl_easy_escape) to buf at *off. */
+static int append(char *buf, size_t n, size_t *off, const char *s, int escape)
+{
+    char *e = escape ? curl_easy_escape(NULL, s, 0) : NULL;
+    const char *v = escape ? e : s;
+    if (!v)
+        return -1;
+    size_t l = strlen(v);
+    int rc = 0;
+    if (*off + l + 1 > n)
+        rc = -1;
+    else {
+        memcpy(buf + *off, v, l + 1);
+        *off += l;
+    }
+    curl_free(e);
+    return rc;
+}
+
+int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const char *name,
+              const char *subresource)
+{
+    if (!buf || !n || !k)
+        return -1;
+    size_t off = 0;
+    buf[0] = '\0';
+    int rc = append(buf, n, &off, strchr(k->api_version, '/') ? "/apis/" : "/api/", 0);
+    rc |= append(buf, n, &off, k->api_version, 0);
+    if (k->namespaced && ns && *ns) {
+        rc |= append(buf, n, &off, "/namespaces/", 0);
+        rc |= append(buf, n, &off, ns, 1);
+    }
+    rc |= append(buf, n, &off, "/", 0);
+    rc |= append(buf, n, &off, k->plural, 0);
+    if (name) {
+        if (!*name)
+            return -1;
+        rc |= append(buf, n, &off, "/", 0);
+        rc |= append(buf, n, &off, name, 1);
+        if (subresource && *subresource) {
+            rc |= append(buf, n, &off, "/", 0);
+            rc |= append(buf, n, &off, subresource, 0);
+        }
+    }
+    return rc ? -1 : 0;
+}
+
+/* ---- client ---------------------------------------------------------- */
+
+enum { CALL_PLAIN, CALL_LIST, CALL_WATCH };
+
+struct kube_call {
+    kube_client *client;
+    int type;
+    char *method, *path, *content_type, *body;
+    size_t body_len;
+    double timeout_s;
+    kube_done_fn cb;
+    void *ud;
+    ev_timer wait;            /* rate limiter or Retry-After delay */
+    http_request *req;
+    int attempts, retried_401, in_cb, cancelled, done;
+    /* list */
+    char *selector;
+    long limit;
+    json_t *items;
+    char *list_rv;
+    char *cont;
+    int full_relist;
+    /* watch */
+    kube_event_fn on_event;
+    char *line;
+    size_t line_len, line_cap;
+    int stopped;
+    char werr[256];
+    kube_call *next, *prev;
+};
+
+struct kube_client {
+    struct ev_loop *loop;
+    http_client *http;
+    kube_config cfg;
+    http_tls tls;
+    kube_limiter limiter;
+    char *token;
+    double token_loaded;
+    double (*now_fn)(void *);
+    void *now_ud;
+    kube_call *calls;
+};
+
+static double client_now(kube_client *c)
+{
+    return c->now_fn ? c->now_fn(c->now_ud) : ev_now(c->loop);
+}
+
+static int reload_token(kube_client *c, int force)
+{
+    if (!c->cfg.token_file)
+        return 0;
+    double now = client_now(c);
+    if (!force && c->token && now - c->token_loaded < KUBE_TOKEN_RELOAD_S)
+        return 0;
+    char why[256] = "";
+    char *t = read_token(c->cfg.token_file, why, sizeof why);
+    c->token_loaded = now;
+    if (!t)
+        return c->token ? 0 : -1;     /* keep the last good token */
+    free(c->token);
+    c->token = t;
+    return 0;
+}
+
+static int copy_cfg(kube_config *dst, const kube_config *s)
+{
+    memset(dst, 0, sizeof *dst);
+#define DUP(f) do { if (s->f && !(dst->f = strdup(s->f))) return -1; } while (0)
+#define DUPB(f, l) do { if (s->f) { if (!(dst->f = malloc(s->l + 1))) return -1; \
+        memcpy(dst->f, s->f, s->l); dst->f[s->l] = '\0'; dst->l = s->l; } } while (0)
+    DUP(server);
+    DUP(ca_file);
+    DUPB(ca_pem, ca_pem_len);
+    DUP(cert_file);
+    DUPB(cert_pem, cert_pem_len);
+    DUP(key_file);
+    DUPB(key_pem, key_pem_len);
+    DUP(token);
+    DUP(token_file);
+    DUP(namespace);
+    DUP(context);
+#undef DUP
+#undef DUPB
+    dst->insecure = s->insecure;
+    dst->qps = s->qps;
+    dst->burst = s->burst;
+    return 0;
+}
+
+kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char *err, size_t errlen)
+{
+    if (!loop || !cfg || !cfg->server || !*cfg->server) {
+        set_err(err, errlen, "kube_client_new: loop and config with server are required");
+        return NULL;
+    }
+    kube_client *c = calloc(1, sizeof *c);
+    if (!c) {
+        set_err(err, errlen, "kube_client_new: out of memory");
+        return NULL;
+    }
+    c->loop = loop;
+    if (copy_cfg(&c->cfg, cfg) != 0) {
+        kube_config_clear(&c->cfg);
+        free(c);
+        set_err(err, errlen, "kube_client_new: out of memory");
+        return NULL;
+    }
+    c->http = http_client_new(loop, err, errlen);
+    if (!c->http) {
+        kube_config_clear(&c->cfg);
+        free(c);
+        return NULL;
+    }
+    c->tls.ca_file = c->cfg.ca_file;
+    c->tls.ca_pem = c->cfg.ca_pem;
+    c->tls.ca_pem_len = c->cfg.ca_pem_len;
+    c->tls.cert_file = c->cfg.cert_file;
+    c->tls.cert_pem = c->cfg.cert_pem;
+    c->tls.cert_pem_len = c->cfg.cert_pem_len;
+    c->tls.key_file = c->cfg.key_file;
+    c->tls.key_pem = c->cfg.key_pem;
+    c->tls.key_pem_len = c->cfg.key_pem_len;
+    c->tls.insecure_skip_verify = c->cfg.insecure;
+    if (c->cfg.token)
+        c->token = strdup(c->cfg.token);
+    if (c->cfg.token_file && reload_token(c, 1) != 0) {
+        set_err(err, errlen, "kube_client_new: cannot read token file %s", c->cfg.token_file);
+        kube_client_free(c);
+        return NULL;
+    }
+    kube_limiter_init(&c->limiter, c->cfg.qps, c->cfg.burst, client_now(c));
+    return c;
+}
+
+static void call_free(kube_call *k)
+{
+    kube_client *c = k->client;
+    if (k->prev)
+        k->prev->next = k->next;
+    else if (c->calls == k)
+        c->calls = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    ev_timer_stop(c->loop, &k->wait);
+    if (k->req)
+        http_request_cancel(k->req);
+    free(k->method);
+    free(k->path);
+    free(k->content_type);
+    free(k->body);
+    free(k->selector);
+    free(k->list_rv);
+    free(k->cont);
+    free(k->line);
+    json_decref(k->items);
+    free(k);
+}
+
+void kube_client_free(kube_client *c)
+{
+    if (!c)
+        return;
+    while (c->calls)
+        call_free(c->calls);
+    http_client_free(c->http);
+    kube_config_clear(&c->cfg);
+    free(c->token);
+    free(c);
+}
+
+void kube_client_set_clock(kube_client *c, double (*now)(void *ud), void *ud)
+{
+    c->now_fn = now;
+    c->now_ud = ud;
+}
+
+void kube_client_set_rate_limit(kube_client *c, double qps, int burst)
+{
+    kube_limiter_init(&c->limiter, qps, burst, client_now(c));
+}
+
+const kube_config *kube_client_config(const kube_client *c)
+{
+    return &c->cfg;
+}
+
+struct ev_loop *kube_client_loop(const kube_client *c)
+{
+    return c->loop;
+}
+
+const char *kube_client_token(kube_client *c)
+{
+    reload_token(c, 0);
+    return c->token ? c->token : "";
+}
+
+void kube_cancel(kube_call *k)
+{
+    if (!k || k->cancelled || k->done)
+        return;
+    k->cancelled = 1;
+    if (k->req) {
+        http_request_cancel(k->req);
+        k->req = NULL;
+    }
+    ev_timer_stop(k->client->loop, &k->wait);
+    if (!k->in_cb)
+        call_free(k);
+}
+
+/* Reports the result and frees the call. */
+static void call_finish(kube_call *k, long status, const char *error, const char *raw, size_t raw_len,
+                        json_t *body)
+{
+    kube_result res;
+    memset(&res, 0, sizeof res);
+    res.status = status;
+    res.error = error ? error : "";
+    res.raw = raw ? raw : "";
+    res.raw_len = raw ? raw_len : 0;
+    res.body = body;
+    res.attempts = k->attempts;
+    res.reason = "";
+    res.message = res.error;
+    const char *kind = json_string_value(json_object_get(body, "kind"));
+    if (kind && strcmp(kind, "Status") == 0) {
+        const char *r = json_string_value(json_object_get(body, "reason"));
+        const char *m = json_string_value(json_object_get(body, "message"));
+        if (r)
+            res.reason = r;
+        if (m)
+            res.message = m;
+    }
+    k->done = 1;
+    k->cb(&res, k->ud);
+    call_free(k);
+}
+
+static void call_send(kube_call *k);
+
+static void wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    call_send((kube_call *)w->data);
+}
+
+/* Waits `delay` seconds plus what the rate limiter asks, then sends. */
+static void call_schedule(kube_call *k, double delay)
+{
+    kube_client *c = k->client;
+    double wait = kube_limiter_reserve(&c->limiter, client_now(c) + delay);
+    ev_timer_stop(c->loop, &k->wait);
+    ev_timer_set(&k->wait, delay + wait, 0.);
+    ev_timer_start(c->loop, &k->wait);
+}
+
+static json_t *parse_json(const char *raw, size_t len)
+{
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)raw[i]))
+        i++;
+    if (i == len || (raw[i] != '{' && raw[i] != '['))
+        return NULL;
+    return json_loadb(raw, len, 0, NULL);
+}
+
+static int watch_line(kube_call *k, const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)line[i]))
+        i++;
+    if (i == len)
+        return 0;
+    json_error_t je;
+    json_t *ev = json_loadb(line, len, 0, &je);
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    if (!type || !json_is_object(obj)) {
+        snprintf(k->werr, sizeof k->werr, "watch: bad event: %s", ev ? "no type or object" : je.text);
+        json_decref(ev);
+        return -1;
+    }
+    k->in_cb++;
+    int stop = k->on_event(type, obj, k->ud);
+    k->in_cb--;
+    json_decref(ev);
+    if (stop && !k->werr[0])
+        snprintf(k->werr, sizeof k->werr, "stopped");
+    return stop ? -1 : 0;
+}
+
+static int watch_data(http_request *req, const char *data, size_t len, void *ud)
+{
+    (void)req;
+    kube_call *k = ud;
+    if (k->line_len + len + 1 > k->line_cap) {
+        size_t cap = k->line_cap ? k->line_cap : 8192;
+        while (cap < k->line_len + len + 1)
+            cap *= 2;
+        if (cap > ((size_t)64 << 20)) {
+            snprintf(k->werr, sizeof k->werr, "watch: event over 64 MiB");
+            return 1;
+        }
+        char *nl = realloc(k->line, cap);
+        if (!nl)
+            return 1;
+        k->line = nl;
+        k->line_cap = cap;
+    }
+    memcpy(k->line + k->line_len, data, len);
+    k->line_len += len;
+    size_t start = 0;
+    int rc = 0;
+    for (size_t i = k->line_len - len; i < k->line_len; i++) {
+        if (k->line[i] != '\n')
+            continue;
+        rc = watch_line(k, k->line + start, i - start);
+        start = i + 1;
+        if (rc != 0 || k->cancelled)
+            break;
+    }
+    if (k->cancelled) {
+        call_free(k);      /* kube_cancel from on_event deferred the free */
+        return 1;
+    }
+    memmove(k->line, k->line + start, k->line_len - start);
+    k->line_len -= start;
+    return rc;
+}
+
+static char *build_list_path(kube_call *k)
+{
+    char q[2048] = "";
+    size_t off = 0;
+    int rc = 0;
+    const char *sep = strchr(k->path, '?') ? "&" : "?";
+    if (k->limit > 0 && !k->full_relist) {
+        char lim[64];
+        snprintf(lim, sizeof lim, "%slimit=%ld", sep, k->limit);
+        rc |= append(q, sizeof q, &off, lim, 0);
+        sep = "&";
+        if (k->cont) {
+            rc |= append(q, sizeof q, &off, "&continue=", 0);
+            rc |= append(q, sizeof q, &off, k->cont, 1);
+        }
+    }
+    if (k->selector && *k->selector) {
+        rc |= append(q, sizeof q, &off, sep, 0);
+        rc |= append(q, sizeof q, &off, "labelSelector=", 0);
+        rc |= append(q, sizeof q, &off, k->selector, 1);
+    }
+    if (rc)
+        return NULL;
+    size_t n = strlen(k->path) + strlen(q) + 1;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s", k->path, q);
+    return p;
+}
+
+static void list_page(kube_call *k, const http_response *resp)
+{
+    json_t *body = parse_json(resp->body, resp->body_len);
+    if (resp->status == 410 && k->cont && !k->full_relist) {
+        /* continue token expired: one full list instead (client-go pager) */
+        json_decref(body);
+        free(k->cont);
+        k->cont = NULL;
+        json_array_clear(k->items);
+        free(k->list_rv);
+        k->list_rv = NULL;
+        k->full_relist = 1;
+        call_schedule(k, 0);
+        return;
+    }
+    json_t *items = json_object_get(body, "items");
+    if (resp->status != 200 || !json_is_array(items)) {
+        call_finish(k, resp->status, resp->status == 200 ? "list: response without items" : resp->error,
+                    resp->body, resp->body_len, body);
+        json_decref(body);
+        return;
+    }
+    json_t *meta = json_object_get(body, "metadata");
+    if (!k->list_rv) {
+        const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+        k->list_rv = strdup(rv ? rv : "");
+    }
+    json_array_extend(k->items, items);
+    const char *cont = json_string_value(json_object_get(meta, "continue"));
+    free(k->cont);
+    k->cont = cont && *cont ? strdup(cont) : NULL;
+    json_decref(body);
+    if (k->cont && !k->full_relist) {
+        call_schedule(k, 0);
+        return;
+    }
+    json_t *out = json_pack("{s:s, s:s, s:{s:s}, s:O}", "kind", "List", "apiVersion", "v1", "metadata",
+                            "resourceVersion", k->list_rv ? k->list_rv : "", "items", k->items);
+    call_finish(k, 200, "", "", 0, out);
+    json_decref(out);
+}
+
+static void http_done(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    kube_call *k = ud;
+    kube_client *c = k->client;
+    k->req = NULL;
+    int retryable = resp->status == 429 || (resp->status >= 500 && resp->status <= 599);
+    if (retryable && resp->retry_after_s >= 0 && k->attempts <= KUBE_MAX_RETRIES) {
+        call_schedule(k, resp->retry_after_s);
+        return;
+    }
+    if (resp->status == 401 && c->cfg.token_file && !k->retried_401) {
+        k->retried_401 = 1;
+        reload_token(c, 1);
+        call_schedule(k, 0);
+        return;
+    }
+    if (k->type == CALL_LIST) {
+        list_page(k, resp);
+        return;
+    }
+    if (k->type == CALL_WATCH && resp->status >= 200 && resp->status < 300) {
+        if (!k->werr[0] && resp->curl_code == 0 && k->line_len) { /* last line without '\n' */
+            watch_line(k, k->line, k->line_len);
+            if (k->cancelled) {
+                call_free(k);
+                return;
+            }
+        }
+        const char *e = k->werr[0] ? k->werr : resp->error;
+        call_finish(k, resp->status, e, "", 0, NULL);
+        return;
+    }
+    json_t *body = parse_json(resp->body, resp->body_len);
+    call_finish(k, resp->status, resp->error, resp->body, resp->body_len, body);
+    json_decref(body);
+}
+
+static void call_send(kube_call *k)
+{
+    kube_client *c = k->client;
+    char err[512] = "";
+    char *path = k->type == CALL_LIST ? build_list_path(k) : strdup(k->path);
+    size_t ul = strlen(c->cfg.server) + (path ? strlen(path) : 0) + 1;
+    char *url = path ? malloc(ul) : NULL;
+    if (!url) {
+        free(path);
+        call_finish(k, 0, "out of memory or query too long", "", 0, NULL);
+        return;
+    }
+    snprintf(url, ul, "%s%s", c->cfg.server, path);
+    free(path);
+    char ct[256];
+    snprintf(ct, sizeof ct, "Content-Type: %s", k->content_type ? k->content_type : "application/json");
+    const char *headers[] = {"Accept: application/json", "User-Agent: flink-controller", ct, NULL};
+    if (!k->body)
+        headers[2] = NULL;
+    reload_token(c, 0);
+    http_opts o;
+    memset(&o, 0, sizeof o);
+    o.method = k->method;
+    o.url = url;
+    o.headers = headers;
+    o.body = k->body;
+    o.body_len = k->body_len;
+    o.tls = &c->tls;
+    o.bearer_token = c->token;
+    o.timeout_ms = (long)(k->timeout_s * 1000);
+    o.stream = k->type == CALL_WATCH;
+    o.on_data = watch_data;
+    o.on_done = http_done;
+    o.ud = k;
+    k->attempts++;
+    k->line_len = 0;
+    k->werr[0] = '\0';
+    k->req = http_request_start(c->http, &o, err, sizeof err);
+    free(url);
+    if (!k->req)
+        call_finish(k, 0, err, "", 0, NULL);
+}
+
+static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_done_fn cb, void *ud,
+                           char *err, size_t errlen)
+{
+    if (!c || !req || !req->path || req->path[0] != '/' || !cb) {
+        set_err(err, errlen, "kube_request: client, a path starting with '/' and a callback are required");
+        return NULL;
+    }
+    kube_call *k = calloc(1, sizeof *k);
+    if (!k) {
+        set_err(err, errlen, "kube_request: out of memory");
+        return NULL;
+    }
+    k->client = c;
+    k->type = type;
+    k->method = strdup(req->method ? req->method : "GET");
+    k->path = strdup(req->path);
+    k->content_type = xstrdup(req->content_type);
+    if (req->body) {
+        k->body_len = req->body_len ? req->body_len : strlen(req->body);
+        k->body = malloc(k->body_len + 1);
+        if (k->body) {
+            memcpy(k->body, req->body, k->body_len);
+            k->body[k->body_len] = '\0';
+        }
+    }
+    k->timeout_s = req->timeout_s > 0 ? req->timeout_s : 60;
+    k->cb = cb;
+    k->ud = ud;
+    ev_timer_init(&k->wait, wait_cb, 0., 0.);
+    k->wait.data = k;
+    k->next = c->calls;
+    if (c->calls)
+        c->calls->prev = k;
+    c->calls = k;
+    if (!k->method || !k->path || (req->body && !k->body) || (req->content_type && !k->content_type)) {
+        call_free(k);
+        set_err(err, errlen, "kube_request: out of memory");
+        return NULL;
+    }
+    return k;
+}
+
+kube_call *kube_request(kube_client *c, const kube_req *req, kube_done_fn cb, void *ud, char *err,
+                        size_t errlen)
+{
+    kube_call *k = call_new(c, CALL_PLAIN, req, cb, ud, err, errlen);
+    if (k)
+        call_schedule(k, 0);
+    return k;
+}
+
+kube_call *kube_get(kube_client *c, const char *path, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    kube_req r = {.method = "GET", .path = path};
+    return kube_request(c, &r, cb, ud, err, errlen);
+}
+
+kube_call *kube_list(kube_client *c, const char *path, const char *label_selector, long limit,
+                     kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    kube_req r = {.method = "GET", .path = path};
+    kube_call *k = call_new(c, CALL_LIST, &r, cb, ud, err, errlen);
+    if (!k)
+        return NULL;
+    k->limit = limit > 0 ? limit : 500;
+    k->selector = xstrdup(label_selector);
+    k->items = json_array();
+    if (!k->items || (label_selector && !k->selector)) {
+        call_free(k);
+        set_err(err, errlen, "kube_list: out of memory");
+        return NULL;
+    }
+    call_schedule(k, 0);
+    return k;
+}
+
+kube_call *kube_watch(kube_client *c, const char *path, const char *resource_version,
+                      const char *label_selector, long timeout_s, kube_event_fn on_event,
+                      kube_done_fn done, void *ud, char *err, size_t errlen)
+{
+    if (!path || !on_event) {
+        set_err(err, errlen, "kube_watch: path and on_event are required");
+        return NULL;
+    }
+    if (timeout_s <= 0)
+        timeout_s = 300;
+    char q[4096];
+    size_t off = 0;
+    int rc = append(q, sizeof q, &off, path, 0);
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "%swatch=1&allowWatchBookmarks=true&timeoutSeconds=%ld",
+             strchr(path, '?') ? "&" : "?", timeout_s);
+    rc |= append(q, sizeof q, &off, tmp, 0);
+    if (resource_version && *resource_version) {
+        rc |= append(q, sizeof q, &off, "&resourceVersion=", 0);
+        rc |= append(q, sizeof q, &off, resource_version, 1);
+    }
+    if (label_selector && *label_selector) {
+        rc |= append(q, sizeof q, &off, "&labelSelector=", 0);
+        rc |= append(q, sizeof q, &off, label_selector, 1);
+    }
+    if (rc) {
+        set_err(err, errlen, "kube_watch: path and query too long");
+        return NULL;
+    }
+    kube_req r = {.method = "GET", .path = q, .timeout_s = (double)timeout_s + 30};
+    kube_call *k = call_new(c, CALL_WATCH, &r, done, ud, err, errlen);
+    if (!k)
+        return NULL;
+    k->on_event = on_event;
+    call_schedule(k, 0);
+    return k;
+}
+
+kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *obj = json ? json_loads(json, 0, &je) : NULL;
+    if (!json_is_object(obj)) {
+        set_err(err, errlen, "kube_apply: not a JSON object: %s", obj ? "wrong type" : (json ? je.text : "NULL"));
+        json_decref(obj);
+        return NULL;
+    }
+    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const kube_kind *k = kube_kind_find(av, kind);
+    char path[1024];
+    kube_call *call = NULL;
+    if (!k)
+        set_err(err, errlen, "kube_apply: unknown apiVersion/kind: %s/%s", av ? av : "?", kind ? kind : "?");
+    else if (!name || !*name)
+        set_err(err, errlen, "kube_apply: metadata.name: missing");
+    else if (k->namespaced && (!ns || !*ns))
+        set_err(err, errlen, "kube_apply: metadata.namespace: missing");
+    else if (kube_path(path, sizeof path - 64, k, ns, name, NULL) != 0)
+        set_err(err, errlen, "kube_apply: path too long");
+    else {
+        strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
+        kube_req r = {.method = "PATCH", .path = path, .content_type = "application/apply-patch+yaml",
+                      .body = json};
+        call = kube_request(c, &r, cb, ud, err, errlen);
+    }
+    json_decref(obj);
+    return call;
+}
+
+kube_call *kube_patch_status(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                             const char *merge_patch_json, kube_done_fn cb, void *ud, char *err,
+                             size_t errlen)
+{
+    char path[1024];
+    if (!k || !merge_patch_json || kube_path(path, sizeof path, k, ns, name, "status") != 0) {
+        set_err(err, errlen, "kube_patch_status: kind, name and patch are required");
+        return NULL;
+    }
+    kube_req r = {.method = "PATCH", .path = path, .content_type = "application/merge-patch+json",
+                  .body = merge_patch_json};
+    return kube_request(c, &r, cb, ud, err, errlen);
+}
+
+kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                       const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    char path[1024];
+    if (!k || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
+        set_err(err, errlen, "kube_delete: kind and name are required");
+        return NULL;
+    }
+    json_t *opts = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
+    if (propagation && *propagation)
+        json_object_set_new(opts, "propagationPolicy", json_string(propagation));
+    char *body = json_dumps(opts, JSON_COMPACT);
+    json_decref(opts);
+    if (!body) {
+        set_err(err, errlen, "kube_delete: out of memory or bad propagation policy");
+        return NULL;
+    }
+    kube_req r = {.method = "DELETE", .path = path, .body = body};
+    kube_call *call = kube_request(c, &r, cb, ud, err, errlen);
+    free(body);
+    return call;
+}
+
+kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type, const char *reason,
+                             const char *message, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    json_t *meta = json_object_get(involved, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *av = json_string_value(json_object_get(involved, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(involved, "kind"));
+    if (!name || !ns || !av || !kind || !type || !reason || !message) {
+        set_err(err, errlen, "kube_event_create: involved object needs apiVersion, kind, metadata.name and "
+                             "metadata.namespace; type, reason and message are required");
+        return NULL;
+    }
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char msg[1025];
+    snprintf(msg, sizeof msg, "%s", message);
+    char gen[300];
+    snprintf(gen, sizeof gen, "%.240s.", name);
+    json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s},"
+                           " s:s, s:s, s:i}",
+                           "apiVersion", "v1", "kind", "Event", "metadata", "generateName", gen, "namespace", ns,
+                           "involvedObject", "apiVersion", av, "kind", kind, "name", name, "namespace", ns,
+                           "type", type, "reason", reason, "message", msg, "source", "component",
+                           KUBE_FIELD_MANAGER, "firstTimestamp", ts, "lastTimestamp", ts, "count", 1);
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    if (ev && uid)
+        json_object_set_new(json_object_get(ev, "involvedObject"), "uid", json_string(uid));
+    char *body = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    json_decref(ev);
+    char path[1024];
+    if (!body || kube_path(path, sizeof path, &kube_kind_event, ns, NULL, NULL) != 0) {
+        free(body);
+        set_err(err, errlen, "kube_event_create: cannot build the event (non-UTF-8 text?)");
+        return NULL;
+    }
+    kube_req r = {.method = "POST", .path = path, .body = body};
+    kube_call *call = kube_request(c, &r, cb, ud, err, errlen);
+    free(body);
+    return call;
+}

@@ -1,0 +1,235 @@
+/* core/kube: Kubernetes client configuration and asynchronous API calls on
+ * top of core/http. JSON goes through jansson (libjansson): the C side must
+ * read watch events and list pages (type, metadata.resourceVersion, names,
+ * owner references, labels) to keep the reflector's cache, so a C JSON
+ * library is linked instead of shipping raw lines to Lua.
+ *
+ * Errors: functions returning int give 0 on success and -1 with a message in
+ * `err` (never abort on bad input). Asynchronous calls report through their
+ * callback exactly once, unless cancelled with kube_cancel().
+ */
+#ifndef FC_KUBE_H
+#define FC_KUBE_H
+
+#include <stddef.h>
+#include <ev.h>
+#include <jansson.h>
+
+#define KUBE_FIELD_MANAGER "flink-controller"
+#define KUBE_DEFAULT_QPS 5.0    /* client-go rest.DefaultQPS */
+#define KUBE_DEFAULT_BURST 10   /* client-go rest.DefaultBurst */
+#define KUBE_MAX_RETRIES 10     /* client-go request.go maxRetries for 429/5xx + Retry-After */
+#define KUBE_TOKEN_RELOAD_S 60  /* client-go NewCachedFileTokenSource period */
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* ---- configuration --------------------------------------------------- */
+
+/* Where and how to reach the API server. Strings are owned (malloc'd) and
+ * freed by kube_config_clear(). TLS material is either a file path or PEM
+ * bytes (`*_pem`, `*_pem_len` bytes, decoded from kubeconfig `*-data`). */
+typedef struct kube_config {
+    char *server;            /* "https://host:port", no trailing slash */
+    char *ca_file;
+    char *ca_pem;
+    size_t ca_pem_len;
+    char *cert_file;
+    char *cert_pem;
+    size_t cert_pem_len;
+    char *key_file;
+    char *key_pem;
+    size_t key_pem_len;
+    char *token;             /* static bearer token (kubeconfig user.token) */
+    char *token_file;        /* bearer token file, re-read every
+                                KUBE_TOKEN_RELOAD_S seconds and on a 401 */
+    int insecure;            /* insecure-skip-tls-verify */
+    char *namespace;         /* context namespace, in-cluster namespace file,
+                                else "default" */
+    char *context;           /* context name used (kubeconfig), or "in-cluster" */
+    double qps;              /* client-side rate limit, requests/second; <= 0:
+                                unlimited. Default KUBE_DEFAULT_QPS */
+    int burst;               /* token bucket size, default KUBE_DEFAULT_BURST */
+} kube_config;
+
+/* Loads a kubeconfig file (YAML, parsed with libyaml). `context` NULL uses
+ * `current-context`. Resolves contexts[].context.{cluster,user,namespace},
+ * clusters[].cluster.{server, certificate-authority(-data),
+ * insecure-skip-tls-verify} and users[].user.{client-certificate(-data),
+ * client-key(-data), token, tokenFile}; relative file paths are relative to
+ * the kubeconfig's directory (as client-go does). `exec` and `auth-provider`
+ * users and basic auth are refused. Errors name the file and the field, e.g.
+ * "kubeconfig /x: users[name=dev].user.client-key-data: invalid base64". */
+int kube_config_load_file(kube_config *cfg, const char *path, const char *context,
+                          char *err, size_t errlen);
+
+/* In-cluster config as client-go InClusterConfig(): needs env
+ * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (IPv6 hosts get
+ * brackets), CA `<sa_dir>/ca.crt`, token file `<sa_dir>/token` (kept as a
+ * token_file so rotation is picked up), namespace from `<sa_dir>/namespace`.
+ * `sa_dir` NULL means KUBE_SA_DIR. */
+int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen);
+
+/* `path` if given, else the first entry of $KUBECONFIG (a ':' list), else
+ * ~/.kube/config when it exists, else in-cluster. */
+int kube_config_load_default(kube_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Frees the strings of `cfg` and zeroes it. Safe on a zeroed config. */
+void kube_config_clear(kube_config *cfg);
+
+/* ---- client-side rate limit: a token bucket (pure logic) -------------- */
+
+/* Tokens refill at `qps` per second up to `burst`; each request takes one.
+ * Reservations may drive the bucket negative, so waiting callers queue up in
+ * order (as golang.org/x/time/rate Reserve does, which client-go uses). */
+typedef struct kube_limiter {
+    double qps;      /* tokens per second; <= 0 disables the limit */
+    double burst;    /* capacity, >= 1 */
+    double tokens;   /* current tokens (may be negative) */
+    double last;     /* clock (seconds) of the last update */
+} kube_limiter;
+
+/* Starts full (`burst` tokens) at time `now` (seconds, any monotonic clock). */
+void kube_limiter_init(kube_limiter *l, double qps, int burst, double now);
+/* Takes one token at `now`; returns how long (seconds, >= 0) the caller must
+ * wait before sending. */
+double kube_limiter_reserve(kube_limiter *l, double now);
+
+/* ---- resource kinds and paths --------------------------------------- */
+
+typedef struct kube_kind {
+    const char *api_version;   /* "v1", "apps/v1", "flinkoperator.k8s.io/v1beta1" */
+    const char *kind;          /* "StatefulSet" */
+    const char *plural;        /* "statefulsets" */
+    int namespaced;            /* 1 for namespaced resources */
+} kube_kind;
+
+extern const kube_kind kube_kind_flinkcluster, kube_kind_statefulset, kube_kind_service,
+    kube_kind_configmap, kube_kind_ingress, kube_kind_job, kube_kind_pod, kube_kind_event,
+    kube_kind_lease, kube_kind_namespace;
+
+/* Looks a kind up by apiVersion + kind among the kube_kind_* above; NULL when
+ * unknown. */
+const kube_kind *kube_kind_find(const char *api_version, const char *kind);
+
+/* Writes the URL path of a collection (name NULL) or an object, with an
+ * optional subresource ("status"), into buf: e.g.
+ * "/apis/apps/v1/namespaces/ns/statefulsets/x/status". `ns` NULL or "" for a
+ * namespaced kind means all namespaces. Names are percent-escaped. Returns 0,
+ * or -1 when buf (n bytes) is too small or a name is empty. */
+int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const char *name,
+              const char *subresource);
+
+/* ---- client and calls ------------------------------------------------ */
+
+typedef struct kube_client kube_client;
+typedef struct kube_call kube_call;
+
+/* The outcome of a call; pointers are valid during the callback only
+ * (json_incref `body` to keep it). */
+typedef struct kube_result {
+    long status;           /* HTTP status of the last attempt; 0 = no response */
+    const char *error;     /* transport or local error, "" when none */
+    const char *reason;    /* metav1.Status reason ("Expired", "Conflict", ...) or "" */
+    const char *message;   /* metav1.Status message, else error, else "" */
+    json_t *body;          /* parsed JSON body, NULL when not JSON; for
+                              kube_list the merged list (all pages) */
+    const char *raw;       /* raw body bytes (NUL-terminated), "" for lists */
+    size_t raw_len;
+    int attempts;          /* HTTP attempts made (retries + 1) */
+} kube_result;
+
+typedef void (*kube_done_fn)(const kube_result *res, void *ud);
+
+/* A generic request. `path` starts with '/' and may carry a query. */
+typedef struct kube_req {
+    const char *method;        /* "GET", "POST", "PATCH", "PUT", "DELETE" */
+    const char *path;
+    const char *content_type;  /* for the body, default "application/json" */
+    const char *body;          /* or NULL */
+    size_t body_len;           /* bytes; strlen(body) when 0 */
+    double timeout_s;          /* whole request, default 60 s; 0 = default */
+} kube_req;
+
+/* Copies `cfg`; `cfg->server` is required. Returns NULL with err filled. */
+kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char *err, size_t errlen);
+/* Cancels all calls (no callbacks) and frees. Not from inside a callback. */
+void kube_client_free(kube_client *c);
+/* Overrides the clock used by the rate limiter and token reload (tests);
+ * NULL restores ev_now(loop). */
+void kube_client_set_clock(kube_client *c, double (*now)(void *ud), void *ud);
+/* Sets the rate limit (qps <= 0: unlimited) starting with a full bucket. */
+void kube_client_set_rate_limit(kube_client *c, double qps, int burst);
+const kube_config *kube_client_config(const kube_client *c);
+/* The loop the client runs on. */
+struct ev_loop *kube_client_loop(const kube_client *c);
+/* The token that will be sent next ("" when none). */
+const char *kube_client_token(kube_client *c);
+
+/* Sends `req` through the rate limiter. Retries (up to KUBE_MAX_RETRIES)
+ * when the answer is 429, or a 5xx carrying Retry-After, after waiting
+ * Retry-After seconds (client-go with_retry.go); on a 401 with a token file
+ * the token is re-read at once and the request retried once. Returns a
+ * handle for kube_cancel(), or NULL with err filled (cb not called). */
+kube_call *kube_request(kube_client *c, const kube_req *req, kube_done_fn cb, void *ud,
+                        char *err, size_t errlen);
+
+/* GET of one object: `path` as from kube_path(). */
+kube_call *kube_get(kube_client *c, const char *path, kube_done_fn cb, void *ud, char *err,
+                    size_t errlen);
+
+/* LIST of a collection path, `limit` items a page (0 = 500), following
+ * metadata.continue; all pages share the first page's resourceVersion. A 410
+ * on a continue token (expired) restarts with one full, unpaginated list.
+ * `label_selector` NULL or "" for all. The result body is
+ * {"kind":"List","metadata":{"resourceVersion":RV},"items":[...]}. */
+kube_call *kube_list(kube_client *c, const char *path, const char *label_selector, long limit,
+                     kube_done_fn cb, void *ud, char *err, size_t errlen);
+
+/* WATCH of a collection path from `resource_version` (NULL/"" = server's
+ * "most recent" with synthetic ADDEDs), with allowWatchBookmarks=true and
+ * timeoutSeconds = `timeout_s` (server side; the client gives up 30 s
+ * later). The newline-delimited event stream is split on '\n' regardless of
+ * chunk boundaries and each line parsed; `on_event(type, object)` gets
+ * "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (object a
+ * metav1.Status) with a borrowed object. Returning non-zero from on_event
+ * stops the watch (done then reports error "stopped"). `done` fires once
+ * when the stream ends: status 200 and error "" for a clean end. A line that
+ * is not a JSON event ends the watch with error "watch: bad event: ...". */
+typedef int (*kube_event_fn)(const char *type, json_t *object, void *ud);
+kube_call *kube_watch(kube_client *c, const char *path, const char *resource_version,
+                      const char *label_selector, long timeout_s, kube_event_fn on_event,
+                      kube_done_fn done, void *ud, char *err, size_t errlen);
+
+/* Server-side apply of a whole object given as JSON text: PATCH to its
+ * object path with Content-Type application/apply-patch+yaml (JSON is YAML),
+ * fieldManager=flink-controller and force=true. The path comes from the
+ * object's apiVersion, kind (one of the kube_kind_* list), metadata.name and
+ * metadata.namespace. Bad JSON or an unknown kind fails at once (NULL, err). */
+kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                      size_t errlen);
+
+/* PATCH of the /status subresource with an RFC 7386 merge patch (JSON text,
+ * e.g. {"status":{...}}); keep observedGeneration in it. */
+kube_call *kube_patch_status(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                             const char *merge_patch_json, kube_done_fn cb, void *ud, char *err,
+                             size_t errlen);
+
+/* DELETE with a DeleteOptions body carrying `propagation` ("Background",
+ * "Foreground", "Orphan"; NULL = server default). 200 and 202 both mean
+ * accepted; 404 means already gone. */
+kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                       const char *propagation, kube_done_fn cb, void *ud, char *err,
+                       size_t errlen);
+
+/* Creates a core/v1 Event in the object's namespace about `involved` (an
+ * object with apiVersion, kind, metadata.name/namespace/uid): `type` "Normal"
+ * or "Warning", `reason` CamelCase, `message` free text (truncated to 1024
+ * bytes). source.component is "flink-controller". */
+kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type, const char *reason,
+                             const char *message, kube_done_fn cb, void *ud, char *err,
+                             size_t errlen);
+
+/* Stops a call that has not reported yet; its callback will not run. Must
+ * not be called after the callback ran. */
+void kube_cancel(kube_call *call);
+
+#endif

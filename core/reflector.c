@@ -1,0 +1,582 @@
+/* core/reflector: list, then watch, into an indexed cache. See reflector.h. */
+#include "reflector.h"
+#include "loop.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct reflector {
+    kube_client *client;
+    struct ev_loop *loop;
+    const kube_kind *kind;
+    char *ns, *selector;
+    reflector_opts o;
+    reflector_event_fn on_event;
+    void *ud;
+    char path[1024];
+    json_t *store;        /* "ns/name" -> object */
+    json_t *by_owner;     /* controller owner uid -> {"ns/name": true} */
+    json_t *by_cluster;   /* "ns/cluster" -> {"ns/name": true} */
+    char *rv;
+    kube_call *call;
+    ev_timer retry, resync, kick;
+    double backoff;
+    int retry_relist, relist_needed, synced, stopped, depth, watch_events;
+    unsigned lists;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static void destroy(reflector *r)
+{
+    if (r->call)
+        kube_cancel(r->call);
+    ev_timer_stop(r->loop, &r->retry);
+    ev_timer_stop(r->loop, &r->resync);
+    ev_timer_stop(r->loop, &r->kick);
+    json_decref(r->store);
+    json_decref(r->by_owner);
+    json_decref(r->by_cluster);
+    free(r->ns);
+    free(r->selector);
+    free(r->rv);
+    free(r);
+}
+
+void reflector_stop(reflector *r)
+{
+    if (!r || r->stopped)
+        return;
+    r->stopped = 1;
+    if (r->call) {
+        kube_cancel(r->call);
+        r->call = NULL;
+    }
+    ev_timer_stop(r->loop, &r->retry);
+    ev_timer_stop(r->loop, &r->resync);
+    ev_timer_stop(r->loop, &r->kick);
+    if (r->depth == 0)
+        destroy(r);
+}
+
+/* Runs the user callback; returns -1 when the reflector was stopped (and,
+ * at the outermost level, freed) meanwhile. */
+static int emit(reflector *r, reflector_event ev, json_t *obj, json_t *old)
+{
+    r->depth++;
+    r->on_event(r, ev, obj, old, r->ud);
+    r->depth--;
+    if (r->stopped) {
+        if (r->depth == 0)
+            destroy(r);
+        return -1;
+    }
+    return 0;
+}
+
+static void set_rv(reflector *r, const char *rv)
+{
+    if (!rv || !*rv)
+        return;
+    char *n = strdup(rv);
+    if (n) {
+        free(r->rv);
+        r->rv = n;
+    }
+}
+
+static const char *obj_rv(json_t *obj)
+{
+    return json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+}
+
+static int obj_key(json_t *obj, char *buf, size_t n)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    if (!name || !*name)
+        return -1;
+    int w = ns && *ns ? snprintf(buf, n, "%s/%s", ns, name) : snprintf(buf, n, "%s", name);
+    return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+static const char *controller_uid(json_t *obj, const char **kind, const char **name)
+{
+    json_t *refs = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    size_t i;
+    json_t *ref;
+    json_array_foreach(refs, i, ref) {
+        if (json_is_true(json_object_get(ref, "controller"))) {
+            if (kind)
+                *kind = json_string_value(json_object_get(ref, "kind"));
+            if (name)
+                *name = json_string_value(json_object_get(ref, "name"));
+            return json_string_value(json_object_get(ref, "uid"));
+        }
+    }
+    return NULL;
+}
+
+static const char *cluster_label(json_t *obj)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "cluster"));
+}
+
+static void index_set(json_t *index, const char *ikey, const char *key, int add)
+{
+    json_t *set = json_object_get(index, ikey);
+    if (add) {
+        if (!set) {
+            set = json_object();
+            json_object_set_new(index, ikey, set);
+        }
+        json_object_set_new(set, key, json_true());
+    } else if (set) {
+        json_object_del(set, key);
+        if (json_object_size(set) == 0)
+            json_object_del(index, ikey);
+    }
+}
+
+static void index_obj(reflector *r, json_t *obj, const char *key, int add)
+{
+    const char *uid = controller_uid(obj, NULL, NULL);
+    if (uid)
+        index_set(r->by_owner, uid, key, add);
+    const char *cl = cluster_label(obj);
+    if (cl) {
+        const char *ns = json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+        char ck[600];
+        snprintf(ck, sizeof ck, "%s/%s", ns ? ns : "", cl);
+        index_set(r->by_cluster, ck, key, add);
+    }
+}
+
+/* Stores obj (a borrowed reference); emits ADDED or MODIFIED unless
+ * `only_if_changed` and the resourceVersion is the cached one. */
+static int upsert(reflector *r, json_t *obj, int only_if_changed)
+{
+    char key[600];
+    if (!json_is_object(obj) || obj_key(obj, key, sizeof key) != 0)
+        return 0;
+    json_t *meta = json_object_get(obj, "metadata");
+    json_t *copy = json_deep_copy(obj);
+    if (!copy)
+        return 0;
+    json_object_del(json_object_get(copy, "metadata"), "managedFields");
+    (void)meta;
+    json_t *old = json_object_get(r->store, key);
+    if (old) {
+        const char *orv = obj_rv(old), *nrv = obj_rv(copy);
+        if (only_if_changed && orv && nrv && strcmp(orv, nrv) == 0) {
+            json_decref(copy);
+            return 0;
+        }
+        json_incref(old);
+        index_obj(r, old, key, 0);
+    }
+    json_object_set(r->store, key, copy);
+    index_obj(r, copy, key, 1);
+    int rc = emit(r, old ? REFLECTOR_MODIFIED : REFLECTOR_ADDED, copy, old);
+    json_decref(old);
+    json_decref(copy);
+    return rc;
+}
+
+static int remove_key(reflector *r, const char *key, json_t *last)
+{
+    json_t *old = json_object_get(r->store, key);
+    if (!old)
+        return 0;
+    json_incref(old);
+    index_obj(r, old, key, 0);
+    json_object_del(r->store, key);
+    json_t *shown = old;
+    json_t *copy = NULL;
+    if (last) {
+        copy = json_deep_copy(last);
+        if (copy) {
+            json_object_del(json_object_get(copy, "metadata"), "managedFields");
+            shown = copy;
+        }
+    }
+    int rc = emit(r, REFLECTOR_DELETED, shown, NULL);
+    json_decref(copy);
+    json_decref(old);
+    return rc;
+}
+
+/* Replaces the cache with a fresh list; missed deletes become DELETED. */
+static int replace(reflector *r, json_t *items)
+{
+    json_t *seen = json_object();
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it) {
+        char key[600];
+        if (obj_key(it, key, sizeof key) == 0)
+            json_object_set_new(seen, key, json_true());
+        if (upsert(r, it, 1) != 0) {
+            json_decref(seen);
+            return -1;
+        }
+    }
+    /* collect first: emitting while iterating the store is not safe */
+    json_t *gone = json_array();
+    const char *key;
+    json_t *v;
+    json_object_foreach(r->store, key, v) {
+        if (!json_object_get(seen, key))
+            json_array_append_new(gone, json_string(key));
+    }
+    json_decref(seen);
+    int rc = 0;
+    json_array_foreach(gone, i, it) {
+        if ((rc = remove_key(r, json_string_value(it), NULL)) != 0)
+            break;
+    }
+    json_decref(gone);
+    return rc;
+}
+
+static void do_list(reflector *r);
+static void do_watch(reflector *r);
+
+static void report(reflector *r, const char *fmt, ...)
+{
+    if (!r->o.on_error)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->o.on_error(r, msg, r->ud);
+}
+
+/* Retries after the current backoff (times a jitter in [1, 1.5)), doubling it. */
+static void backoff_retry(reflector *r, int relist)
+{
+    double d = r->backoff * (1.0 + 0.5 * loop_jitter());
+    r->backoff *= 2;
+    if (r->backoff > r->o.backoff_max_s)
+        r->backoff = r->o.backoff_max_s;
+    r->retry_relist = relist;
+    ev_timer_set(&r->retry, d, 0.);
+    ev_timer_start(r->loop, &r->retry);
+}
+
+static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    reflector *r = w->data;
+    if (r->retry_relist)
+        do_list(r);
+    else
+        do_watch(r);
+}
+
+static void list_done(const kube_result *res, void *ud)
+{
+    reflector *r = ud;
+    r->call = NULL;
+    json_t *items = json_object_get(res->body, "items");
+    if (res->status != 200 || !json_is_array(items)) {
+        report(r, "list %s: status %ld: %s", r->path, res->status, res->message);
+        backoff_retry(r, 1);
+        return;
+    }
+    r->lists++;
+    r->relist_needed = 0;
+    r->depth++;                      /* keep r alive across the callbacks */
+    int rc = replace(r, items);
+    if (rc == 0) {
+        set_rv(r, json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion")));
+        r->synced = 1;
+        if (r->o.on_synced)
+            r->o.on_synced(r, r->ud);
+    }
+    r->depth--;
+    if (r->stopped) {
+        if (r->depth == 0)
+            destroy(r);
+        return;
+    }
+    r->backoff = r->o.backoff_initial_s;
+    do_watch(r);
+}
+
+static void do_list(reflector *r)
+{
+    char err[256];
+    r->call = kube_list(r->client, r->path, r->selector, r->o.page_limit, list_done, r, err, sizeof err);
+    if (!r->call) {
+        report(r, "list %s: %s", r->path, err);
+        backoff_retry(r, 1);
+    }
+}
+
+static int watch_event(const char *type, json_t *obj, void *ud)
+{
+    reflector *r = ud;
+    const char *rv = obj_rv(obj);
+    int rc = 0;
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+        set_rv(r, rv);
+        r->watch_events++;
+        rc = upsert(r, obj, 0);
+    } else if (strcmp(type, "DELETED") == 0) {
+        char key[600];
+        set_rv(r, rv);
+        r->watch_events++;
+        if (obj_key(obj, key, sizeof key) == 0)
+            rc = remove_key(r, key, obj);
+    } else if (strcmp(type, "BOOKMARK") == 0) {
+        set_rv(r, rv);
+    } else if (strcmp(type, "ERROR") == 0) {
+        json_int_t code = json_integer_value(json_object_get(obj, "code"));
+        const char *reason = json_string_value(json_object_get(obj, "reason"));
+        const char *msg = json_string_value(json_object_get(obj, "message"));
+        if (code == 410 || (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0)))
+            r->relist_needed = 1;
+        report(r, "watch %s: error event %lld %s: %s", r->path, (long long)code, reason ? reason : "",
+               msg ? msg : "");
+        return 1;                  /* the server closes the stream after it */
+    }
+    return rc != 0 ? 1 : 0;        /* stopped from a callback */
+}
+
+static void watch_done(const kube_result *res, void *ud)
+{
+    reflector *r = ud;
+    r->call = NULL;
+    if (r->relist_needed || res->status == 410 || res->status == 504) {
+        /* history compacted: drop the resume point, list again now */
+        r->relist_needed = 0;
+        free(r->rv);
+        r->rv = NULL;
+        do_list(r);
+        return;
+    }
+    if (res->status == 200 && !*res->error) {
+        r->backoff = r->o.backoff_initial_s;
+        do_watch(r);                 /* clean end (timeoutSeconds): resume */
+        return;
+    }
+    if (r->watch_events > 0)
+        r->backoff = r->o.backoff_initial_s;
+    report(r, "watch %s: status %ld: %s", r->path, res->status, res->message);
+    backoff_retry(r, 0);
+}
+
+static void do_watch(reflector *r)
+{
+    char err[256];
+    long span = r->o.watch_timeout_max_s - r->o.watch_timeout_min_s;
+    long timeout = r->o.watch_timeout_min_s + (span > 0 ? (long)(loop_jitter() * (double)span) : 0);
+    r->watch_events = 0;
+    r->call = kube_watch(r->client, r->path, r->rv, r->selector, timeout, watch_event, watch_done, r, err,
+                         sizeof err);
+    if (!r->call) {
+        report(r, "watch %s: %s", r->path, err);
+        backoff_retry(r, 0);
+    }
+}
+
+static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    reflector *r = w->data;
+    if (!r->synced)
+        return;
+    json_t *snapshot = json_copy(r->store);   /* shallow: same objects */
+    const char *key;
+    json_t *v;
+    r->depth++;
+    json_object_foreach(snapshot, key, v) {
+        r->on_event(r, REFLECTOR_RESYNC, v, v, r->ud);
+        if (r->stopped)
+            break;
+    }
+    r->depth--;
+    json_decref(snapshot);
+    if (r->stopped && r->depth == 0)
+        destroy(r);
+}
+
+static void kick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    do_list((reflector *)w->data);
+}
+
+reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflector_opts *opts,
+                           reflector_event_fn on_event, void *ud, char *err, size_t errlen)
+{
+    if (!c || !kind || !on_event) {
+        set_err(err, errlen, "reflector_start: client, kind and on_event are required");
+        return NULL;
+    }
+    reflector *r = calloc(1, sizeof *r);
+    if (!r) {
+        set_err(err, errlen, "reflector_start: out of memory");
+        return NULL;
+    }
+    if (opts)
+        r->o = *opts;
+    if (r->o.watch_timeout_min_s <= 0)
+        r->o.watch_timeout_min_s = 300;
+    if (r->o.watch_timeout_max_s < r->o.watch_timeout_min_s)
+        r->o.watch_timeout_max_s = r->o.watch_timeout_min_s == 300 ? 600 : r->o.watch_timeout_min_s;
+    if (!(r->o.backoff_initial_s > 0))
+        r->o.backoff_initial_s = 0.8;
+    if (!(r->o.backoff_max_s > 0))
+        r->o.backoff_max_s = 30;
+    if (r->o.page_limit <= 0)
+        r->o.page_limit = 500;
+    r->client = c;
+    r->loop = NULL;
+    r->kind = kind;
+    r->on_event = on_event;
+    r->ud = ud;
+    r->backoff = r->o.backoff_initial_s;
+    r->ns = opts && opts->namespace && *opts->namespace ? strdup(opts->namespace) : NULL;
+    r->selector = opts && opts->label_selector && *opts->label_selector ? strdup(opts->label_selector) : NULL;
+    r->o.namespace = r->ns;
+    r->o.label_selector = r->selector;
+    r->store = json_object();
+    r->by_owner = json_object();
+    r->by_cluster = json_object();
+    if (kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 || !r->store || !r->by_owner ||
+        !r->by_cluster) {
+        set_err(err, errlen, "reflector_start: bad namespace or out of memory");
+        json_decref(r->store);
+        json_decref(r->by_owner);
+        json_decref(r->by_cluster);
+        free(r->ns);
+        free(r->selector);
+        free(r);
+        return NULL;
+    }
+    r->loop = kube_client_loop(c);
+    ev_timer_init(&r->retry, retry_cb, 0., 0.);
+    r->retry.data = r;
+    ev_timer_init(&r->kick, kick_cb, 0., 0.);
+    r->kick.data = r;
+    ev_timer_start(r->loop, &r->kick);
+    ev_timer_init(&r->resync, resync_cb, r->o.resync_s, r->o.resync_s);
+    r->resync.data = r;
+    if (r->o.resync_s > 0)
+        ev_timer_start(r->loop, &r->resync);
+    return r;
+}
+
+int reflector_has_synced(const reflector *r)
+{
+    return r && r->synced;
+}
+
+const char *reflector_resource_version(const reflector *r)
+{
+    return r && r->rv ? r->rv : "";
+}
+
+unsigned reflector_list_count(const reflector *r)
+{
+    return r ? r->lists : 0;
+}
+
+json_t *reflector_get(const reflector *r, const char *ns, const char *name)
+{
+    if (!r || !name)
+        return NULL;
+    char key[600];
+    if (ns && *ns)
+        snprintf(key, sizeof key, "%s/%s", ns, name);
+    else
+        snprintf(key, sizeof key, "%s", name);
+    return json_object_get(r->store, key);
+}
+
+size_t reflector_len(const reflector *r)
+{
+    return r ? json_object_size(r->store) : 0;
+}
+
+size_t reflector_foreach(const reflector *r, reflector_each_fn fn, void *ud)
+{
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(r->store, key, v) {
+        fn(v, ud);
+        n++;
+    }
+    return n;
+}
+
+static size_t each_in_set(const reflector *r, json_t *set, reflector_each_fn fn, void *ud)
+{
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(set, key, v) {
+        json_t *obj = json_object_get(r->store, key);
+        if (obj) {
+            fn(obj, ud);
+            n++;
+        }
+    }
+    return n;
+}
+
+size_t reflector_by_owner_uid(const reflector *r, const char *uid, reflector_each_fn fn, void *ud)
+{
+    if (!r || !uid)
+        return 0;
+    return each_in_set(r, json_object_get(r->by_owner, uid), fn, ud);
+}
+
+size_t reflector_by_cluster(const reflector *r, const char *ns, const char *cluster, reflector_each_fn fn,
+                            void *ud)
+{
+    if (!r || !cluster)
+        return 0;
+    char ck[600];
+    snprintf(ck, sizeof ck, "%s/%s", ns ? ns : "", cluster);
+    return each_in_set(r, json_object_get(r->by_cluster, ck), fn, ud);
+}
+
+int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *name = NULL, *okind = NULL, *oname = NULL;
+    int w = -1;
+    if (!ns)
+        ns = "";
+    if (owner_kind && kind && strcmp(kind, owner_kind) == 0 &&
+        (name = json_string_value(json_object_get(meta, "name"))))
+        w = snprintf(buf, n, "%s/%s", ns, name);
+    else if (controller_uid(obj, &okind, &oname), okind && oname && owner_kind && strcmp(okind, owner_kind) == 0)
+        w = snprintf(buf, n, "%s/%s", ns, oname);
+    else if ((name = cluster_label(obj)) && *name)
+        w = snprintf(buf, n, "%s/%s", ns, name);
+    return w > 0 && (size_t)w < n ? 1 : 0;
+}

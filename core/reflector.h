@@ -1,0 +1,91 @@
+/* core/reflector: keeps a local cache of one kind in step with the API
+ * server, the way client-go's reflector does:
+ *   LIST (paginated) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
+ *   against what was cached) -> WATCH from the list's resourceVersion with
+ *   allowWatchBookmarks and a random timeoutSeconds in [min, max).
+ *   Every event's and bookmark's resourceVersion becomes the resume point.
+ *   Clean end of a watch -> watch again from that point (no relist).
+ *   410 Gone / "Expired" (HTTP status or ERROR event) or 504 -> full relist.
+ *   Transport errors and other failures -> retry after a jittered
+ *   exponential backoff (initial 0.8 s, doubling, capped at 30 s; reset
+ *   after a watch that delivered events or ended cleanly).
+ *   Optional periodic resync re-delivers every cached object.
+ * Cached objects have metadata.managedFields removed and are indexed by
+ * "namespace/name", by the uid of their controller ownerReference and by
+ * "namespace/<value of the `cluster` label>".
+ */
+#ifndef FC_REFLECTOR_H
+#define FC_REFLECTOR_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include "kube.h"
+
+typedef struct reflector reflector;
+
+typedef enum {
+    REFLECTOR_ADDED,
+    REFLECTOR_MODIFIED,
+    REFLECTOR_DELETED,
+    REFLECTOR_RESYNC
+} reflector_event;
+
+/* Called for each change: `obj` is the cached object (for DELETED the last
+ * known state), `old` the previous cached state for MODIFIED (the same as obj
+ * for RESYNC, NULL otherwise). Both borrowed: json_incref to keep; do not
+ * modify. reflector_stop() may be called from here. */
+typedef void (*reflector_event_fn)(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud);
+/* Called after each successful (re)list has been applied to the cache. */
+typedef void (*reflector_synced_fn)(reflector *r, void *ud);
+/* Called for each list/watch failure that leads to a retry (for logs). */
+typedef void (*reflector_error_fn)(reflector *r, const char *what, void *ud);
+
+typedef struct reflector_opts {
+    const char *namespace;        /* NULL or "" = all namespaces */
+    const char *label_selector;   /* NULL or "" = everything */
+    double resync_s;              /* periodic resync period, seconds; 0 = off */
+    long watch_timeout_min_s;     /* default 300 */
+    long watch_timeout_max_s;     /* default 600 (exclusive) */
+    double backoff_initial_s;     /* default 0.8 */
+    double backoff_max_s;         /* default 30 */
+    long page_limit;              /* list page size, default 500 */
+    reflector_synced_fn on_synced;
+    reflector_error_fn on_error;
+} reflector_opts;
+
+/* Starts list+watch of `kind` on the client's loop. `opts` may be NULL (all
+ * defaults); its strings are copied. Returns NULL with err on bad arguments.
+ * Callbacks never run inside reflector_start. */
+reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflector_opts *opts,
+                           reflector_event_fn on_event, void *ud, char *err, size_t errlen);
+/* Stops (cancels the running call and timers) and frees the cache. Safe
+ * from inside the reflector's own callbacks (freed when they return). */
+void reflector_stop(reflector *r);
+
+/* 1 once a list has been applied to the cache. */
+int reflector_has_synced(const reflector *r);
+/* The last resourceVersion seen (list, event or bookmark), "" before. */
+const char *reflector_resource_version(const reflector *r);
+/* Number of lists done (1 after the first; counts relists). */
+unsigned reflector_list_count(const reflector *r);
+
+/* Cached object or NULL (borrowed). `ns` NULL/"" for cluster-scoped kinds. */
+json_t *reflector_get(const reflector *r, const char *ns, const char *name);
+size_t reflector_len(const reflector *r);
+/* Calls fn for every cached object / the ones whose controller
+ * ownerReference has `uid` / the ones in `ns` labelled cluster=<cluster>.
+ * Returns how many. fn must not stop the reflector. */
+typedef void (*reflector_each_fn)(json_t *obj, void *ud);
+size_t reflector_foreach(const reflector *r, reflector_each_fn fn, void *ud);
+size_t reflector_by_owner_uid(const reflector *r, const char *uid, reflector_each_fn fn, void *ud);
+size_t reflector_by_cluster(const reflector *r, const char *ns, const char *cluster, reflector_each_fn fn,
+                            void *ud);
+
+/* The work-queue key of the FlinkCluster an object belongs to: its
+ * controller ownerReference when that has kind `owner_kind` (e.g.
+ * "FlinkCluster") -> "namespace/ownerName"; else its `cluster` label ->
+ * "namespace/<label>"; for an object of kind `owner_kind` itself, its own
+ * "namespace/name". Returns 1 and writes buf (n bytes), or 0 when none. */
+int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n);
+
+#endif
