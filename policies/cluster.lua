@@ -1,0 +1,252 @@
+--- Policy `cluster`: the Kubernetes objects a FlinkCluster should have.
+--
+-- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...}}
+-- Objects are plain tables shaped as the API's JSON, in apply order:
+--   ConfigMap   <n>-configmap       flink-conf.yaml, log4j-console.properties,
+--                                   logback-console.xml, submit-job.sh (job clusters)
+--   StatefulSet <n>-jobmanager      1 replica, container `jobmanager`
+--   Service     <n>-jobmanager      type from jobManager.accessScope
+--   Ingress     <n>-jobmanager      only with jobManager.ingress
+--   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management
+--   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
+-- Every object: labels app=flink, cluster=<n>, the cluster's namespace (when it has one) and a
+-- controller ownerReference to the FlinkCluster, so Kubernetes deletes them with it.
+-- Errors (policy errors, file:line): a memory limit that leaves no heap, an unknown
+-- accessScope, a flinkProperties option that cannot be written to flink-conf.yaml.
+-- The ControllerRevision history is the reconciler's, not this policy's.
+local util = require("fc.util")
+local names = require("lib.names")
+local flinkconf = require("lib.flinkconf")
+local logconf = require("lib.logconf")
+local pods = require("lib.pods")
+local submit = require("lib.submit")
+
+local cluster_policy = {}
+
+--- ConfigMap `<n>-configmap`: the files under /opt/flink/conf of every pod. Entries of
+-- spec.logConfig (file name -> contents) replace ours or add files.
+local function configmap(c)
+  local n, spec = c.metadata.name, c.spec
+  local data = {
+    ["flink-conf.yaml"] = flinkconf.render(flinkconf.properties(c)),
+    -- log4j 2 arrived with Flink 1.11; unknown tags count as new (lib.flinkconf.at_least)
+    ["log4j-console.properties"] = logconf.log4j_console(flinkconf.at_least(spec.image.name, 1, 11)),
+    ["logback-console.xml"] = logconf.logback_console(),
+  }
+  if spec.job then data[submit.SCRIPT_KEY] = submit.script(c) end
+  for file, contents in pairs(spec.logConfig or {}) do data[file] = contents end
+  return {
+    apiVersion = "v1",
+    kind = "ConfigMap",
+    metadata = names.metadata(c, names.configmap(n), names.cluster_labels(n)),
+    data = data,
+  }
+end
+
+--- Ports of the JobManager and TaskManager containers, {name, number} in a fixed order.
+local function component_ports(component, ports)
+  if component == "jobmanager" then
+    return { { "rpc", ports.rpc }, { "blob", ports.blob }, { "query", ports.query }, { "ui", ports.ui } }
+  end
+  return { { "data", ports.data }, { "rpc", ports.rpc }, { "query", ports.query } }
+end
+
+--- The Flink container of a component: the image's entrypoint takes "jobmanager" or
+-- "taskmanager" as its argument. Env: our downward-API limits and Hadoop/GCP variables, then
+-- spec.envVars (a user variable of the same name replaces ours).
+local function flink_container(c, component, comp, shared)
+  local spec = c.spec
+  local readiness, liveness = pods.probes(comp.ports.rpc)
+  local ours = pods.limits_env(component == "jobmanager" and "JOB_MANAGER" or "TASK_MANAGER")
+  for _, e in ipairs(shared.env) do ours[#ours + 1] = e end
+  return {
+    name = component,
+    image = spec.image.name,
+    imagePullPolicy = spec.image.pullPolicy,
+    args = { component },
+    ports = pods.container_ports(component_ports(component, comp.ports), comp.extraPorts),
+    env = util.nonempty(pods.merge_by("name", ours, spec.envVars)),
+    envFrom = util.nonempty(spec.envFrom),
+    resources = util.nonempty(comp.resources),
+    volumeMounts = pods.merge_by("mountPath", shared.mounts, comp.volumeMounts),
+    readinessProbe = readiness,
+    livenessProbe = liveness,
+  }
+end
+
+--- StatefulSet of a component ("jobmanager" with spec.jobManager, "taskmanager" with
+-- spec.taskManager). Pods: init containers (inheriting the component's volumeMounts), the
+-- Flink container, then the sidecars; the selector is the fixed component labels.
+local function component_statefulset(c, component, comp)
+  local n, spec = c.metadata.name, c.spec
+  local shared = pods.shared(n, spec)
+  local selector = names.component_labels(n, component)
+  local containers = { flink_container(c, component, comp, shared) }
+  for _, s in ipairs(comp.sidecars or {}) do containers[#containers + 1] = s end
+  local template = pods.template {
+    cluster_spec = spec,
+    labels = names.pod_labels(selector, comp.podLabels),
+    annotations = comp.podAnnotations,
+    init = pods.init_containers(comp.initContainers, comp.volumeMounts),
+    containers = containers,
+    volumes = pods.merge_by("name", shared.volumes, comp.volumes),
+    extra = {
+      nodeSelector = util.nonempty(comp.nodeSelector),
+      tolerations = util.nonempty(comp.tolerations),
+      securityContext = util.nonempty(comp.securityContext),
+    },
+  }
+  local sts_spec = {
+    replicas = comp.replicas,
+    serviceName = n .. "-" .. component,
+    selector = { matchLabels = util.deepcopy(selector) },
+    template = template,
+    volumeClaimTemplates = util.nonempty(comp.volumeClaimTemplates),
+    revisionHistoryLimit = spec.revisionHistoryLimit,
+  }
+  if component == "taskmanager" then
+    -- TaskManagers are interchangeable: start and stop them all at once instead of one by one
+    sts_spec.podManagementPolicy = "Parallel"
+  end
+  return {
+    apiVersion = "apps/v1",
+    kind = "StatefulSet",
+    metadata = names.metadata(c, n .. "-" .. component, names.component_labels(n, component)),
+    spec = sts_spec,
+  }
+end
+
+-- Annotation that makes a LoadBalancer internal to the VPC for accessScope VPC. We write
+-- GKE's (the original operator's platform): "networking.gke.io/load-balancer-type: Internal"
+-- (GKE docs, "Creating an internal load balancer", GKE 1.17+).
+local VPC_ANNOTATIONS = { ["networking.gke.io/load-balancer-type"] = "Internal" }
+
+--- Service `<n>-jobmanager` selecting the JobManager pod. accessScope:
+-- Cluster -> ClusterIP; VPC -> internal LoadBalancer; External -> LoadBalancer;
+-- NodePort -> NodePort; Headless -> ClusterIP with clusterIP None (DNS names the pod directly).
+local function jobmanager_service(c)
+  local n, jm = c.metadata.name, c.spec.jobManager
+  local svc = { selector = names.component_labels(n, "jobmanager") }
+  local annotations
+  local scope = jm.accessScope or "Cluster"
+  if scope == "Cluster" then
+    svc.type = "ClusterIP"
+  elseif scope == "VPC" then
+    svc.type = "LoadBalancer"
+    annotations = util.deepcopy(VPC_ANNOTATIONS)
+  elseif scope == "External" then
+    svc.type = "LoadBalancer"
+  elseif scope == "NodePort" then
+    svc.type = "NodePort"
+  elseif scope == "Headless" then
+    svc.type = "ClusterIP"
+    svc.clusterIP = "None"
+  else
+    error("spec.jobManager.accessScope: unknown value " .. tostring(scope)
+      .. " (Cluster, VPC, External, NodePort or Headless)", 0)
+  end
+  local ports = {}
+  for _, p in ipairs(pods.container_ports(component_ports("jobmanager", jm.ports), jm.extraPorts)) do
+    ports[#ports + 1] = { name = p.name, port = p.containerPort, targetPort = p.containerPort, protocol = p.protocol }
+  end
+  svc.ports = ports
+  return {
+    apiVersion = "v1",
+    kind = "Service",
+    metadata = names.metadata(c, names.jobmanager(n), names.component_labels(n, "jobmanager"), annotations),
+    spec = svc,
+  }
+end
+
+--- The Ingress host: hostFormat with every "{{$clusterName}}" replaced by the cluster name
+-- (plain text, no pattern). nil when there is no hostFormat: the rule then matches any host.
+local function ingress_host(format, n)
+  if format == nil or format == "" then return nil end
+  local out, from = {}, 1
+  while true do
+    local s, e = format:find("{{$clusterName}}", from, true)
+    if not s then break end
+    out[#out + 1] = format:sub(from, s - 1) .. n
+    from = e + 1
+  end
+  out[#out + 1] = format:sub(from)
+  return table.concat(out)
+end
+
+--- Ingress `<n>-jobmanager` (networking.k8s.io/v1) to the Service's `ui` port, all paths;
+-- with useTls a tls entry for the host, with tlsSecretName when given (else the ingress
+-- controller's default certificate).
+local function jobmanager_ingress(c)
+  local n, ing = c.metadata.name, c.spec.jobManager.ingress
+  local host = ingress_host(ing.hostFormat, n)
+  local backend = { service = { name = names.jobmanager(n), port = { name = "ui" } } }
+  local spec = {
+    rules = { { host = host, http = { paths = { { path = "/", pathType = "Prefix", backend = backend } } } } },
+  }
+  if ing.useTls == true then
+    local tls = { hosts = host and { host } or nil }
+    if ing.tlsSecretName and ing.tlsSecretName ~= "" then tls.secretName = ing.tlsSecretName end
+    spec.tls = { tls }
+  end
+  return {
+    apiVersion = "networking.k8s.io/v1",
+    kind = "Ingress",
+    metadata = names.metadata(c, names.jobmanager(n), names.component_labels(n, "jobmanager"),
+      util.deepcopy(ing.annotations or {})),
+    spec = spec,
+  }
+end
+
+--- Job `<n>-job-submitter`: one pod, never retried (backoffLimit 0, restartPolicy Never: the
+-- controller decides about resubmission), container `main` running submit-job.sh from the
+-- ConfigMap. It takes the job's podLabels, podAnnotations, volumes, volumeMounts,
+-- initContainers, resources and securityContext, and the cluster's env like the Flink pods
+-- (a jar on HDFS or GCS needs the same credentials).
+local function job_submitter(c)
+  local n, spec, job = c.metadata.name, c.spec, c.spec.job
+  local shared = pods.shared(n, spec)
+  local labels = names.cluster_labels(n)
+  local main = {
+    name = "main",
+    image = spec.image.name,
+    imagePullPolicy = spec.image.pullPolicy,
+    command = { "/bin/sh", submit.SCRIPT_PATH },
+    env = util.nonempty(pods.merge_by("name", shared.env, spec.envVars)),
+    envFrom = util.nonempty(spec.envFrom),
+    resources = util.nonempty(job.resources),
+    volumeMounts = pods.merge_by("mountPath", shared.mounts, job.volumeMounts),
+  }
+  local template = pods.template {
+    cluster_spec = spec,
+    labels = names.pod_labels(labels, job.podLabels),
+    annotations = job.podAnnotations,
+    init = pods.init_containers(job.initContainers, job.volumeMounts),
+    containers = { main },
+    volumes = pods.merge_by("name", shared.volumes, job.volumes),
+    extra = { restartPolicy = "Never", securityContext = util.nonempty(job.securityContext) },
+  }
+  return {
+    apiVersion = "batch/v1",
+    kind = "Job",
+    metadata = names.metadata(c, names.job_submitter(n), util.deepcopy(labels)),
+    spec = { backoffLimit = 0, template = template },
+  }
+end
+
+--- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy).
+function cluster_policy.desired(input)
+  local c = input.cluster
+  local spec = c.spec
+  local objects = {
+    configmap(c),
+    component_statefulset(c, "jobmanager", spec.jobManager),
+    jobmanager_service(c),
+  }
+  if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c) end
+  objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager)
+  if spec.job then objects[#objects + 1] = job_submitter(c) end
+  -- no table shared between two places of the output: callers may normalize it in place
+  return { objects = util.deepcopy(objects) }
+end
+
+return cluster_policy

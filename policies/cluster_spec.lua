@@ -1,0 +1,533 @@
+-- Specs of policies/cluster.lua and its helpers (lib.names, lib.flinkconf, lib.logconf,
+-- lib.pods, lib.submit).
+-- Fixtures: policies/testdata/cluster/<case>/input.yaml (a user manifest, as applied) and
+-- expected.yaml (the list of desired objects), compared structurally after defaults.apply.
+-- FC_UPDATE_FIXTURES=1 rewrites the expected.yaml files from the policy's output (review the
+-- diff before committing: the fixtures are the contract).
+local lyaml = require("lyaml")
+local yaml = require("yaml")
+local util = require("fc.util")
+local cluster = require("cluster")
+local defaults = require("defaults")
+local names = require("lib.names")
+local flinkconf = require("lib.flinkconf")
+local logconf = require("lib.logconf")
+local pods = require("lib.pods")
+local submit = require("lib.submit")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local TESTDATA = ROOT .. "/policies/testdata/cluster"
+
+local CASES = {
+  "wordcount", "session", "session-full", "job-full",
+  "access-vpc", "access-external", "access-nodeport", "access-headless",
+  "ingress-plain", "ingress-tls",
+  "memory-1gi-defaults", "memory-4gi-25", "flink-1.9-keys", "flink-1.10-keys", "flink-1.17-keys",
+  "flinkproperties-memory",
+}
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+-- YAML null (lyaml.null) becomes an absent key, as in the JSON the API server would keep.
+local function strip_null(v)
+  if v == lyaml.null then return nil end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = strip_null(x) end
+  return out
+end
+
+local function load_yaml(path)
+  return strip_null(lyaml.load(read(path)))
+end
+
+local function render(manifest)
+  return cluster.desired({ cluster = defaults.apply(manifest) }).objects
+end
+
+-- Path of the first difference between two values, nil when they are equal.
+local function first_diff(a, b, path)
+  path = path or "$"
+  if type(a) ~= "table" or type(b) ~= "table" then
+    if a == b then return nil end
+    return path .. ": " .. tostring(a) .. " ~= " .. tostring(b)
+  end
+  for _, k in ipairs(util.sorted_keys(util.merge(a, b))) do
+    local d = first_diff(a[k], b[k], path .. "." .. tostring(k))
+    if d then return d end
+  end
+  return nil
+end
+
+-- A YAML writer for the fixtures: keys sorted, multi-line strings as literal blocks, strings
+-- that would read back as another type quoted (libyaml picks a quoting style itself when
+-- plain is not possible).
+local function emit_yaml(value)
+  local e = yaml.emitter()
+  local function scalar(v, style)
+    e.emit({ type = "SCALAR", value = v, plain_implicit = true, quoted_implicit = true, style = style })
+  end
+  local function node(v)
+    if type(v) == "table" then
+      if util.is_array(v) then
+        e.emit({ type = "SEQUENCE_START", style = "BLOCK" })
+        for _, x in ipairs(v) do node(x) end
+        e.emit({ type = "SEQUENCE_END" })
+      else
+        e.emit({ type = "MAPPING_START", style = next(v) == nil and "FLOW" or "BLOCK" })
+        for _, k in ipairs(util.sorted_keys(v)) do
+          node(k)
+          node(v[k])
+        end
+        e.emit({ type = "MAPPING_END" })
+      end
+    elseif type(v) == "string" then
+      if v:find("\n") then
+        scalar(v, "LITERAL")
+      elseif lyaml.load("v: " .. v .. "\n").v ~= v then
+        scalar(v, "SINGLE_QUOTED")
+      else
+        scalar(v, "PLAIN")
+      end
+    else
+      scalar(tostring(v), "PLAIN")
+    end
+  end
+  e.emit({ type = "STREAM_START", encoding = "UTF8" })
+  e.emit({ type = "DOCUMENT_START" })
+  node(value)
+  e.emit({ type = "DOCUMENT_END" })
+  local _, out = e.emit({ type = "STREAM_END" })
+  return out
+end
+
+-- Walks every table of `v`; calls f(table, path).
+local function walk(v, f, path)
+  path = path or "$"
+  if type(v) ~= "table" then return end
+  f(v, path)
+  for k, x in pairs(v) do walk(x, f, path .. "." .. tostring(k)) end
+end
+
+local function by_kind(objects, kind, name)
+  for _, o in ipairs(objects) do
+    if o.kind == kind and (name == nil or o.metadata.name == name) then return o end
+  end
+  return nil
+end
+
+local function env_of(container)
+  local out = {}
+  for _, e in ipairs(container.env or {}) do out[e.name] = e end
+  return out
+end
+
+-- flink-conf.yaml of a fixture's input as a {key = value} map.
+local function conf_of(objects)
+  local props = {}
+  for line in by_kind(objects, "ConfigMap").data["flink-conf.yaml"]:gmatch("[^\n]+") do
+    local k, v = line:match("^(.-): (.*)$")
+    props[k] = v
+  end
+  return props
+end
+
+local function fixture_objects(case)
+  return render(load_yaml(TESTDATA .. "/" .. case .. "/input.yaml"))
+end
+
+describe("cluster policy fixtures", function()
+  for _, case in ipairs(CASES) do
+    it("renders testdata/cluster/" .. case .. " as expected.yaml", function()
+      local dir = TESTDATA .. "/" .. case
+      local got = fixture_objects(case)
+      if os.getenv("FC_UPDATE_FIXTURES") == "1" then
+        write(dir .. "/expected.yaml", emit_yaml(got))
+      end
+      local want = load_yaml(dir .. "/expected.yaml")
+      assert.is_nil(first_diff(got, want))
+    end)
+  end
+
+  it("keeps the wordcount fixture identical to deploy/examples/wordcount.yaml", function()
+    assert.is_nil(first_diff(load_yaml(TESTDATA .. "/wordcount/input.yaml"),
+      load_yaml(ROOT .. "/deploy/examples/wordcount.yaml")))
+  end)
+
+  it("writes fixtures that read back unchanged", function()
+    local got = fixture_objects("session-full")
+    assert.is_nil(first_diff(strip_null(lyaml.load(emit_yaml(got))), got))
+  end)
+end)
+
+describe("cluster.desired", function()
+  local wc = fixture_objects("wordcount")
+
+  it("returns the objects in apply order", function()
+    local order = {}
+    for i, o in ipairs(wc) do order[i] = o.kind .. "/" .. o.metadata.name end
+    assert.same({ "ConfigMap/wordcount-configmap", "StatefulSet/wordcount-jobmanager",
+      "Service/wordcount-jobmanager", "StatefulSet/wordcount-taskmanager",
+      "Job/wordcount-job-submitter" }, order)
+    local full = fixture_objects("ingress-tls")
+    assert.equal("Ingress", full[4].kind)
+    assert.equal(4, #fixture_objects("session"))
+  end)
+
+  it("labels and owns every object, without a namespace when the manifest has none", function()
+    for _, o in ipairs(wc) do
+      assert.equal("flink", o.metadata.labels.app)
+      assert.equal("wordcount", o.metadata.labels.cluster)
+      assert.is_nil(o.metadata.namespace)
+      assert.same({ { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster", name = "wordcount",
+        uid = "<uid of FlinkCluster wordcount, set when applied>", controller = true,
+        blockOwnerDeletion = false } }, o.metadata.ownerReferences)
+    end
+    for _, o in ipairs(fixture_objects("session-full")) do
+      assert.equal("analytics", o.metadata.namespace)
+      assert.equal("5f0c7a52-1111-4c1e-9d7e-0123456789ab", o.metadata.ownerReferences[1].uid)
+    end
+  end)
+
+  it("never emits an empty list or map (only emptyDir: {})", function()
+    for _, case in ipairs(CASES) do
+      for _, o in ipairs(fixture_objects(case)) do
+        walk(o, function(t, path)
+          if next(t) == nil then
+            assert.truthy(path:match("%.emptyDir$"), case .. ": empty table at " .. path)
+          end
+        end)
+      end
+    end
+  end)
+
+  it("returns no table twice (callers may edit the output in place)", function()
+    local seen = {}
+    for _, o in ipairs(fixture_objects("session-full")) do
+      walk(o, function(t, path)
+        assert.is_nil(seen[t], "shared table at " .. path)
+        seen[t] = true
+      end)
+    end
+  end)
+
+  it("puts our env first, a user variable of the same name replacing ours", function()
+    local objects = fixture_objects("session-full")
+    for _, sts in ipairs({ objects[2], objects[4] }) do
+      local main = sts.spec.template.spec.containers[1]
+      local env = env_of(main)
+      assert.equal("/opt/hadoop/override", env.HADOOP_CONF_DIR.value)
+      assert.equal("/etc/gcp/key.json", env.GOOGLE_APPLICATION_CREDENTIALS.value)
+      assert.equal("UTC", env.TZ.value)
+      assert.equal("limits.memory", env[main.name == "jobmanager" and "JOB_MANAGER_MEMORY_LIMIT"
+        or "TASK_MANAGER_MEMORY_LIMIT"].valueFrom.resourceFieldRef.resource)
+      assert.equal(5, #main.env)
+      assert.equal("/opt/flink/conf", main.volumeMounts[1].mountPath)
+      assert.is_true(main.volumeMounts[1].readOnly)
+    end
+  end)
+
+  it("builds the job submitter with the job's pod settings and the quoted command", function()
+    local job = by_kind(fixture_objects("job-full"), "Job")
+    local pod = job.spec.template
+    assert.equal(0, job.spec.backoffLimit)
+    assert.equal("Never", pod.spec.restartPolicy)
+    assert.equal("main", pod.spec.containers[1].name)
+    assert.same({ "/bin/sh", "/opt/flink/conf/submit-job.sh" }, pod.spec.containers[1].command)
+    assert.equal("etl", pod.metadata.labels.team)            -- job.podLabels, not the JM's
+    assert.is_nil(pod.metadata.labels.jmonly)
+    assert.equal("flink", pod.metadata.labels.app)           -- ours win over podLabels
+    assert.same({ ["example.com/owner"] = "etl" }, pod.metadata.annotations)
+    assert.equal("/cache", pod.spec.initContainers[1].volumeMounts[1].mountPath)
+    assert.same({ limits = { cpu = "100m", memory = "256Mi" } }, pod.spec.containers[1].resources)
+    assert.same({ runAsUser = 9999 }, pod.spec.securityContext)
+  end)
+
+  it("computes the memory keys of the README cases exactly", function()
+    -- 1Gi limit, ratio 25, min 600M, Flink 1.9: heap = 1073741824 - 600000000 = 473741824 B
+    local c = conf_of(fixture_objects("memory-1gi-defaults"))
+    assert.equal("451m", c["jobmanager.heap.size"])
+    assert.equal("451m", c["taskmanager.heap.size"])
+    -- 4Gi at 25%: off-heap 1Gi > 600M, heap 3Gi = 3072 MiB
+    c = conf_of(fixture_objects("memory-4gi-25"))
+    assert.equal("3072m", c["jobmanager.heap.size"])
+    assert.equal("3072m", c["taskmanager.heap.size"])
+    c = conf_of(fixture_objects("flink-1.17-keys"))
+    assert.equal("1024m", c["jobmanager.memory.process.size"])
+    assert.equal("2048m", c["taskmanager.memory.process.size"])
+    assert.is_nil(c["jobmanager.heap.size"])
+    c = conf_of(fixture_objects("flink-1.10-keys"))
+    assert.equal("451m", c["jobmanager.heap.size"])          -- JM model changed in 1.11
+    assert.equal("2048m", c["taskmanager.memory.process.size"])
+    c = conf_of(fixture_objects("flinkproperties-memory"))
+    assert.equal("1536m", c["jobmanager.memory.heap.size"])
+    assert.is_nil(c["jobmanager.memory.process.size"])
+    assert.equal("4096m", c["taskmanager.memory.process.size"])  -- the user's value
+    assert.equal("0.2", c["taskmanager.memory.managed.fraction"])
+  end)
+
+  it("maps every accessScope to its Service", function()
+    local function svc(case) return by_kind(fixture_objects(case), "Service") end
+    assert.equal("ClusterIP", svc("session").spec.type)
+    assert.is_nil(svc("session").spec.clusterIP)
+    assert.equal("LoadBalancer", svc("access-vpc").spec.type)
+    assert.same({ ["networking.gke.io/load-balancer-type"] = "Internal" }, svc("access-vpc").metadata.annotations)
+    assert.equal("LoadBalancer", svc("access-external").spec.type)
+    assert.is_nil(svc("access-external").metadata.annotations)
+    assert.equal("NodePort", svc("access-nodeport").spec.type)
+    assert.equal("None", svc("access-headless").spec.clusterIP)
+  end)
+
+  it("rejects an unknown accessScope and a limit that leaves no heap", function()
+    local m = load_yaml(TESTDATA .. "/session/input.yaml")
+    m.spec.jobManager.accessScope = "Public"
+    assert.has_error(function() render(m) end,
+      "spec.jobManager.accessScope: unknown value Public (Cluster, VPC, External, NodePort or Headless)")
+    m = load_yaml(TESTDATA .. "/memory-1gi-defaults/input.yaml")
+    m.spec.taskManager.resources.limits.memory = "500Mi"
+    assert.has_error(function() render(m) end, "memory limit 524288000 bytes leaves -75712000 bytes of heap "
+      .. "after 600000000 bytes of off-heap (memoryOffHeapMin or memoryOffHeapRatio too large for the limit)")
+  end)
+
+  it("builds ingress hosts from hostFormat, with TLS only when asked", function()
+    local plain = by_kind(fixture_objects("ingress-plain"), "Ingress")
+    assert.equal("wordcount.flink.example.com", plain.spec.rules[1].host)
+    assert.is_nil(plain.spec.tls)
+    assert.same({ name = "ui" }, plain.spec.rules[1].http.paths[1].backend.service.port)
+    local tls = by_kind(fixture_objects("ingress-tls"), "Ingress")
+    assert.same({ { hosts = { "flink-wordcount.apps.example.com" }, secretName = "flink-tls" } }, tls.spec.tls)
+  end)
+
+  it("runs inside the policy sandbox when fc.host is available", function()
+    local ok, host = pcall(require, "fc.host")
+    if not ok then
+      pending("fc.host is not in the tree yet")
+      return
+    end
+    host.configure({ policy_dir = ROOT .. "/policies" })
+    local input = { cluster = defaults.apply(load_yaml(TESTDATA .. "/session-full/input.yaml")) }
+    local ran, result = host.call("cluster", "desired", input)
+    assert.is_true(ran, tostring(result))
+    assert.is_nil(first_diff(result.objects, cluster.desired(input).objects))
+  end)
+end)
+
+describe("lib.names", function()
+  it("names the children", function()
+    assert.equal("wc-configmap", names.configmap("wc"))
+    assert.equal("wc-jobmanager", names.jobmanager("wc"))
+    assert.equal("wc-taskmanager", names.taskmanager("wc"))
+    assert.equal("wc-job-submitter", names.job_submitter("wc"))
+  end)
+
+  it("keeps our labels over podLabels", function()
+    assert.same({ app = "flink", cluster = "wc", component = "jobmanager", team = "a" },
+      names.pod_labels(names.component_labels("wc", "jobmanager"), { team = "a", component = "x", app = "y" }))
+  end)
+
+  it("uses the uid when there is one, a placeholder when not, and omits an empty namespace", function()
+    assert.equal("abc", names.owner_reference({ metadata = { name = "wc", uid = "abc" } }).uid)
+    assert.equal("<uid of FlinkCluster wc, set when applied>",
+      names.owner_reference({ metadata = { name = "wc" } }).uid)
+    local m = names.metadata({ metadata = { name = "wc", namespace = "" } }, "wc-x", {}, {})
+    assert.is_nil(m.namespace)
+    assert.is_nil(m.annotations)
+    assert.equal("ns1", names.metadata({ metadata = { name = "wc", namespace = "ns1" } }, "wc-x", {}).namespace)
+  end)
+end)
+
+describe("lib.flinkconf", function()
+  it("reads the Flink version from the image tag", function()
+    local cases = {
+      { "flink:1.9.2", 1, 9 }, { "flink:1.17.1-scala_2.12-java11", 1, 17 },
+      { "registry.local:5000/team/flink:1.10", 1, 10 }, { "flink:v1.12.0", 1, 12 },
+      { "flink:2.0", 2, 0 }, { "flink:1.18@sha256:0123", 1, 18 },
+    }
+    for _, c in ipairs(cases) do
+      local ma, mi = flinkconf.image_version(c[1])
+      assert.same({ c[2], c[3] }, { ma, mi }, c[1])
+    end
+    for _, unknown in ipairs({ "flink", "flink:latest", "registry.local:5000/flink", "flink@sha256:0123",
+      "flink:stable" }) do
+      assert.is_nil(flinkconf.image_version(unknown), unknown)
+    end
+  end)
+
+  it("compares versions, unknown counting as new", function()
+    assert.is_false(flinkconf.at_least("flink:1.9.2", 1, 10))
+    assert.is_true(flinkconf.at_least("flink:1.10.0", 1, 10))
+    assert.is_false(flinkconf.at_least("flink:1.10.0", 1, 11))
+    assert.is_true(flinkconf.at_least("flink:2.0", 1, 11))
+    assert.is_true(flinkconf.at_least("flink:latest", 1, 11))
+    assert.is_true(flinkconf.at_least("flink", 1, 10))
+  end)
+
+  it("splits memory in bytes and writes MiB", function()
+    assert.same({ offheap = 600000000, heap = 473741824, heap_mib = 451, process_mib = 1024 },
+      flinkconf.memory_plan(1073741824, 25, 600000000))
+    assert.same({ offheap = 1073741824, heap = 3221225472, heap_mib = 3072, process_mib = 4096 },
+      flinkconf.memory_plan(4294967296, 25, 600000000))
+    -- 2000M at 50%: off-heap 1000000000 B, heap 1000000000 B = 953.67 MiB
+    assert.same({ offheap = 1000000000, heap = 1000000000, heap_mib = 953, process_mib = 1907 },
+      flinkconf.memory_plan(2000000000, 50, 600000000))
+    assert.has_error(function() flinkconf.memory_plan(600000000, 25, 600000000) end)
+    assert.equal(1, flinkconf.memory_plan(600000000 + 1048576, 0, 600000000).heap_mib)
+  end)
+
+  it("writes the memory key per component and version, unless the user set one", function()
+    local spec = { resources = { limits = { memory = "2Gi" } }, memoryOffHeapRatio = 25, memoryOffHeapMin = "600M" }
+    -- 2Gi: off-heap max(536870912, 600000000) = 600000000, heap 1547483648 B = 1475.8 MiB
+    assert.same({ ["taskmanager.heap.size"] = "1475m" },
+      flinkconf.memory_properties(spec, "taskmanager", "flink:1.9", {}))
+    assert.same({ ["taskmanager.memory.process.size"] = "2048m" },
+      flinkconf.memory_properties(spec, "taskmanager", "flink:1.10", {}))
+    assert.same({ ["jobmanager.heap.size"] = "1475m" },
+      flinkconf.memory_properties(spec, "jobmanager", "flink:1.10", {}))
+    assert.same({ ["jobmanager.memory.process.size"] = "2048m" },
+      flinkconf.memory_properties(spec, "jobmanager", "flink:1.11", {}))
+    assert.same({}, flinkconf.memory_properties(spec, "jobmanager", "flink:1.17", { ["jobmanager.heap.size"] = "1g" }))
+    assert.same({ ["jobmanager.memory.process.size"] = "2048m" },
+      flinkconf.memory_properties(spec, "jobmanager", "flink:1.17", { ["taskmanager.memory.process.size"] = "1g" }))
+    assert.same({}, flinkconf.memory_properties({ resources = { requests = { memory = "1Gi" } } }, "jobmanager",
+      "flink:1.17", {}))
+    assert.has_error(function()
+      flinkconf.memory_properties({ resources = { limits = { memory = "1 Gi" } } }, "jobmanager", "flink:1.17", {})
+    end)
+  end)
+
+  it("recognises the user's memory keys by component prefix", function()
+    assert.is_true(flinkconf.user_sets_memory({ ["taskmanager.memory.managed.fraction"] = "0.2" }, "taskmanager"))
+    assert.is_true(flinkconf.user_sets_memory({ ["jobmanager.heap.size"] = "1g" }, "jobmanager"))
+    assert.is_false(flinkconf.user_sets_memory({ ["jobmanager.heap.size"] = "1g" }, "taskmanager"))
+    assert.is_false(flinkconf.user_sets_memory({ ["taskmanager.numberOfTaskSlots"] = "2" }, "taskmanager"))
+  end)
+
+  it("renders sorted key: value lines and refuses injected lines", function()
+    assert.equal("a.b: 1\nrest.port: 8081\nz: x y\n",
+      flinkconf.render({ z = "x y", ["rest.port"] = "8081", ["a.b"] = "1" }))
+    assert.has_error(function() flinkconf.render({ ["a"] = "1\nrest.port: 1" }) end)
+    assert.has_error(function() flinkconf.render({ ["a: b"] = "1" }) end)
+  end)
+end)
+
+describe("lib.logconf", function()
+  it("writes log4j 2 syntax for new images and log4j 1 for old ones", function()
+    assert.truthy(logconf.log4j_console(true):find("\nrootLogger.level = INFO\n", 1, true))
+    assert.falsy(logconf.log4j_console(true):find("log4j.rootLogger", 1, true))
+    assert.truthy(logconf.log4j_console(false):find("\nlog4j.rootLogger=INFO, stdout\n", 1, true))
+    assert.truthy(logconf.logback_console():find('<logger name="org.apache.kafka" level="WARN"/>', 1, true))
+  end)
+end)
+
+describe("lib.pods", function()
+  it("merges keyed lists, the later entry replacing in place", function()
+    assert.same({ { name = "A", value = "user" }, { name = "B", value = "1" }, { name = "C", value = "2" } },
+      pods.merge_by("name", { { name = "A", value = "ours" }, { name = "B", value = "1" } },
+        { { name = "A", value = "user" }, { name = "C", value = "2" } }))
+    assert.same({}, pods.merge_by("name", nil, nil))
+  end)
+
+  it("mounts hadoop and gcp configuration with their variables", function()
+    local s = pods.shared("wc", {
+      hadoopConfig = { configMapName = "hadoop", mountPath = "/etc/hadoop/conf" },
+      gcpConfig = { serviceAccount = { secretName = "gcp-key", keyFile = "key.json", mountPath = "/etc/gcp/" } },
+    })
+    assert.same({ { name = "HADOOP_CONF_DIR", value = "/etc/hadoop/conf" },
+      { name = "GOOGLE_APPLICATION_CREDENTIALS", value = "/etc/gcp/key.json" } }, s.env)
+    assert.equal(3, #s.volumes)
+    assert.same({ secretName = "gcp-key" }, s.volumes[3].secret)
+    assert.equal(1, #pods.shared("wc", { hadoopConfig = {} }).volumes)
+  end)
+
+  it("lets init containers inherit the component mounts", function()
+    local init = pods.init_containers({ { name = "i", volumeMounts = { { name = "own", mountPath = "/cache" } } } },
+      { { name = "cache", mountPath = "/cache" }, { name = "data", mountPath = "/data" } })
+    assert.same({ { name = "own", mountPath = "/cache" }, { name = "data", mountPath = "/data" } },
+      init[1].volumeMounts)
+    assert.is_nil(pods.init_containers({}, {}))
+  end)
+end)
+
+describe("lib.submit", function()
+  local base = {
+    metadata = { name = "wc" },
+    spec = { jobManager = { ports = { ui = 8081 } },
+      job = { jarFile = "/cache/app.jar", parallelism = 2, allowNonRestoredState = false } },
+  }
+
+  it("quotes for the shell", function()
+    assert.equal("'plain'", submit.quote("plain"))
+    assert.equal("'it'\\''s'", submit.quote("it's"))
+    assert.equal("''", submit.quote(""))
+    assert.equal("'3'", submit.quote(3.0))
+  end)
+
+  it("builds flink run arguments in CLI order", function()
+    assert.same({ "--jobmanager", "wc-jobmanager:8081", "--parallelism", "2", "--detached", "/cache/app.jar" },
+      submit.flink_run_args(base))
+    local c = util.deepcopy(base)
+    c.spec.job.className = "org.example.Main"
+    c.spec.job.fromSavepoint = "gs://b/sp-1"
+    c.spec.job.allowNonRestoredState = true
+    c.spec.job.args = { "--in", "a b" }
+    assert.same({ "--jobmanager", "wc-jobmanager:8081", "--class", "org.example.Main", "--fromSavepoint",
+      "gs://b/sp-1", "--allowNonRestoredState", "--parallelism", "2", "--detached", "/cache/app.jar", "--in", "a b" },
+      submit.flink_run_args(c))
+  end)
+
+  -- Runs the generated script with sh, a fake `curl` (the REST API answers) and a fake
+  -- `flink` that records its arguments NUL-separated.
+  local function run_script(c, flink_body)
+    local dir = io.popen("mktemp -d"):read("l")
+    os.execute("mkdir -p " .. dir .. "/bin")
+    write(dir .. "/bin/curl", "#!/bin/sh\nexit 0\n")
+    write(dir .. "/bin/flink", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >\"$ARGS_OUT\"\n"
+      .. flink_body)
+    write(dir .. "/submit.sh", submit.script(c))
+    os.execute("chmod +x " .. dir .. "/bin/curl " .. dir .. "/bin/flink")
+    local cmd = string.format("cd %s && PATH=%s/bin:$PATH FLINK_HOME=%s ARGS_OUT=%s/args TERMINATION_LOG=%s/term "
+      .. "sh submit.sh >stdout 2>&1; echo $?", dir, dir, dir, dir, dir)
+    local rc = tonumber(io.popen(cmd):read("l"))
+    local args = {}
+    for a in read(dir .. "/args"):gmatch("([^%z]*)%z") do args[#args + 1] = a end
+    local result = { rc = rc, args = args, term = read(dir .. "/term"), stdout = read(dir .. "/stdout") }
+    os.execute("rm -rf " .. dir)
+    return result
+  end
+
+  it("passes hostile arguments to flink unchanged and reports the job id", function()
+    local c = util.deepcopy(base)
+    local hostile = { "it's", "$(touch /tmp/pwned-by-args)", "`id`", "a b  c", "\"q\"", "back\\slash", "line1\nline2",
+      "", "*", "; exit 3" }
+    c.spec.job.args = hostile
+    c.spec.job.jarFile = "/jars/my app's.jar"
+    local r = run_script(c, "echo 'Job has been submitted with JobID 0123456789abcdef0123456789abcdef'\n")
+    assert.equal(0, r.rc)
+    local want = { "run", "--jobmanager", "wc-jobmanager:8081", "--parallelism", "2", "--detached",
+      "/jars/my app's.jar" }
+    for _, a in ipairs(hostile) do want[#want + 1] = a end
+    assert.same(want, r.args)
+    assert.equal("jobID: 0123456789abcdef0123456789abcdef\n", r.term)
+    assert.truthy(r.stdout:find("Job has been submitted", 1, true))
+  end)
+
+  it("fails with flink's output in the termination log, and hides it when noLoggingToStdout", function()
+    local c = util.deepcopy(base)
+    c.spec.job.noLoggingToStdout = true
+    local r = run_script(c, "echo 'could not connect to blob server'\nexit 4\n")
+    assert.equal(4, r.rc)
+    assert.equal("could not connect to blob server\n", r.term)
+    assert.falsy(r.stdout:find("blob server", 1, true))
+  end)
+end)

@@ -1,0 +1,160 @@
+--- lib.flinkconf: the contents of flink-conf.yaml for a FlinkCluster: the Flink version of
+-- the image, the memory keys computed from the container limits, and the rendering of the
+-- `key: value` lines. Pure functions; used by policies/cluster.lua.
+local quantity = require("fc.quantity")
+
+local flinkconf = {}
+
+local MIB = 1024 * 1024
+
+--- Bytes (integer) of a Kubernetes memory quantity (string such as "1Gi", "600M", or a
+-- number of bytes). Raises "<what>: <reason>" when it is not a quantity.
+local function bytes_of(q, what)
+  local n, reason = quantity.bytes(q)
+  if n == nil then error(what .. ": " .. tostring(reason) .. ": " .. tostring(q), 0) end
+  return n
+end
+
+--- Flink version of an image reference, from its tag: "flink:1.9.2" -> 1, 9;
+-- "registry:5000/team/flink:1.17.1-scala_2.12-java11" -> 1, 17; "v1.12" -> 1, 12.
+-- Returns nil when the tag does not start with <major>.<minor>: no tag (= latest), "latest",
+-- a digest only (`@sha256:...`), or a custom tag such as "stable". A registry port
+-- ("host:5000/flink") is not a tag: the tag is after the last ':' that follows the last '/'.
+function flinkconf.image_version(image)
+  if type(image) ~= "string" then return nil end
+  local ref = image:gsub("@.*$", "")           -- drop a digest
+  local last = ref:match("^.*()/") or 0         -- position of the last '/'
+  local tag = ref:sub(last + 1):match(":([^:]*)$")
+  if not tag then return nil end
+  local major, minor = tag:match("^[vV]?(%d+)%.(%d+)")
+  if not major then return nil end
+  return tonumber(major), tonumber(minor)
+end
+
+--- True when the image's Flink version is >= major.minor. Unknown versions (latest, no tag,
+-- custom tags) count as new: current images are what people pull without a tag. A custom
+-- image tagged with its own version ("my-job:1.0.3") reads as 1.0 and gets the deprecated
+-- keys, which newer Flink still maps onto its new options, so that mistake is harmless.
+function flinkconf.at_least(image, major, minor)
+  local ma, mi = flinkconf.image_version(image)
+  if ma == nil then return true end
+  return ma > major or (ma == major and mi >= minor)
+end
+
+--- Memory split of a container limit, the original operator's rule with exact units.
+-- Inputs: `limit` and `offheap_min` in bytes (integers), `ratio` in percent (0..100).
+--   off-heap = max(floor(limit * ratio / 100), offheap_min)        [bytes]
+--   heap     = limit - off-heap                                     [bytes]
+--   heap_mib = floor(heap / 2^20), process_mib = floor(limit / 2^20)
+-- The original computed heap in decimal megabytes but wrote Flink's "m" suffix, which Flink
+-- reads as MiB ("Memory size" docs: m = mebibytes), overstating the heap by about 4.9%.
+-- Example: limit 1Gi, ratio 25, min 600M: off-heap = max(268435456, 600000000) = 600000000,
+-- heap = 473741824 bytes = 451.79 MiB -> heap_mib 451.
+-- Errors when less than 1 MiB of heap is left (a limit below memoryOffHeapMin, which
+-- validate.lua rejects: a negative or zero heap would only make the JVM fail to start).
+-- Returns {offheap=, heap=, heap_mib=, process_mib=}.
+function flinkconf.memory_plan(limit, ratio, offheap_min)
+  limit, offheap_min = math.floor(limit), math.floor(offheap_min)
+  local offheap = math.max(limit * math.floor(ratio) // 100, offheap_min)
+  local heap = limit - offheap
+  if heap < MIB then
+    error(string.format("memory limit %d bytes leaves %d bytes of heap after %d bytes of off-heap "
+      .. "(memoryOffHeapMin or memoryOffHeapRatio too large for the limit)", limit, heap, offheap), 0)
+  end
+  return { offheap = offheap, heap = heap, heap_mib = heap // MIB, process_mib = limit // MIB }
+end
+
+-- First Flink version whose new memory model applies, per component:
+--   TaskManager: 1.10 (FLIP-49; Flink 1.10 release notes, "New memory model for TaskManagers"):
+--     taskmanager.memory.process.size replaces taskmanager.heap.size.
+--   JobManager: 1.11 (FLIP-116; Flink 1.11 release notes, "New JobManager memory model"):
+--     jobmanager.memory.process.size replaces jobmanager.heap.size. Flink 1.10 has no
+--     jobmanager.memory.* options, so a 1.10 JobManager still gets jobmanager.heap.size.
+local NEW_MODEL = { jobmanager = { 1, 11 }, taskmanager = { 1, 10 } }
+
+--- True when `props` (flinkProperties) already sets a memory option of `component`
+-- ("jobmanager"|"taskmanager"): any `<component>.memory.*` or `<component>.heap.*` key. The
+-- user then owns that component's memory and we write none of ours (mixing the models makes
+-- Flink reject or silently reinterpret the configuration).
+function flinkconf.user_sets_memory(props, component)
+  for key in pairs(props or {}) do
+    if key:find(component .. ".memory.", 1, true) == 1 or key:find(component .. ".heap.", 1, true) == 1 then
+      return true
+    end
+  end
+  return false
+end
+
+--- Memory options for one component. `spec` is the component's spec (jobManager or
+-- taskManager, defaulted: memoryOffHeapRatio percent, memoryOffHeapMin quantity), `component`
+-- "jobmanager"|"taskmanager", `image` the image name, `props` the flinkProperties.
+-- Returns {} when resources.limits.memory is unset or the user sets the memory keys; else one
+-- pair: `<component>.memory.process.size = "<limit MiB>m"` for the new model, or
+-- `<component>.heap.size = "<heap MiB>m"` for older images (see memory_plan).
+function flinkconf.memory_properties(spec, component, image, props)
+  local limits = (spec.resources or {}).limits or {}
+  if limits.memory == nil or flinkconf.user_sets_memory(props, component) then return {} end
+  local field = component == "jobmanager" and "spec.jobManager" or "spec.taskManager"
+  local plan = flinkconf.memory_plan(
+    bytes_of(limits.memory, field .. ".resources.limits.memory"),
+    spec.memoryOffHeapRatio or 25,
+    bytes_of(spec.memoryOffHeapMin or "600M", field .. ".memoryOffHeapMin"))
+  local since = NEW_MODEL[component]
+  if flinkconf.at_least(image, since[1], since[2]) then
+    return { [component .. ".memory.process.size"] = plan.process_mib .. "m" }
+  end
+  return { [component .. ".heap.size"] = plan.heap_mib .. "m" }
+end
+
+--- flinkProperties values are strings in the API; YAML may hand us numbers or booleans.
+local function as_string(v)
+  if math.type(v) == "float" and v == math.floor(v) then v = math.tointeger(v) end
+  return tostring(v)
+end
+
+--- All flink-conf.yaml options of the (defaulted) FlinkCluster `cluster`, a {key = string}
+-- map: the fixed addresses and ports, the memory options, then spec.flinkProperties, which
+-- override any of ours.
+function flinkconf.properties(cluster)
+  local spec = cluster.spec
+  local jm, tm = spec.jobManager, spec.taskManager
+  local user = spec.flinkProperties or {}
+  local props = {
+    ["jobmanager.rpc.address"] = cluster.metadata.name .. "-jobmanager",
+    ["jobmanager.rpc.port"] = jm.ports.rpc,
+    ["blob.server.port"] = jm.ports.blob,
+    ["query.server.port"] = jm.ports.query,
+    ["rest.port"] = jm.ports.ui,
+    ["taskmanager.rpc.port"] = tm.ports.rpc,
+    -- the TaskManager's `data` containerPort only means something if Flink listens there
+    ["taskmanager.data.port"] = tm.ports.data,
+  }
+  for _, c in ipairs({ { jm, "jobmanager" }, { tm, "taskmanager" } }) do
+    for k, v in pairs(flinkconf.memory_properties(c[1], c[2], spec.image.name, user)) do props[k] = v end
+  end
+  for k, v in pairs(user) do props[k] = v end
+  for k, v in pairs(props) do props[k] = as_string(v) end
+  return props
+end
+
+--- flink-conf.yaml text: one `key: value` line per option, sorted by key, "\n"-terminated.
+-- Flink reads this file line by line, splitting at the first ": " (Flink configuration docs,
+-- "flink-conf.yaml"), so a key or value with a line break, or a key with ": ", would inject
+-- other options: that raises an error naming the key.
+function flinkconf.render(props)
+  local keys = {}
+  for k in pairs(props) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local lines = {}
+  for _, k in ipairs(keys) do
+    local v = props[k]
+    if k == "" or k:find("[\r\n]") or k:find(": ", 1, true) or v:find("[\r\n]") then
+      error("spec.flinkProperties: option " .. string.format("%q", k)
+        .. " cannot be written to flink-conf.yaml (empty key, a line break, or ': ' in the key)", 0)
+    end
+    lines[#lines + 1] = k .. ": " .. v .. "\n"
+  end
+  return table.concat(lines)
+end
+
+return flinkconf

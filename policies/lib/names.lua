@@ -1,0 +1,75 @@
+--- lib.names: names, labels and metadata of the objects generated for a FlinkCluster.
+-- Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.
+local names = {}
+
+--- API group/version and kind of the owner, as in the CRD.
+names.OWNER_API_VERSION = "flinkoperator.k8s.io/v1beta1"
+names.OWNER_KIND = "FlinkCluster"
+
+--- Object names generated for cluster name `n` (strings). Kubernetes limits these to 253
+-- characters (DNS subdomain) and Service names to 63 (DNS label); validate.lua rejects
+-- cluster names that would overflow them.
+function names.configmap(n) return n .. "-configmap" end
+function names.jobmanager(n) return n .. "-jobmanager" end
+function names.taskmanager(n) return n .. "-taskmanager" end
+function names.job_submitter(n) return n .. "-job-submitter" end
+
+--- Labels every child carries: {app = "flink", cluster = n}. A fresh table each call.
+function names.cluster_labels(n)
+  return { app = "flink", cluster = n }
+end
+
+--- Labels that select the pods of one component ("jobmanager" or "taskmanager"). They are
+-- also the StatefulSet selector, which Kubernetes makes immutable, so they never include
+-- user podLabels.
+function names.component_labels(n, component)
+  return { app = "flink", cluster = n, component = component }
+end
+
+--- Pod labels: the user's `podLabels` (table or nil) plus `base` (our labels). Our labels win
+-- on a clash: the StatefulSet selector must keep matching its pods (Kubernetes rejects a
+-- template whose labels do not match the selector).
+function names.pod_labels(base, pod_labels)
+  local out = {}
+  for k, v in pairs(pod_labels or {}) do out[k] = v end
+  for k, v in pairs(base) do out[k] = v end
+  return out
+end
+
+--- The controller ownerReference to the FlinkCluster `cluster` (its `metadata`). When the
+-- FlinkCluster has no uid yet (render of a manifest that was never applied) the uid is a
+-- readable placeholder; the reconciler always passes the live object, whose uid the API
+-- server checks. blockOwnerDeletion is false: setting it to true needs delete permission on
+-- the owner (Kubernetes garbage-collection docs, "Owners and dependents").
+function names.owner_reference(cluster)
+  local meta = cluster.metadata or {}
+  local uid = meta.uid
+  if uid == nil or uid == "" then
+    uid = "<uid of FlinkCluster " .. tostring(meta.name) .. ", set when applied>"
+  end
+  return {
+    apiVersion = names.OWNER_API_VERSION,
+    kind = names.OWNER_KIND,
+    name = meta.name,
+    uid = uid,
+    controller = true,
+    blockOwnerDeletion = false,
+  }
+end
+
+--- `metadata` of a child object named `name`: namespace of the FlinkCluster (omitted when the
+-- manifest has none: kubectl and the API fill it from the request), `labels` (table),
+-- optional `annotations` (omitted when empty) and the controller ownerReference.
+function names.metadata(cluster, name, labels, annotations)
+  local meta = {
+    name = name,
+    labels = labels,
+    ownerReferences = { names.owner_reference(cluster) },
+  }
+  local ns = (cluster.metadata or {}).namespace
+  if ns ~= nil and ns ~= "" then meta.namespace = ns end
+  if annotations and next(annotations) ~= nil then meta.annotations = annotations end
+  return meta
+end
+
+return names
