@@ -1,0 +1,655 @@
+-- deploy/crd.yaml: the FlinkCluster CustomResourceDefinition.
+--
+-- Checks concrete facts against the API (reference flinkcluster-api.md and the original Go
+-- types): every spec field at its path with its type, enums, limits, required lists, printer
+-- columns, the status subresource; then the structural-schema rules a kube-apiserver enforces
+-- (apiextensions.k8s.io/v1); then a small validator for the subset of OpenAPI the CRD uses runs
+-- the example manifests and broken variants through the schema, the way the API server would
+-- (errors for invalid values, pruning for unknown fields).
+local lyaml = require("lyaml")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+
+local function read(path)
+  local f = assert(io.open(ROOT .. "/" .. path, "r"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local crd = lyaml.load(read("deploy/crd.yaml"))
+local version = crd.spec.versions[1]
+local schema = version.schema.openAPIV3Schema
+
+-- node("spec.jobManager.ports.rpc"): the schema node at a dotted path; "[]" steps into
+-- array items, "{}" into additionalProperties. nil when absent.
+local function node(path)
+  local n = schema
+  for seg in path:gmatch("[^.]+") do
+    local name, suffix = seg:match("^([^%[{]*)(.*)$")
+    if name ~= "" then
+      n = n and n.properties and n.properties[name]
+    end
+    for s in suffix:gmatch("..") do
+      if s == "[]" then
+        n = n and n.items
+      elseif s == "{}" then
+        n = n and n.additionalProperties
+      end
+    end
+    if not n then return nil end
+  end
+  return n
+end
+
+-- kind_of(n): "int-or-string", "any" (preserve-unknown, no type) or the node's type.
+local function kind_of(n)
+  if n["x-kubernetes-int-or-string"] then return "int-or-string" end
+  if n.type == nil and n["x-kubernetes-preserve-unknown-fields"] then return "any" end
+  return n.type
+end
+
+local function sorted(t)
+  table.sort(t)
+  return t
+end
+
+-- Every field under spec, path -> kind. Embedded core/v1 types are objects (or arrays of
+-- objects) that keep unknown fields; only their limits/requests are described.
+local EMBEDDED_ARRAYS = { "volumes", "volumeMounts", "volumeClaimTemplates", "initContainers",
+  "tolerations", "sidecars" }
+local SPEC_FIELDS = {
+  ["spec"] = "object",
+  ["spec.image"] = "object",
+  ["spec.image.name"] = "string",
+  ["spec.image.pullPolicy"] = "string",
+  ["spec.image.pullSecrets"] = "array",
+  ["spec.image.pullSecrets[]"] = "object",
+  ["spec.image.pullSecrets[].name"] = "string",
+  ["spec.serviceAccountName"] = "string",
+  ["spec.batchSchedulerName"] = "string",
+  ["spec.envVars"] = "array",
+  ["spec.envVars[]"] = "object",
+  ["spec.envFrom"] = "array",
+  ["spec.envFrom[]"] = "object",
+  ["spec.flinkProperties"] = "object",
+  ["spec.flinkProperties{}"] = "string",
+  ["spec.hadoopConfig"] = "object",
+  ["spec.hadoopConfig.configMapName"] = "string",
+  ["spec.hadoopConfig.mountPath"] = "string",
+  ["spec.gcpConfig"] = "object",
+  ["spec.gcpConfig.serviceAccount"] = "object",
+  ["spec.gcpConfig.serviceAccount.secretName"] = "string",
+  ["spec.gcpConfig.serviceAccount.keyFile"] = "string",
+  ["spec.gcpConfig.serviceAccount.mountPath"] = "string",
+  ["spec.logConfig"] = "object",
+  ["spec.logConfig{}"] = "string",
+  ["spec.revisionHistoryLimit"] = "integer",
+  ["spec.recreateOnUpdate"] = "boolean",
+  ["spec.jobManager"] = "object",
+  ["spec.jobManager.replicas"] = "integer",
+  ["spec.jobManager.accessScope"] = "string",
+  ["spec.jobManager.ingress"] = "object",
+  ["spec.jobManager.ingress.hostFormat"] = "string",
+  ["spec.jobManager.ingress.annotations"] = "object",
+  ["spec.jobManager.ingress.annotations{}"] = "string",
+  ["spec.jobManager.ingress.useTls"] = "boolean",
+  ["spec.jobManager.ingress.tlsSecretName"] = "string",
+  ["spec.jobManager.ports"] = "object",
+  ["spec.jobManager.ports.rpc"] = "integer",
+  ["spec.jobManager.ports.blob"] = "integer",
+  ["spec.jobManager.ports.query"] = "integer",
+  ["spec.jobManager.ports.ui"] = "integer",
+  ["spec.taskManager"] = "object",
+  ["spec.taskManager.replicas"] = "integer",
+  ["spec.taskManager.ports"] = "object",
+  ["spec.taskManager.ports.data"] = "integer",
+  ["spec.taskManager.ports.rpc"] = "integer",
+  ["spec.taskManager.ports.query"] = "integer",
+  ["spec.job"] = "object",
+  ["spec.job.jarFile"] = "string",
+  ["spec.job.className"] = "string",
+  ["spec.job.args"] = "array",
+  ["spec.job.args[]"] = "string",
+  ["spec.job.fromSavepoint"] = "string",
+  ["spec.job.allowNonRestoredState"] = "boolean",
+  ["spec.job.takeSavepointOnUpgrade"] = "boolean",
+  ["spec.job.savepointsDir"] = "string",
+  ["spec.job.autoSavepointSeconds"] = "integer",
+  ["spec.job.savepointGeneration"] = "integer",
+  ["spec.job.parallelism"] = "integer",
+  ["spec.job.noLoggingToStdout"] = "boolean",
+  ["spec.job.restartPolicy"] = "string",
+  ["spec.job.cleanupPolicy"] = "object",
+  ["spec.job.cleanupPolicy.afterJobSucceeds"] = "string",
+  ["spec.job.cleanupPolicy.afterJobFails"] = "string",
+  ["spec.job.cleanupPolicy.afterJobCancelled"] = "string",
+  ["spec.job.cancelRequested"] = "boolean",
+}
+local function add_resources(prefix)
+  SPEC_FIELDS[prefix .. ".resources"] = "object"
+  SPEC_FIELDS[prefix .. ".resources.limits"] = "object"
+  SPEC_FIELDS[prefix .. ".resources.limits{}"] = "int-or-string"
+  SPEC_FIELDS[prefix .. ".resources.requests"] = "object"
+  SPEC_FIELDS[prefix .. ".resources.requests{}"] = "int-or-string"
+  SPEC_FIELDS[prefix .. ".securityContext"] = "object"
+  SPEC_FIELDS[prefix .. ".podAnnotations"] = "object"
+  SPEC_FIELDS[prefix .. ".podAnnotations{}"] = "string"
+  SPEC_FIELDS[prefix .. ".podLabels"] = "object"
+  SPEC_FIELDS[prefix .. ".podLabels{}"] = "string"
+end
+for _, c in ipairs({ "spec.jobManager", "spec.taskManager" }) do
+  add_resources(c)
+  for _, a in ipairs(EMBEDDED_ARRAYS) do
+    SPEC_FIELDS[c .. "." .. a] = "array"
+    SPEC_FIELDS[c .. "." .. a .. "[]"] = "object"
+  end
+  SPEC_FIELDS[c .. ".extraPorts"] = "array"
+  SPEC_FIELDS[c .. ".extraPorts[]"] = "object"
+  SPEC_FIELDS[c .. ".extraPorts[].name"] = "string"
+  SPEC_FIELDS[c .. ".extraPorts[].containerPort"] = "integer"
+  SPEC_FIELDS[c .. ".extraPorts[].protocol"] = "string"
+  SPEC_FIELDS[c .. ".memoryOffHeapRatio"] = "integer"
+  SPEC_FIELDS[c .. ".memoryOffHeapMin"] = "int-or-string"
+  SPEC_FIELDS[c .. ".nodeSelector"] = "object"
+  SPEC_FIELDS[c .. ".nodeSelector{}"] = "string"
+end
+add_resources("spec.job")
+for _, a in ipairs({ "volumes", "volumeMounts", "initContainers" }) do
+  SPEC_FIELDS["spec.job." .. a] = "array"
+  SPEC_FIELDS["spec.job." .. a .. "[]"] = "object"
+end
+
+-- Where unknown fields may be kept: embedded core/v1 types, and all of status.
+local function preserve_allowed(path)
+  if path == "status" or path:sub(1, 7) == "status." then return true end
+  for _, a in ipairs({ "volumes", "volumeMounts", "volumeClaimTemplates", "initContainers",
+    "tolerations", "sidecars" }) do
+    if path:match("^spec%.%w+%." .. a .. "%[%]$") then return true end
+  end
+  if path == "spec.envVars[]" or path == "spec.envFrom[]" then return true end
+  if path:match("^spec%.%w+%.resources$") or path:match("^spec%.%w+%.securityContext$") then
+    return true
+  end
+  return false
+end
+
+-- walk(fn): calls fn(path, node) for every schema node below the root, depth first.
+local function walk(fn)
+  local function go(path, n)
+    fn(path, n)
+    for name, child in pairs(n.properties or {}) do
+      go(path == "" and name or path .. "." .. name, child)
+    end
+    if type(n.items) == "table" then go(path .. "[]", n.items) end
+    if type(n.additionalProperties) == "table" then go(path .. "{}", n.additionalProperties) end
+  end
+  go("", schema)
+end
+
+describe("deploy/crd.yaml", function()
+  it("is an apiextensions.k8s.io/v1 CRD for flinkclusters.flinkoperator.k8s.io", function()
+    assert.are.equal("apiextensions.k8s.io/v1", crd.apiVersion)
+    assert.are.equal("CustomResourceDefinition", crd.kind)
+    assert.are.equal("flinkclusters.flinkoperator.k8s.io", crd.metadata.name)
+    assert.are.equal("flinkoperator.k8s.io", crd.spec.group)
+    assert.are.equal("Namespaced", crd.spec.scope)
+    assert.are.same({ kind = "FlinkCluster", listKind = "FlinkClusterList", plural = "flinkclusters",
+      singular = "flinkcluster", shortNames = { "fc" }, categories = { "flink" } }, crd.spec.names)
+  end)
+
+  it("serves and stores exactly one version, v1beta1, with the status subresource", function()
+    assert.are.equal(1, #crd.spec.versions)
+    assert.are.equal("v1beta1", version.name)
+    assert.is_true(version.served)
+    assert.is_true(version.storage)
+    assert.are.same({ status = {} }, version.subresources)
+  end)
+
+  it("prints State, Job State and Age columns", function()
+    assert.are.same({
+      { name = "State", type = "string", jsonPath = ".status.state" },
+      { name = "Job State", type = "string", jsonPath = ".status.components.job.state" },
+      { name = "Age", type = "date", jsonPath = ".metadata.creationTimestamp" },
+    }, (function()
+      local out = {}
+      for i, c in ipairs(version.additionalPrinterColumns) do
+        out[i] = { name = c.name, type = c.type, jsonPath = c.jsonPath }
+      end
+      return out
+    end)())
+  end)
+
+  it("has every spec field of the API at its path with its type, and no other", function()
+    local missing, wrong = {}, {}
+    for path, want in pairs(SPEC_FIELDS) do
+      local n = node(path)
+      if not n then
+        missing[#missing + 1] = path
+      elseif kind_of(n) ~= want then
+        wrong[#wrong + 1] = path .. " is " .. tostring(kind_of(n)) .. ", want " .. want
+      end
+    end
+    assert.are.same({}, sorted(missing))
+    assert.are.same({}, sorted(wrong))
+    local extra = {}
+    walk(function(path, _)
+      if path:sub(1, 4) == "spec" and not SPEC_FIELDS[path] then extra[#extra + 1] = path end
+    end)
+    assert.are.same({}, sorted(extra))
+  end)
+
+  it("has the documented enums", function()
+    local cleanup = { "KeepCluster", "DeleteCluster", "DeleteTaskManager" }
+    local want = {
+      ["spec.image.pullPolicy"] = { "Always", "IfNotPresent", "Never" },
+      ["spec.jobManager.accessScope"] = { "Cluster", "VPC", "External", "NodePort", "Headless" },
+      ["spec.job.restartPolicy"] = { "Never", "FromSavepointOnFailure" },
+      ["spec.job.cleanupPolicy.afterJobSucceeds"] = cleanup,
+      ["spec.job.cleanupPolicy.afterJobFails"] = cleanup,
+      ["spec.job.cleanupPolicy.afterJobCancelled"] = cleanup,
+      ["spec.jobManager.extraPorts[].protocol"] = { "TCP", "UDP", "SCTP" },
+      ["spec.taskManager.extraPorts[].protocol"] = { "TCP", "UDP", "SCTP" },
+    }
+    local seen = 0
+    walk(function(path, n)
+      if n.enum then
+        seen = seen + 1
+        assert.are.same(want[path], n.enum, path)
+      end
+    end)
+    assert.are.equal(8, seen)
+  end)
+
+  it("has the documented minimums and maximums", function()
+    local want = {
+      ["spec.jobManager.replicas"] = { 1, 1 },
+      ["spec.taskManager.replicas"] = { 1, nil },
+      ["spec.jobManager.ports.rpc"] = { 1025, 65535 },
+      ["spec.jobManager.ports.blob"] = { 1025, 65535 },
+      ["spec.jobManager.ports.query"] = { 1025, 65535 },
+      ["spec.jobManager.ports.ui"] = { 1025, 65535 },
+      ["spec.taskManager.ports.data"] = { 1025, 65535 },
+      ["spec.taskManager.ports.rpc"] = { 1025, 65535 },
+      ["spec.taskManager.ports.query"] = { 1025, 65535 },
+      ["spec.jobManager.extraPorts[].containerPort"] = { 1, 65535 },
+      ["spec.taskManager.extraPorts[].containerPort"] = { 1, 65535 },
+      ["spec.jobManager.memoryOffHeapRatio"] = { 0, 100 },
+      ["spec.taskManager.memoryOffHeapRatio"] = { 0, 100 },
+      ["spec.job.parallelism"] = { 1, nil },
+      ["spec.job.autoSavepointSeconds"] = { 0, nil },
+      ["spec.job.savepointGeneration"] = { 0, nil },
+      ["spec.revisionHistoryLimit"] = { 0, nil },
+    }
+    local seen = {}
+    walk(function(path, n)
+      if n.minimum or n.maximum then
+        assert.is_not_nil(want[path], path .. " has a limit the test does not know")
+        assert.are.same(want[path], { n.minimum, n.maximum }, path)
+        assert.is_nil(n.exclusiveMinimum, path)
+        assert.is_nil(n.exclusiveMaximum, path)
+        seen[#seen + 1] = path
+      end
+    end)
+    assert.are.equal(17, #seen)
+  end)
+
+  it("requires what the API requires", function()
+    local want = {
+      [""] = { "spec" },
+      ["spec"] = { "image", "taskManager" },
+      ["spec.image"] = { "name" },
+      ["spec.taskManager"] = { "replicas" },
+      ["spec.job"] = { "jarFile" },
+      ["spec.hadoopConfig"] = { "configMapName", "mountPath" },
+      ["spec.gcpConfig"] = { "serviceAccount" },
+      ["spec.gcpConfig.serviceAccount"] = { "keyFile", "mountPath", "secretName" },
+      ["spec.jobManager.extraPorts[]"] = { "containerPort" },
+      ["spec.taskManager.extraPorts[]"] = { "containerPort" },
+    }
+    local seen = 0
+    walk(function(path, n)
+      if n.required then
+        seen = seen + 1
+        assert.are.same(want[path], sorted(n.required), path)
+        for _, r in ipairs(n.required) do
+          assert.is_not_nil(n.properties[r], path .. " requires undescribed " .. r)
+        end
+      end
+    end)
+    assert.are.equal(10, seen)
+    assert.are.equal(1, node("spec.image.name").minLength)
+    assert.are.equal(1, node("spec.job.jarFile").minLength)
+  end)
+
+  it("describes int32 fields as int32 and quantities as int-or-string with a pattern", function()
+    walk(function(path, n)
+      if n.type == "integer" and path:sub(1, 4) == "spec" then
+        assert.are.equal("int32", n.format, path)
+      end
+      if n["x-kubernetes-int-or-string"] then
+        assert.is_nil(n.type, path)
+        assert.are.same({ { type = "integer" }, { type = "string" } }, n.anyOf, path)
+        assert.is_string(n.pattern, path)
+      end
+    end)
+    assert.is_true(node("spec.taskManager.memoryOffHeapMin")["x-kubernetes-int-or-string"])
+  end)
+
+  it("accepts Kubernetes quantities and rejects malformed ones (pattern run by grep -E)", function()
+    local good = { "600M", "600Mi", "1Gi", "1.5Gi", "0.5", ".5", "1e3", "1E-3", "200m", "+1k", "1024",
+      "7Ei", "5n" }
+    local bad = { "", "-1Gi", "1GB", "1 Gi", "Gi", "1.2.3", "1e", "abc", "1Mi ", "0x10", "1iB" }
+    local tmp = os.tmpname()
+    local f = assert(io.open(tmp, "w"))
+    f:write(table.concat(good, "\n"), "\n", table.concat(bad, "\n"), "\n")
+    f:close()
+    for _, path in ipairs({ "spec.jobManager.memoryOffHeapMin", "spec.taskManager.resources.limits{}",
+      "spec.job.resources.requests{}" }) do
+      local pattern = node(path).pattern
+      assert.is_nil(pattern:find("'", 1, true))
+      local p = assert(io.popen("grep -xE '" .. pattern .. "' " .. tmp))
+      local matched = {}
+      for line in p:lines() do matched[#matched + 1] = line end
+      p:close()
+      assert.are.same(good, matched, path)
+    end
+    os.remove(tmp)
+  end)
+
+  describe("is a structural schema", function()
+    it("gives every node a type, except int-or-string and preserve-unknown nodes", function()
+      local untyped = {}
+      walk(function(path, n)
+        if not n.type and not n["x-kubernetes-int-or-string"]
+          and not n["x-kubernetes-preserve-unknown-fields"] then
+          untyped[#untyped + 1] = path
+        end
+      end)
+      assert.are.same({}, untyped)
+      assert.are.equal("object", schema.type)
+    end)
+
+    it("keeps unknown fields only in embedded Kubernetes types and status", function()
+      local where = {}
+      walk(function(path, n)
+        local p = n["x-kubernetes-preserve-unknown-fields"]
+        if p ~= nil then
+          assert.is_true(p, path)
+          if not preserve_allowed(path) then where[#where + 1] = path end
+        end
+      end)
+      assert.are.same({}, where)
+      -- and really there, on each embedded type
+      for path, kind in pairs(SPEC_FIELDS) do
+        if preserve_allowed(path) then
+          assert.are.equal("object", kind, path)
+          assert.is_true(node(path)["x-kubernetes-preserve-unknown-fields"], path)
+        end
+      end
+      assert.is_true(node("spec.envFrom[]")["x-kubernetes-preserve-unknown-fields"])
+      assert.is_nil(node("spec.image.pullSecrets[]")["x-kubernetes-preserve-unknown-fields"])
+      assert.is_nil(node("spec.jobManager")["x-kubernetes-preserve-unknown-fields"])
+    end)
+
+    it("uses only the constructs a structural schema allows", function()
+      local allowed = { type = true, description = true, properties = true, items = true,
+        additionalProperties = true, required = true, enum = true, minimum = true, maximum = true,
+        minLength = true, maxLength = true, pattern = true, format = true, anyOf = true,
+        ["x-kubernetes-preserve-unknown-fields"] = true, ["x-kubernetes-int-or-string"] = true }
+      local types = { object = true, array = true, string = true, integer = true, boolean = true,
+        number = true }
+      walk(function(path, n)
+        for k in pairs(n) do
+          assert.is_true(allowed[k] == true, path .. ": unexpected keyword " .. tostring(k))
+        end
+        if n.type then assert.is_true(types[n.type], path) end
+        assert.is_false(n.properties ~= nil and n.additionalProperties ~= nil, path)
+        if n.additionalProperties ~= nil then assert.are.equal("table", type(n.additionalProperties), path) end
+        if n.type == "array" then assert.are.equal("table", type(n.items), path) end
+        if n.items then assert.are.equal("array", n.type, path) end
+        if n.properties or n.additionalProperties then assert.are.equal("object", n.type, path) end
+        if n.anyOf then assert.is_true(n["x-kubernetes-int-or-string"], path) end
+        if n.format then assert.is_true(n.format == "int32" or n.format == "int64", path) end
+        if n.enum then
+          for _, v in ipairs(n.enum) do assert.are.equal(n.type, type(v), path) end
+        end
+        if n.minimum and n.maximum then assert.is_true(n.minimum <= n.maximum, path) end
+        if n.format == "int32" then
+          assert.is_true((n.maximum or 0) <= 2147483647 and (n.minimum or 0) >= -2147483648, path)
+        end
+      end)
+    end)
+
+    it("does not describe metadata", function()
+      assert.are.same({ type = "object" }, schema.properties.metadata)
+      assert.are.same({ type = "string" }, schema.properties.apiVersion)
+      assert.are.same({ type = "string" }, schema.properties.kind)
+      local top = {}
+      for k in pairs(schema.properties) do top[#top + 1] = k end
+      assert.are.same({ "apiVersion", "kind", "metadata", "spec", "status" }, sorted(top))
+    end)
+  end)
+
+  describe("status", function()
+    local status = schema.properties.status
+
+    it("is an object that keeps unknown fields at its root", function()
+      assert.are.equal("object", status.type)
+      assert.is_true(status["x-kubernetes-preserve-unknown-fields"])
+    end)
+
+    it("documents the known fields without constraining them", function()
+      local want = {
+        ["status.state"] = "string", ["status.observedGeneration"] = "integer",
+        ["status.conditions"] = "any", ["status.components"] = "object",
+        ["status.components.job"] = "object", ["status.components.job.state"] = "string",
+        ["status.components.job.id"] = "string", ["status.components.job.restartCount"] = "integer",
+        ["status.components.job.savepointGeneration"] = "integer",
+        ["status.components.jobManagerService.nodePort"] = "integer",
+        ["status.components.jobManagerIngress.urls"] = "any",
+        ["status.components.configMap.state"] = "string",
+        ["status.components.taskManagerStatefulSet.state"] = "string",
+        ["status.savepoint.triggerReason"] = "string", ["status.control.details"] = "object",
+        ["status.currentRevision"] = "string", ["status.nextRevision"] = "string",
+        ["status.collisionCount"] = "integer", ["status.lastUpdateTime"] = "string",
+      }
+      for path, kind in pairs(want) do
+        assert.is_not_nil(node(path), path)
+        assert.are.equal(kind, kind_of(node(path)), path)
+      end
+      walk(function(path, n)
+        if path:sub(1, 6) == "status" then
+          assert.is_nil(n.required, path)
+          assert.is_nil(n.enum, path)
+          assert.is_nil(n.minimum, path)
+          assert.is_nil(n.maximum, path)
+          assert.is_nil(n.pattern, path)
+          assert.is_nil(n.minLength, path)
+          assert.is_nil(n.items, path)
+          assert.is_false(n.type == "array", path)
+          if n.type == "object" then
+            assert.is_true(n["x-kubernetes-preserve-unknown-fields"], path .. " would prune")
+          end
+        end
+      end)
+    end)
+  end)
+end)
+
+-- A validator for the subset of OpenAPI v3 the CRD uses, with the API server's pruning:
+-- returns the list of errors ("<path>: <reason>") and the list of fields that would be pruned.
+local function is_array(v)
+  if type(v) ~= "table" then return false end
+  local n = 0
+  for k in pairs(v) do
+    if math.type(k) ~= "integer" then return false end
+    n = n + 1
+  end
+  return n == #v
+end
+
+local function check(s, v, path, errs, pruned)
+  local function err(msg) errs[#errs + 1] = path .. ": " .. msg end
+  if s["x-kubernetes-int-or-string"] then
+    if not (math.type(v) == "integer" or type(v) == "string") then err("must be int or string") end
+    return
+  end
+  local t = s.type
+  if t == "object" and (type(v) ~= "table" or (next(v) ~= nil and is_array(v))) then
+    return err("must be an object")
+  elseif t == "array" and not is_array(v) then
+    return err("must be an array")
+  elseif t == "string" and type(v) ~= "string" then
+    return err("must be a string")
+  elseif t == "boolean" and type(v) ~= "boolean" then
+    return err("must be a boolean")
+  elseif t == "integer" and math.type(v) ~= "integer" then
+    return err("must be an integer")
+  end
+  if s.enum then
+    local ok = false
+    for _, e in ipairs(s.enum) do ok = ok or e == v end
+    if not ok then err("unsupported value") end
+  end
+  if s.minimum and v < s.minimum then err("must be >= " .. s.minimum) end
+  if s.maximum and v > s.maximum then err("must be <= " .. s.maximum) end
+  if s.minLength and #v < s.minLength then err("too short") end
+  if s.maxLength and #v > s.maxLength then err("too long") end
+  for _, r in ipairs(s.required or {}) do
+    if type(v) ~= "table" or v[r] == nil then errs[#errs + 1] = path .. "." .. r .. ": required" end
+  end
+  if t == "array" then
+    for i, item in ipairs(v) do check(s.items, item, path .. "[" .. (i - 1) .. "]", errs, pruned) end
+  elseif t == "object" then
+    for k, item in pairs(v) do
+      local sub = (s.properties or {})[k] or s.additionalProperties
+      if sub then
+        check(sub, item, path .. "." .. k, errs, pruned)
+      elseif not s["x-kubernetes-preserve-unknown-fields"] then
+        pruned[#pruned + 1] = path .. "." .. k
+      end
+    end
+  end
+end
+
+local function validate(obj)
+  local errs, pruned = {}, {}
+  for k, item in pairs(obj) do
+    local sub = schema.properties[k]
+    if k == "metadata" then
+      -- ObjectMeta is validated by the API server itself, never pruned by the CRD schema
+      if type(item) ~= "table" then errs[#errs + 1] = "metadata: must be an object" end
+    elseif sub then
+      check(sub, item, k, errs, pruned)
+    else
+      pruned[#pruned + 1] = k
+    end
+  end
+  if obj.spec == nil then errs[#errs + 1] = "spec: required" end
+  return sorted(errs), sorted(pruned)
+end
+
+local function wordcount()
+  return lyaml.load(read("deploy/examples/wordcount.yaml"))
+end
+
+describe("the CRD schema applied to manifests", function()
+  it("accepts every example in deploy/examples and prunes nothing", function()
+    local p = assert(io.popen("ls " .. ROOT .. "/deploy/examples/*.yaml"))
+    local n = 0
+    for file in p:lines() do
+      for _, doc in ipairs(lyaml.load(assert(io.open(file)):read("a"), { all = true })) do
+        if doc.kind == "FlinkCluster" then
+          n = n + 1
+          local errs, pruned = validate(doc)
+          assert.are.same({}, errs, file)
+          assert.are.same({}, pruned, file)
+        end
+      end
+    end
+    p:close()
+    assert.is_true(n >= 1)
+  end)
+
+  it("keeps unknown fields inside embedded types (the init container's env and command)", function()
+    local doc = wordcount()
+    doc.spec.job.initContainers[1].futureField = { a = 1 }
+    doc.spec.taskManager.resources.claims = { { name = "gpu" } }
+    local errs, pruned = validate(doc)
+    assert.are.same({}, errs)
+    assert.are.same({}, pruned)
+  end)
+
+  it("prunes unknown spec fields", function()
+    local doc = wordcount()
+    doc.spec.jobManager.bogus = 1
+    doc.spec.taskManager.ports = { data = 6121, bogus = 2 }
+    local errs, pruned = validate(doc)
+    assert.are.same({}, errs)
+    assert.are.same({ "spec.jobManager.bogus", "spec.taskManager.ports.bogus" }, pruned)
+  end)
+
+  it("accepts a minimal session cluster and quantities as strings or integers", function()
+    local doc = { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+      metadata = { name = "session" },
+      spec = { image = { name = "flink:1.20" }, taskManager = { replicas = 2,
+        memoryOffHeapMin = 629145600, resources = { limits = { memory = "2Gi", cpu = 1 } } },
+        jobManager = { memoryOffHeapMin = "600M", accessScope = "Headless",
+          ports = { rpc = 1025, blob = 65535, query = 6125, ui = 8081 } } } }
+    local errs, pruned = validate(doc)
+    assert.are.same({}, errs)
+    assert.are.same({}, pruned)
+  end)
+
+  local cases = {
+    { "accessScope Bogus", function(s) s.jobManager = { accessScope = "Bogus" } end,
+      "spec.jobManager.accessScope: unsupported value" },
+    { "pullPolicy Sometimes", function(s) s.image.pullPolicy = "Sometimes" end,
+      "spec.image.pullPolicy: unsupported value" },
+    { "no image name", function(s) s.image = {} end, "spec.image.name: required" },
+    { "empty image name", function(s) s.image.name = "" end, "spec.image.name: too short" },
+    { "no image", function(s) s.image = nil end, "spec.image: required" },
+    { "taskManager.replicas 0", function(s) s.taskManager.replicas = 0 end,
+      "spec.taskManager.replicas: must be >= 1" },
+    { "taskManager.replicas missing", function(s) s.taskManager.replicas = nil end,
+      "spec.taskManager.replicas: required" },
+    { "jobManager.replicas 2", function(s) s.jobManager.replicas = 2 end,
+      "spec.jobManager.replicas: must be <= 1" },
+    { "ui port 1024", function(s) s.jobManager.ports.ui = 1024 end,
+      "spec.jobManager.ports.ui: must be >= 1025" },
+    { "data port 65536", function(s) s.taskManager.ports = { data = 65536 } end,
+      "spec.taskManager.ports.data: must be <= 65535" },
+    { "port as string", function(s) s.jobManager.ports.ui = "8081" end,
+      "spec.jobManager.ports.ui: must be an integer" },
+    { "memoryOffHeapRatio 101", function(s) s.taskManager.memoryOffHeapRatio = 101 end,
+      "spec.taskManager.memoryOffHeapRatio: must be <= 100" },
+    { "memoryOffHeapRatio -1", function(s) s.jobManager.memoryOffHeapRatio = -1 end,
+      "spec.jobManager.memoryOffHeapRatio: must be >= 0" },
+    { "memoryOffHeapMin 1.5 (a float)", function(s) s.jobManager.memoryOffHeapMin = 1.5 end,
+      "spec.jobManager.memoryOffHeapMin: must be int or string" },
+    { "parallelism 0", function(s) s.job.parallelism = 0 end, "spec.job.parallelism: must be >= 1" },
+    { "no jarFile", function(s) s.job.jarFile = nil end, "spec.job.jarFile: required" },
+    { "restartPolicy Always", function(s) s.job.restartPolicy = "Always" end,
+      "spec.job.restartPolicy: unsupported value" },
+    { "cleanup afterJobFails Delete", function(s) s.job.cleanupPolicy = { afterJobFails = "Delete" } end,
+      "spec.job.cleanupPolicy.afterJobFails: unsupported value" },
+    { "flinkProperties number", function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = 1 end,
+      "spec.flinkProperties.taskmanager.numberOfTaskSlots: must be a string" },
+    { "extraPorts protocol HTTP", function(s)
+        s.taskManager.extraPorts = { { name = "metrics", containerPort = 9249, protocol = "HTTP" } }
+      end, "spec.taskManager.extraPorts[0].protocol: unsupported value" },
+    { "hadoopConfig without mountPath", function(s) s.hadoopConfig = { configMapName = "hadoop" } end,
+      "spec.hadoopConfig.mountPath: required" },
+    { "volumes as an object", function(s) s.job.volumes = { cache = { emptyDir = {} } } end,
+      "spec.job.volumes: must be an array" },
+  }
+  for _, c in ipairs(cases) do
+    it("refuses " .. c[1], function()
+      local doc = wordcount()
+      c[2](doc.spec)
+      local errs = validate(doc)
+      assert.are.same({ c[3] }, errs)
+    end)
+  end
+end)
