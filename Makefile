@@ -70,8 +70,21 @@ lint:
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
 
+# install: the binary to $(PREFIX)/bin, lua/ and policies/ (without specs and testdata) to
+# $(DATADIR). DATADIR is compiled into the binary, so build with the same value:
+#   make DATADIR=/usr/local/share/flink-controller
+#   make install PREFIX=/usr/local DATADIR=/usr/local/share/flink-controller [DESTDIR=...]
+PREFIX   ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/flink-controller $(DESTDIR)$(PREFIX)/bin/flink-controller
+	@if [ "$(abspath $(DESTDIR)$(DATADIR))" = "$(CURDIR)" ]; then \
+	  echo "install: DATADIR is the source tree; lua/ and policies/ stay in place"; \
+	else \
+	  for f in $$(find lua policies -type f ! -name '*_spec.lua' ! -path 'policies/testdata/*' | sort); do \
+	    install -D -m 0644 "$$f" "$(DESTDIR)$(DATADIR)/$$f" || exit 1; \
+	  done; \
+	  echo "install: lua/ and policies/ -> $(DESTDIR)$(DATADIR)"; \
+	fi
 
 clean:
 	rm -rf $(BUILD)
