@@ -186,7 +186,8 @@ local function jobmanager_ingress(c)
   if ing.useTls == true then
     local tls = { hosts = host and { host } or nil }
     if ing.tlsSecretName and ing.tlsSecretName ~= "" then tls.secretName = ing.tlsSecretName end
-    spec.tls = { tls }
+    -- without a host and a secret there is nothing to say: an empty entry would be `{}`
+    spec.tls = next(tls) and { tls } or nil
   end
   return {
     apiVersion = "networking.k8s.io/v1",

@@ -307,6 +307,17 @@ describe("cluster.desired", function()
     assert.same({ name = "ui" }, plain.spec.rules[1].http.paths[1].backend.service.port)
     local tls = by_kind(fixture_objects("ingress-tls"), "Ingress")
     assert.same({ { hosts = { "flink-wordcount.apps.example.com" }, secretName = "flink-tls" } }, tls.spec.tls)
+    -- no hostFormat: the rule matches every host; TLS then names only the secret, if any
+    local m = load_yaml(TESTDATA .. "/ingress-tls/input.yaml")
+    m.spec.jobManager.ingress.hostFormat = nil
+    local ing = by_kind(render(m), "Ingress")
+    assert.is_nil(ing.spec.rules[1].host)
+    assert.same({ { secretName = "flink-tls" } }, ing.spec.tls)
+    m.spec.jobManager.ingress.tlsSecretName = nil
+    assert.is_nil(by_kind(render(m), "Ingress").spec.tls)
+    -- the name replaces every occurrence, and a '%' in it is no pattern
+    m.spec.jobManager.ingress.hostFormat = "{{$clusterName}}.{{$clusterName}}.example.com"
+    assert.equal("wordcount.wordcount.example.com", by_kind(render(m), "Ingress").spec.rules[1].host)
   end)
 
   it("runs inside the policy sandbox when fc.host is available", function()
