@@ -271,8 +271,6 @@ function job.decide(input)
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
   if wants_job and not submitter and not restarting and not d.hold and all_ready(input.components or {}) then
     d.submit = true
-    d.from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
-    j.fromSavepoint = d.from_savepoint
     if j.state == "Updating" then
       d.update_done = true
       j.state = "Pending"
@@ -282,9 +280,10 @@ function job.decide(input)
     -- nothing was running (never submitted, or ended and kept): the new spec applies directly
     d.update_done = true
   end
-  if d.from_savepoint == nil and (j.state == "Pending" or j.state == "Updating") then
-    d.from_savepoint = j.fromSavepoint or spec.fromSavepoint
-  end
+  -- the submitter (and the submit script in the ConfigMap) always restores from this one, so
+  -- that they do not change while the job runs
+  d.from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
+  j.fromSavepoint = d.from_savepoint
 
   -- Cleanup once the job ended (cleanupPolicy), unless it is restarting.
   if job.TERMINAL[j.state] and not restarting then

@@ -27,7 +27,8 @@ function status.statefulset_state(obj)
   local replicas = tonumber(spec.replicas) or 1
   local ready = tonumber(st.readyReplicas) or 0
   local gen, seen = tonumber(md.generation), tonumber(st.observedGeneration)
-  if gen and (seen or 0) < gen then return "Updating" end
+  if gen and seen and seen < gen then return "Updating" end
+  if gen and not seen then return "NotReady" end
   if st.updateRevision and st.currentRevision and st.updateRevision ~= st.currentRevision then
     return "Updating"
   end
@@ -117,17 +118,19 @@ end
 --   for a job cluster).
 -- State machine (API "Behaviour"): with a cleanup in effect, Stopping while the three counted
 -- components all remain, PartiallyStopped while some do, Stopped when none; else Updating
--- during a rollout; else Running when the three are Ready, Creating when the cluster never ran,
+-- while a new revision is not yet rolled out (`updating`) or, once the cluster has run, while a
+-- StatefulSet rolls out; else Running when the three are Ready, Creating when the cluster never ran,
 -- and Reconciling when it did.
 function status.compute(input)
   local old = input.cluster.status or {}
   local comps = util.deepcopy(input.components)
   comps.job = input.job
-  local ready, remaining, missing = 0, 0, {}
+  local ready, remaining, missing, rolling = 0, 0, {}, false
   for _, key in ipairs(status.COUNTED) do
     local c = comps[key]
     if c.state == "Ready" then ready = ready + 1 else missing[#missing + 1] = key .. " " .. c.state end
     if c.state ~= "Deleted" then remaining = remaining + 1 end
+    if c.state == "Updating" then rolling = true end
   end
   local state
   if input.cleanup and input.cleanup ~= "" then
@@ -138,7 +141,7 @@ function status.compute(input)
     else
       state = "Stopped"
     end
-  elseif input.updating then
+  elseif input.updating or (rolling and old.state ~= nil and old.state ~= "Creating") then
     state = "Updating"
   elseif ready == #status.COUNTED then
     state = "Running"

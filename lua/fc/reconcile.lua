@@ -1,0 +1,373 @@
+--- fc.reconcile: the framework entry the C core calls for each FlinkCluster key.
+--
+-- reconcile.run(snapshot) -> result. Pure decisions, no I/O: the core builds the snapshot from
+-- its caches and the last Flink REST answers, and executes the result's actions. Policies run
+-- through fc.host (sandboxed in the binary, the pure-Lua fallback under busted). The contract
+-- (shapes of snapshot, result and actions) is docs/contracts.md, section "Reconcile".
+local util = require("fc.util")
+local diff = require("fc.diff")
+local revision = require("fc.revision")
+
+local reconcile = {}
+
+--- Child kinds the framework deletes when they are no longer desired (Pods belong to their
+-- StatefulSet or Job; ControllerRevisions are pruned by revisionHistoryLimit instead).
+reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" }
+--- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
+-- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
+reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
+--- Seconds before retrying a cluster whose policies failed.
+reconcile.POLICY_ERROR_REQUEUE = 60
+--- The user-control annotation (removed by a patch_annotations action when done).
+reconcile.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
+
+local function rfc3339(t)
+  return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
+end
+
+-- A policy failure: raised inside run() and turned into a result by it.
+local PolicyFailure = {}
+PolicyFailure.__index = PolicyFailure
+
+local function fail(message)
+  error(setmetatable({ message = message }, PolicyFailure), 0)
+end
+
+local function call(host, policy, hook, input)
+  local ok, res = host.call(policy, hook, input)
+  if not ok then fail(tostring(res)) end
+  return res
+end
+
+-- Output shape checks: a wrong shape is a policy error of that hook.
+local function expect(cond, policy, hook, what)
+  if not cond then fail(policy .. ".lua: " .. hook .. ": " .. what) end
+end
+
+local function is_table(v) return type(v) == "table" end
+
+--- reconcile.set_condition(status, cond, now, generation) -> status (changed in place)
+-- Sets `cond` ({type, status, reason, message}) in status.conditions (metav1.Condition):
+-- lastTransitionTime is kept from the previous condition of the same type when its status did
+-- not change, else `now` (RFC 3339); observedGeneration = `generation`.
+function reconcile.set_condition(status, cond, now, generation, previous)
+  status.conditions = status.conditions or {}
+  local prev
+  for _, c in ipairs(previous or status.conditions) do
+    if c.type == cond.type then prev = c end
+  end
+  local c = { type = cond.type, status = cond.status, reason = cond.reason, message = cond.message,
+    observedGeneration = generation }
+  if prev and prev.status == cond.status and prev.lastTransitionTime then
+    c.lastTransitionTime = prev.lastTransitionTime
+  else
+    c.lastTransitionTime = rfc3339(now)
+  end
+  for i, old in ipairs(status.conditions) do
+    if old.type == cond.type then
+      status.conditions[i] = c
+      return status
+    end
+  end
+  status.conditions[#status.conditions + 1] = c
+  return status
+end
+
+local function find_condition(status, ctype)
+  for _, c in ipairs((status or {}).conditions or {}) do
+    if c.type == ctype then return c end
+  end
+  return nil
+end
+
+-- The previous defaulted FlinkCluster for validate's update rules: {} before the first
+-- revision (a create); else the spec of the current ControllerRevision with today's control
+-- fields (control-field transitions are admission's to check), and the status.
+local function previous(defaulted, children)
+  local st = defaulted.status or {}
+  if not st.currentRevision then return {} end
+  local old = util.deepcopy(defaulted)
+  local rev = (children.ControllerRevision or {})[st.currentRevision]
+  if rev and is_table(rev.data) then
+    local spec = util.deepcopy(rev.data)
+    for _, path in ipairs(revision.CONTROL_FIELDS) do
+      local src, dst = defaulted.spec, spec
+      for i = 1, #path - 1 do
+        src = is_table(src) and src[path[i]] or nil
+        dst = is_table(dst) and dst[path[i]] or nil
+      end
+      if is_table(src) and is_table(dst) then dst[path[#path]] = src[path[#path]] end
+    end
+    old.spec = spec
+  end
+  return old
+end
+
+-- Result when the cluster's policies failed: no apply/delete/Flink actions, PolicyError=True.
+local function policy_failure_result(cluster, message, now)
+  local old = cluster.status or {}
+  local gen = (cluster.metadata or {}).generation
+  local st = util.deepcopy(old)
+  local prev = find_condition(old, "PolicyError")
+  reconcile.set_condition(st, { type = "PolicyError", status = "True", reason = "PolicyFailed",
+    message = message }, now, gen)
+  local result = { actions = {}, events = {}, requeue_after = reconcile.POLICY_ERROR_REQUEUE }
+  if not (prev and prev.status == "True" and prev.message == message) then
+    result.events[1] = { type = "Warning", reason = "PolicyError", message = message }
+  end
+  if not util.equal(st, old) then
+    st.lastUpdateTime = rfc3339(now)
+    result.status = st
+  end
+  return result
+end
+
+-- Result for a spec that fails validation: no actions, a Warning event and Ready=False with
+-- reason InvalidSpec naming the fields; the state and everything else stay.
+local function invalid_result(cluster, errors, now)
+  local old = cluster.status or {}
+  local gen = (cluster.metadata or {}).generation
+  local parts = {}
+  for _, e in ipairs(errors) do
+    parts[#parts + 1] = (e.path ~= "" and e.path or "<root>") .. ": " .. tostring(e.message)
+  end
+  local message = "invalid spec: " .. table.concat(parts, "; ")
+  local st = util.deepcopy(old)
+  local prev = find_condition(old, "Ready")
+  reconcile.set_condition(st, { type = "Ready", status = "False", reason = "InvalidSpec", message = message },
+    now, gen)
+  local result = { actions = {}, events = {} }
+  if not (prev and prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen) then
+    result.events[1] = { type = "Warning", reason = "InvalidSpec", message = message }
+  end
+  if not util.equal(st, old) then
+    st.lastUpdateTime = rfc3339(now)
+    result.status = st
+  end
+  return result
+end
+
+local function index(objects)
+  local by = {}
+  for _, o in ipairs(objects) do
+    by[o.kind] = by[o.kind] or {}
+    by[o.kind][o.metadata.name] = o
+  end
+  return by
+end
+
+local function transition_events(old, new, events)
+  if old.state ~= new.state then
+    events[#events + 1] = {
+      type = new.state == "Reconciling" and "Warning" or "Normal",
+      reason = "StateChanged",
+      message = old.state and ("cluster state " .. old.state .. " -> " .. new.state)
+        or ("cluster state " .. new.state),
+    }
+  end
+  local oj = (old.components or {}).job or {}
+  local nj = (new.components or {}).job
+  if nj and oj.state ~= nj.state then
+    local bad = nj.state == "Failed" or nj.state == "Lost" or nj.state == "Suspended"
+    events[#events + 1] = {
+      type = bad and "Warning" or "Normal",
+      reason = "JobStateChanged",
+      message = (oj.state and ("job state " .. oj.state .. " -> ") or "job state ") .. nj.state
+        .. (nj.id and (" (job " .. nj.id .. ")") or ""),
+    }
+  end
+  local os_, ns = old.savepoint or {}, new.savepoint
+  if ns and (os_.state ~= ns.state or os_.triggerTime ~= ns.triggerTime) and ns.state ~= "NotTriggered" then
+    local bad = ns.state == "Failed" or ns.state == "TriggerFailed"
+    local msg = "savepoint " .. tostring(ns.state) .. " (" .. tostring(ns.triggerReason) .. ")"
+    if ns.state == "Succeeded" and nj and nj.savepointLocation then msg = msg .. ": " .. nj.savepointLocation end
+    if bad and ns.message then msg = msg .. ": " .. ns.message end
+    events[#events + 1] = { type = bad and "Warning" or "Normal", reason = "SavepointStateChanged", message = msg }
+  end
+  local oc = find_condition(old, "PolicyError")
+  if oc and oc.status == "True" then
+    events[#events + 1] = { type = "Normal", reason = "PolicyErrorResolved", message = "policies ran without error" }
+  end
+end
+
+local function run(host, snapshot)
+  local cluster = snapshot.cluster
+  local md = cluster.metadata or {}
+  local name = md.name
+  local gen = md.generation
+  local now = snapshot.now or os.time()
+  local children = snapshot.children or {}
+  local flink = snapshot.flink or {}
+  local old_status = cluster.status or {}
+  local result = { actions = {}, events = {} }
+
+  -- 1. defaults, validate
+  local defaulted = call(host, "defaults", "apply", cluster)
+  expect(is_table(defaulted) and is_table(defaulted.spec) and is_table(defaulted.metadata),
+    "defaults", "apply", "must return the FlinkCluster with metadata and spec")
+  defaulted.status = util.deepcopy(old_status)
+  local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = previous(defaulted, children) })
+  expect(is_table(v) and is_table(v.errors or {}) and is_table(v.warnings or {}),
+    "validate", "check", "must return {errors=, warnings=}")
+  if v.errors and #v.errors > 0 then return invalid_result(cluster, v.errors, now) end
+  if gen ~= old_status.observedGeneration then
+    for _, w in ipairs(v.warnings or {}) do
+      result.events[#result.events + 1] = { type = "Warning", reason = "SpecWarning",
+        message = tostring(w.path) .. ": " .. tostring(w.message) }
+    end
+  end
+
+  -- 2. revision
+  local next_rev = revision.name(defaulted)
+  local current = old_status.currentRevision or next_rev
+  local update = { pending = current ~= next_rev, current = current, next = next_rev }
+
+  -- 3. job and savepoint decisions (job clusters)
+  local components = call(host, "status", "components",
+    { cluster = defaulted, children = children, desired = {}, cleanup = "" })
+  expect(is_table(components), "status", "components", "must return a table")
+  local is_job = is_table(defaulted.spec.job)
+  local jd, sd = {}, {}
+  if is_job then
+    local obs = call(host, "job", "observe", { cluster = defaulted, children = children, flink = flink, now = now })
+    expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
+    sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
+      flink = flink, update = update, now = now })
+    expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
+      "must return {job=, savepoint=, outcome=}")
+    jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
+      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children, components = components,
+      update = update, now = now })
+    expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
+  end
+
+  -- 4. desired objects
+  local for_desired = util.deepcopy(defaulted)
+  for_desired.status = nil
+  if is_job and jd.from_savepoint then for_desired.spec.job.fromSavepoint = jd.from_savepoint end
+  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  expect(is_table(des) and is_table(des.objects), "cluster", "desired", "must return {objects={...}}")
+  for i, o in ipairs(des.objects) do
+    expect(is_table(o) and type(o.kind) == "string" and is_table(o.metadata) and type(o.metadata.name) == "string",
+      "cluster", "desired", "objects[" .. i .. "] has no kind or metadata.name")
+  end
+  local cleanup = jd.cleanup or ""
+  local desired = {}
+  for _, o in ipairs(des.objects) do
+    local keep = true
+    if o.kind == "Job" then
+      local observed = (children.Job or {})[o.metadata.name]
+      keep = is_job and ((observed ~= nil and not jd.resubmit) or (observed == nil and jd.submit == true))
+    elseif cleanup == "DeleteCluster" then
+      keep = o.kind == "ControllerRevision"
+    elseif cleanup == "DeleteTaskManager" then
+      keep = not (o.kind == "StatefulSet" and o.metadata.name == name .. "-taskmanager")
+    end
+    if keep then desired[#desired + 1] = o end
+  end
+  local revisions = children.ControllerRevision or {}
+  local has_rev = false
+  for _, o in ipairs(desired) do
+    if o.kind == "ControllerRevision" and o.metadata.name == next_rev then has_rev = true end
+  end
+  if not has_rev then
+    local obj = revisions[next_rev] or revision.object(defaulted, revision.next_number(revisions))
+    desired[#desired + 1] = obj
+  end
+
+  -- 5. diff: apply what differs (in order), delete what is no longer desired
+  local by_kind = index(desired)
+  for _, o in ipairs(desired) do
+    local observed = (children[o.kind] or {})[o.metadata.name]
+    local changed
+    if observed ~= nil and (reconcile.CREATE_ONLY[o.kind] or jd.hold) then
+      changed = false
+    else
+      changed = diff.differs(o, observed)
+    end
+    if changed then result.actions[#result.actions + 1] = { op = "apply", object = o } end
+  end
+  for _, kind in ipairs(reconcile.DELETABLE) do
+    for _, n in ipairs(util.sorted_keys(children[kind] or {})) do
+      if not (by_kind[kind] or {})[n] then
+        result.actions[#result.actions + 1] = { op = "delete", kind = kind, name = n }
+      end
+    end
+  end
+
+  -- 6. Flink REST calls and the user-control annotation
+  for _, list in ipairs({ sd.flink or {}, jd.flink or {} }) do
+    for _, f in ipairs(list) do
+      result.actions[#result.actions + 1] = { op = "flink", method = f.method, path = f.path, body = f.body }
+    end
+  end
+  local js = is_job and jd.job.state or nil
+  if is_job and components.jobManagerService and components.jobManagerService.state == "Ready"
+      and (js == "Running" or js == "Pending" or js == "Updating" or js == "Lost" or js == "Suspended")
+      and cleanup == "" then
+    result.actions[#result.actions + 1] = { op = "flink", method = "GET", path = "/jobs/overview" }
+  end
+  if jd.remove_annotation then
+    result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
+  end
+
+  -- 7. status
+  local new_current = current
+  if not is_job or jd.update_done then new_current = next_rev end
+  local final_components = call(host, "status", "components",
+    { cluster = defaulted, children = children, desired = by_kind, cleanup = cleanup })
+  expect(is_table(final_components), "status", "components", "must return a table")
+  local st = call(host, "status", "compute", {
+    cluster = defaulted, components = final_components, job = is_job and jd.job or nil,
+    savepoint = is_job and sd.savepoint or old_status.savepoint,
+    control = jd.control or old_status.control, cleanup = cleanup,
+    updating = new_current ~= next_rev, revision = { current = new_current, next = next_rev }, now = now,
+  })
+  expect(is_table(st) and type(st.state) == "string", "status", "compute", "must return a status with a state")
+  local new = util.deepcopy(st)
+  new.conditions = {}
+  for _, c in ipairs(st.conditions or {}) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
+  reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
+    message = "policies ran without error" }, now, gen, old_status.conditions)
+  new.observedGeneration = gen
+  new.collisionCount = old_status.collisionCount
+  new.lastUpdateTime = old_status.lastUpdateTime
+  if not util.equal(new, old_status) then
+    new.lastUpdateTime = rfc3339(now)
+    result.status = new
+    transition_events(old_status, new, result.events)
+  end
+
+  -- 8. requeue: the earliest time a policy asked for
+  for _, r in ipairs({ sd.requeue_after, jd.requeue_after }) do
+    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
+      result.requeue_after = r
+    end
+  end
+  return result
+end
+
+--- reconcile.run(snapshot) -> result
+-- snapshot: {cluster=<FlinkCluster as observed, metadata.generation, status (or none)>,
+--   children={<kind>={<name>=obj}}, flink={reachable=bool, jobs={...}, savepoint_triggers={...}},
+--   now=<unix seconds>}.
+-- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", method=, path=, body=}
+--   |{op="patch_annotations", remove={key,...}}}, status=<new status or nil when unchanged>,
+--   events={{type="Normal"|"Warning", reason=, message=}}, requeue_after=<seconds or nil>}.
+-- A policy failure (fc.host.call returning false, or an output of the wrong shape) fails this
+-- cluster only: no actions, a Warning event naming the policy file and line, PolicyError=True.
+-- Errors: raises only on a snapshot without a cluster table (a bug in the caller).
+function reconcile.run(snapshot)
+  if type(snapshot) ~= "table" or type(snapshot.cluster) ~= "table" then
+    error("reconcile.run: snapshot.cluster must be a table", 2)
+  end
+  local host = require("fc.host")
+  local ok, res = pcall(run, host, snapshot)
+  if ok then return res end
+  if getmetatable(res) == PolicyFailure then
+    return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
+  end
+  error(res, 0)
+end
+
+return reconcile
