@@ -320,6 +320,41 @@ describe("cluster.desired", function()
     assert.equal("wordcount.wordcount.example.com", by_kind(render(m), "Ingress").spec.rules[1].host)
   end)
 
+  -- The sandbox of docs/contracts.md, emulated: only the allowed globals (reading any other
+  -- one is an error here, to catch io/debug/package use), no global writes, `require` of
+  -- fc.util, fc.quantity and lib.* only, each module loaded from source into the sandbox.
+  local function sandboxed_policy()
+    local env, loaded = {}, {}
+    for _, g in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget",
+      "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring", "type", "print",
+      "_VERSION", "table", "math", "utf8" }) do
+      env[g] = _G[g]
+    end
+    env.string = util.merge(string)
+    env.string.dump = nil
+    env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
+    local allowed = { ["fc.util"] = ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = ROOT .. "/lua/fc/quantity.lua" }
+    env.require = function(name)
+      local path = allowed[name] or (name:match("^lib%.[%w_]+$") and ROOT .. "/policies/lib/" .. name:sub(5) .. ".lua")
+      if not path then error("require of " .. name .. " is not allowed in the sandbox") end
+      if loaded[name] == nil then loaded[name] = assert(loadfile(path, "t", env))() end
+      return loaded[name]
+    end
+    setmetatable(env, {
+      __index = function(_, k) error("global " .. tostring(k) .. " is not in the sandbox", 2) end,
+      __newindex = function(_, k) error("global write of " .. tostring(k), 2) end,
+    })
+    return assert(loadfile(ROOT .. "/policies/cluster.lua", "t", env))()
+  end
+
+  it("gives the same objects inside an emulated policy sandbox", function()
+    local policy = sandboxed_policy()
+    for _, case in ipairs(CASES) do
+      local input = { cluster = defaults.apply(load_yaml(TESTDATA .. "/" .. case .. "/input.yaml")) }
+      assert.is_nil(first_diff(policy.desired(util.deepcopy(input)).objects, cluster.desired(input).objects), case)
+    end
+  end)
+
   it("runs inside the policy sandbox when fc.host is available", function()
     local ok, host = pcall(require, "fc.host")
     if not ok then
