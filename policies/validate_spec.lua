@@ -1,0 +1,216 @@
+-- Specs of policies/validate.lua: the fixtures in policies/testdata/validate/<case>/
+-- (input.yaml as given, optional old.yaml for an update, expected.yaml {errors, warnings} of
+-- {path, message}), run as a plain module and inside a sandbox like the host's; plus unit
+-- tests. Each fixture input goes through defaults.apply first, as in render and admission.
+local lyaml = require("lyaml")
+local lfs = require("lfs")
+local util = require("fc.util")
+local defaults = require("defaults")
+local validate = require("validate")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local CASES = ROOT .. "/policies/testdata/validate"
+
+local function read_yaml(path)
+  local f = io.open(path, "r")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return lyaml.load(text)
+end
+
+-- The policy loaded in an environment holding only the sandbox's allowlist
+-- (docs/contracts.md); a stray global or a require outside fc.*/lib.* raises.
+local function sandboxed(name)
+  local env = {}
+  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
+    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
+    "type", "_VERSION" }) do
+    env[k] = _G[k]
+  end
+  env.string = {}
+  for k, v in pairs(string) do if k ~= "dump" then env.string[k] = v end end
+  env.table, env.math, env.utf8 = table, math, utf8
+  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
+  local loaded = {}
+  local function load_file(path)
+    local chunk = assert(loadfile(path, "t", env))
+    return chunk()
+  end
+  env.require = function(m)
+    if m == "fc.util" or m == "fc.quantity" then return require(m) end
+    local lib = m:match("^lib%.([%w_]+)$")
+    if not lib then error("require not allowed in the sandbox: " .. m) end
+    if loaded[m] == nil then loaded[m] = load_file(ROOT .. "/policies/lib/" .. lib .. ".lua") end
+    return loaded[m]
+  end
+  setmetatable(env, {
+    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
+    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
+  })
+  return load_file(ROOT .. "/policies/" .. name .. ".lua")
+end
+
+-- A list of {path, message} in a stable order, for comparison.
+local function sorted(list)
+  local out = {}
+  for _, e in ipairs(list or {}) do out[#out + 1] = { path = e.path, message = e.message } end
+  table.sort(out, function(a, b)
+    if a.path ~= b.path then return a.path < b.path end
+    return a.message < b.message
+  end)
+  return out
+end
+
+local function run(v, raw, old_raw)
+  local old = old_raw and defaults.apply(old_raw) or {}
+  return v.check({ cluster = defaults.apply(util.deepcopy(raw)), raw = util.deepcopy(raw), old = old })
+end
+
+local function case_dirs()
+  local dirs = {}
+  for entry in lfs.dir(CASES) do
+    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
+      dirs[#dirs + 1] = entry
+    end
+  end
+  table.sort(dirs)
+  return dirs
+end
+
+describe("validate fixtures", function()
+  local boxed = sandboxed("validate")
+  local dirs = case_dirs()
+  it("has the cases the task asks for", function()
+    local have = {}
+    for _, d in ipairs(dirs) do have[d] = true end
+    for _, want in ipairs({ "wordcount", "session-cluster", "access-scope-cluster", "access-scope-vpc",
+      "access-scope-external", "access-scope-nodeport", "access-scope-headless", "replicas-negative",
+      "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job" }) do
+      assert.is_true(have[want], "missing fixture " .. want)
+    end
+  end)
+  for _, case in ipairs(dirs) do
+    local dir = CASES .. "/" .. case
+    it(case, function()
+      local raw = assert(read_yaml(dir .. "/input.yaml"))
+      local old = read_yaml(dir .. "/old.yaml")
+      local expected = assert(read_yaml(dir .. "/expected.yaml"))
+      for _, v in ipairs({ validate, boxed }) do
+        local got = run(v, raw, old)
+        assert.are.same(sorted(expected.errors), sorted(got.errors))
+        assert.are.same(sorted(expected.warnings), sorted(got.warnings))
+      end
+    end)
+  end
+end)
+
+describe("validate.check", function()
+  local function cluster(spec)
+    return { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+             metadata = { name = "c", namespace = "ns" }, spec = spec }
+  end
+  local function valid_spec()
+    return { image = { name = "flink:1.17" }, taskManager = { replicas = 1 }, job = { jarFile = "/j.jar" } }
+  end
+
+  it("accepts a minimal job cluster with no warnings", function()
+    assert.are.same({ errors = {}, warnings = {} }, run(validate, cluster(valid_spec())))
+  end)
+
+  it("reads JSON numbers decoded as floats (lua-cjson) as integers", function()
+    local s = valid_spec()
+    s.taskManager.replicas = 2.0
+    s.jobManager = { ports = { ui = 8081.0 }, replicas = 1.0 }
+    assert.are.same({}, run(validate, cluster(s)).errors)
+  end)
+
+  it("reports each quantity error of resources by path", function()
+    local s = valid_spec()
+    s.job.resources = { requests = { cpu = "1.5.5", memory = "1e3Mi", ["nvidia.com/gpu"] = "x" } }
+    assert.are.same({
+      { path = "spec.job.resources.requests.cpu", message = 'invalid quantity: unknown suffix ".5"' },
+      { path = "spec.job.resources.requests.memory", message = 'invalid quantity: unknown suffix "e3Mi"' },
+      { path = "spec.job.resources.requests[nvidia.com/gpu]", message = "invalid quantity: invalid number" },
+    }, sorted(run(validate, cluster(s)).errors))
+  end)
+
+  it("compares memoryOffHeapMin and the limit in bytes, equal allowed", function()
+    local s = valid_spec()
+    s.taskManager.memoryOffHeapMin = "1Gi"
+    s.taskManager.resources = { limits = { memory = "1073741824" } }
+    assert.are.same({}, run(validate, cluster(s)).errors)
+    s.taskManager.resources.limits.memory = "1073741823"
+    assert.are.same({ { path = "spec.taskManager.memoryOffHeapMin",
+                        message = "must be <= resources.limits.memory (1Gi > 1073741823)" } },
+      run(validate, cluster(s)).errors)
+  end)
+
+  it("names a 41-character cluster with a warning only, 50 with an error for a job cluster", function()
+    local c = cluster(valid_spec())
+    c.metadata.name = string.rep("a", 40)
+    assert.are.same({ errors = {}, warnings = {} }, run(validate, c))
+    c.metadata.name = string.rep("a", 41)
+    local r = run(validate, c)
+    assert.are.same({}, r.errors)
+    assert.are.equal(1, #r.warnings)
+    c.metadata.name = string.rep("a", 50)
+    assert.are.same({ { path = "metadata.name",
+      message = 'must be at most 49 characters so that "<name>-job-submitter" fits in 63' } },
+      run(validate, c).errors)
+  end)
+
+  it("treats an empty old as a creation and a missing raw as the cluster", function()
+    local c = defaults.apply(cluster(valid_spec()))
+    c.spec.job.cancelRequested = true
+    local r = validate.check({ cluster = c, old = {} })
+    assert.are.same({ { path = "spec.job.cancelRequested", message = "must not be true at creation" } }, r.errors)
+  end)
+
+  it("never raises on malformed input", function()
+    local junk = { "s", 7, true, { 1, 2 }, {}, { {} } }
+    local fields = { "image", "jobManager", "taskManager", "job", "hadoopConfig", "gcpConfig",
+      "flinkProperties", "envVars" }
+    local sub = { "ports", "extraPorts", "resources", "cleanupPolicy", "serviceAccount", "replicas",
+      "memoryOffHeapMin", "name", "args" }
+    for _, v in ipairs(junk) do
+      assert.has_no.errors(function() validate.check({ cluster = v, raw = v, old = v }) end)
+      assert.has_no.errors(function() run(validate, { metadata = v, spec = v }) end)
+      for _, f in ipairs(fields) do
+        assert.has_no.errors(function() run(validate, cluster({ [f] = v }), cluster({ [f] = v })) end)
+        for _, s in ipairs(sub) do
+          local spec = { [f] = { [s] = v, limits = v } }
+          assert.has_no.errors(function() run(validate, cluster(spec), cluster(spec)) end)
+        end
+      end
+    end
+    assert.has_no.errors(function() validate.check({}) end)
+    assert.are.same({ { path = "", message = "must be an object" } }, validate.check({}).errors)
+  end)
+end)
+
+describe("validate name helpers (apimachinery util/validation)", function()
+  it("dns1035_label", function()
+    assert.is_true(validate.dns1035_label("wordcount"))
+    assert.is_true(validate.dns1035_label("a-1"))
+    assert.is_false(validate.dns1035_label("1a"))
+    assert.is_false(validate.dns1035_label("a-"))
+    assert.is_false(validate.dns1035_label("A"))
+    assert.is_false(validate.dns1035_label(string.rep("a", 64)))
+    assert.is_true(validate.dns1035_label(string.rep("a", 63)))
+  end)
+  it("dns1123_label", function()
+    assert.is_true(validate.dns1123_label("1a"))
+    assert.is_false(validate.dns1123_label("-a"))
+    assert.is_false(validate.dns1123_label("a.b"))
+  end)
+  it("port_name (IANA_SVC_NAME)", function()
+    assert.is_true(validate.port_name("metrics"))
+    assert.is_true(validate.port_name("web-1"))
+    assert.is_false(validate.port_name("9249"))
+    assert.is_false(validate.port_name("a--b"))
+    assert.is_false(validate.port_name("-a"))
+    assert.is_false(validate.port_name("sixteen-chars-xx"))
+    assert.is_false(validate.port_name("Metrics"))
+  end)
+end)
