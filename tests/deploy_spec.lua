@@ -1,0 +1,321 @@
+-- deploy/: RBAC, the controller Deployment, the namespace, the kustomization, and the Dockerfile
+-- that builds the image the Deployment runs.
+local lyaml = require("lyaml")
+local cjson = require("cjson")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+
+local function read(path)
+  local f = assert(io.open(ROOT .. "/" .. path, "r"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function exists(path)
+  local f = io.open(ROOT .. "/" .. path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+local function docs(path)
+  local out = {}
+  for _, d in ipairs(lyaml.load(read(path), { all = true })) do
+    if type(d) == "table" then out[#out + 1] = d end
+  end
+  return out
+end
+
+local function by_kind(list, kind)
+  local out = {}
+  for _, d in ipairs(list) do
+    if d.kind == kind then out[#out + 1] = d end
+  end
+  return out
+end
+
+local function sorted(t)
+  table.sort(t)
+  return t
+end
+
+-- grants(rules): every (group, resource, verb[, name]) triple as "group/resource:verb[@name]",
+-- sorted, so a rule set compares as a set whatever its grouping.
+local function grants(rules)
+  local out = {}
+  for _, r in ipairs(rules) do
+    for _, g in ipairs(r.apiGroups) do
+      for _, res in ipairs(r.resources) do
+        for _, v in ipairs(r.verbs) do
+          if r.resourceNames then
+            for _, n in ipairs(r.resourceNames) do out[#out + 1] = g .. "/" .. res .. ":" .. v .. "@" .. n end
+          else
+            out[#out + 1] = g .. "/" .. res .. ":" .. v
+          end
+        end
+      end
+    end
+  end
+  return sorted(out)
+end
+
+local function expand(group, resources, verbs)
+  local out = {}
+  for _, res in ipairs(resources) do
+    for _, v in ipairs(verbs) do out[#out + 1] = group .. "/" .. res .. ":" .. v end
+  end
+  return out
+end
+
+local function concat(...)
+  local out = {}
+  for _, t in ipairs({ ... }) do
+    for _, v in ipairs(t) do out[#out + 1] = v end
+  end
+  return sorted(out)
+end
+
+local CRUD = { "get", "list", "watch", "create", "update", "patch", "delete" }
+
+describe("deploy/rbac.yaml", function()
+  local rbac = docs("deploy/rbac.yaml")
+
+  it("holds a ServiceAccount, ClusterRole, ClusterRoleBinding, Role and RoleBinding", function()
+    local kinds = {}
+    for _, d in ipairs(rbac) do kinds[#kinds + 1] = d.kind .. "/" .. d.metadata.name end
+    assert.are.same({ "ClusterRole/flink-controller", "ClusterRoleBinding/flink-controller",
+      "Role/flink-controller-leader-election", "RoleBinding/flink-controller-leader-election",
+      "ServiceAccount/flink-controller" }, sorted(kinds))
+    assert.are.equal("flink-system", by_kind(rbac, "ServiceAccount")[1].metadata.namespace)
+  end)
+
+  it("grants the ClusterRole exactly what the controller uses", function()
+    local want = concat(
+      expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
+      expand("flinkoperator.k8s.io", { "flinkclusters/status" }, { "get", "patch", "update" }),
+      expand("", { "configmaps", "services" }, CRUD),
+      expand("apps", { "statefulsets", "controllerrevisions" }, CRUD),
+      expand("batch", { "jobs" }, CRUD),
+      expand("networking.k8s.io", { "ingresses" }, CRUD),
+      expand("", { "pods" }, { "get", "list", "watch", "create", "delete" }),
+      expand("", { "events" }, { "create", "patch" }),
+      expand("events.k8s.io", { "events" }, { "create", "patch" }))
+    assert.are.equal(59, #want)
+    assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
+  end)
+
+  it("limits the Lease to get/create/update of flink-controller in flink-system", function()
+    local role = by_kind(rbac, "Role")[1]
+    assert.are.equal("flink-system", role.metadata.namespace)
+    assert.are.same({ "coordination.k8s.io/leases:create", "coordination.k8s.io/leases:get@flink-controller",
+      "coordination.k8s.io/leases:update@flink-controller" }, grants(role.rules))
+  end)
+
+  it("never uses a wildcard and never grants secrets", function()
+    for _, d in ipairs(rbac) do
+      for _, r in ipairs(d.rules or {}) do
+        for _, field in ipairs({ "apiGroups", "resources", "verbs", "resourceNames" }) do
+          for _, v in ipairs(r[field] or {}) do
+            assert.is_nil(v:find("*", 1, true), d.metadata.name .. " " .. field)
+            assert.are_not.equal("secrets", v)
+          end
+        end
+        assert.is_nil(r.nonResourceURLs)
+      end
+    end
+  end)
+
+  it("binds both roles to the controller's ServiceAccount", function()
+    local sa = { { kind = "ServiceAccount", name = "flink-controller", namespace = "flink-system" } }
+    local crb = by_kind(rbac, "ClusterRoleBinding")[1]
+    assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = "ClusterRole", name = "flink-controller" },
+      crb.roleRef)
+    assert.are.same(sa, crb.subjects)
+    local rb = by_kind(rbac, "RoleBinding")[1]
+    assert.are.equal("flink-system", rb.metadata.namespace)
+    assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = "Role",
+      name = "flink-controller-leader-election" }, rb.roleRef)
+    assert.are.same(sa, rb.subjects)
+  end)
+end)
+
+describe("deploy/deployment.yaml", function()
+  local dep = docs("deploy/deployment.yaml")[1]
+  local pod = dep.spec.template.spec
+  local c = pod.containers[1]
+
+  it("runs two replicas of flink-controller:dev in flink-system as the controller's ServiceAccount", function()
+    assert.are.equal("apps/v1", dep.apiVersion)
+    assert.are.equal("Deployment", dep.kind)
+    assert.are.equal("flink-controller", dep.metadata.name)
+    assert.are.equal("flink-system", dep.metadata.namespace)
+    assert.are.equal(2, dep.spec.replicas)
+    assert.are.equal("flink-controller", pod.serviceAccountName)
+    assert.are.equal(1, #pod.containers)
+    assert.are.equal("flink-controller:dev", c.image)
+    for k, v in pairs(dep.spec.selector.matchLabels) do
+      assert.are.equal(v, dep.spec.template.metadata.labels[k], k)
+    end
+  end)
+
+  it("starts the controller with leader election, metrics, health and JSON logs", function()
+    assert.are.same({ "run", "--leader-elect", "--metrics-addr", ":8080", "--health-addr", ":8081",
+      "--log-format", "json" }, c.args)
+    assert.is_nil(c.command)
+  end)
+
+  it("runs non-root with a read-only root file system, no capabilities, RuntimeDefault seccomp", function()
+    assert.are.same({ runAsNonRoot = true, runAsUser = 65532, runAsGroup = 65532,
+      seccompProfile = { type = "RuntimeDefault" } }, pod.securityContext)
+    local sc = c.securityContext
+    assert.is_false(sc.allowPrivilegeEscalation)
+    assert.is_true(sc.readOnlyRootFilesystem)
+    assert.is_true(sc.runAsNonRoot)
+    assert.are.equal(65532, sc.runAsUser)
+    assert.are.same({ drop = { "ALL" } }, sc.capabilities)
+    assert.are.same({ type = "RuntimeDefault" }, sc.seccompProfile)
+    assert.is_nil(sc.privileged)
+    assert.is_nil(pod.hostNetwork)
+    for _, v in ipairs(pod.volumes or {}) do assert.is_nil(v.hostPath, v.name) end
+  end)
+
+  it("probes /healthz and /readyz on 8081 and exposes metrics on 8080", function()
+    local ports = {}
+    for _, p in ipairs(c.ports) do ports[p.name] = p.containerPort end
+    assert.are.same({ metrics = 8080, health = 8081 }, ports)
+    local function port(probe)
+      local p = probe.httpGet.port
+      return math.type(p) == "integer" and p or ports[p]
+    end
+    assert.are.equal("/healthz", c.livenessProbe.httpGet.path)
+    assert.are.equal(8081, port(c.livenessProbe))
+    assert.are.equal("/readyz", c.readinessProbe.httpGet.path)
+    assert.are.equal(8081, port(c.readinessProbe))
+  end)
+
+  it("requests 50m/64Mi and is limited to 500m/256Mi", function()
+    assert.are.same({ requests = { cpu = "50m", memory = "64Mi" }, limits = { cpu = "500m", memory = "256Mi" } },
+      c.resources)
+  end)
+
+  it("gets its namespace and name through the downward API", function()
+    local env = {}
+    for _, e in ipairs(c.env) do env[e.name] = e.valueFrom.fieldRef.fieldPath end
+    assert.are.same({ POD_NAME = "metadata.name", POD_NAMESPACE = "metadata.namespace" }, env)
+  end)
+end)
+
+describe("deploy/namespace.yaml", function()
+  it("creates flink-system and enforces the restricted Pod Security Standard", function()
+    local ns = docs("deploy/namespace.yaml")
+    assert.are.equal(1, #ns)
+    assert.are.equal("Namespace", ns[1].kind)
+    assert.are.equal("flink-system", ns[1].metadata.name)
+    assert.are.equal("restricted", ns[1].metadata.labels["pod-security.kubernetes.io/enforce"])
+  end)
+end)
+
+describe("deploy/kustomization.yaml", function()
+  local k = docs("deploy/kustomization.yaml")[1]
+
+  it("lists files that exist, and every manifest of deploy/", function()
+    assert.are.equal("Kustomization", k.kind)
+    for _, r in ipairs(k.resources) do assert.is_true(exists("deploy/" .. r), r) end
+    local p = assert(io.popen("cd " .. ROOT .. "/deploy && ls *.yaml"))
+    local files = {}
+    for f in p:lines() do
+      if f ~= "kustomization.yaml" then files[#files + 1] = f end
+    end
+    p:close()
+    local listed = {}
+    for _, r in ipairs(k.resources) do listed[#listed + 1] = r end
+    assert.are.same(sorted(files), sorted(listed))
+    assert.are.same({ "crd.yaml", "deployment.yaml", "namespace.yaml", "rbac.yaml" }, sorted(listed))
+  end)
+
+  it("creates the namespace first and the CRD before the controller", function()
+    assert.are.equal("namespace.yaml", k.resources[1])
+    local pos = {}
+    for i, r in ipairs(k.resources) do pos[r] = i end
+    assert.is_true(pos["crd.yaml"] < pos["deployment.yaml"])
+    assert.is_true(pos["rbac.yaml"] < pos["deployment.yaml"])
+  end)
+end)
+
+-- Dockerfile: instructions per stage, continuation lines joined.
+local function dockerfile()
+  local text = read("Dockerfile"):gsub("\\\n", " ")
+  local stages = {}
+  for line in text:gmatch("[^\n]+") do
+    local instr, rest = line:match("^%s*(%u+)%s+(.*)$")
+    if instr == "FROM" then
+      stages[#stages + 1] = { from = rest }
+    elseif instr then
+      local s = stages[#stages]
+      s[#s + 1] = { instr = instr, args = rest }
+    end
+  end
+  return stages
+end
+
+local function find(stage, instr, pattern)
+  for _, i in ipairs(stage) do
+    if i.instr == instr and (not pattern or i.args:find(pattern)) then return i.args end
+  end
+  return nil
+end
+
+describe("Dockerfile", function()
+  local stages = dockerfile()
+  local build, runtime = stages[1], stages[2]
+
+  it("builds on debian:bookworm-slim in two stages", function()
+    assert.are.equal(2, #stages)
+    assert.are.equal("debian:bookworm-slim AS build", build.from)
+    assert.are.equal("debian:bookworm-slim", runtime.from)
+  end)
+
+  it("installs the build packages through `make deps` and builds with the installed DATADIR", function()
+    assert.is_not_nil(find(build, "RUN", "make deps"))
+    assert.are.equal("DATADIR=/usr/local/share/flink-controller", find(build, "ARG", "^DATADIR"))
+    local run = find(build, "RUN", "make install")
+    assert.is_not_nil(run:find('DATADIR="${DATADIR}" all', 1, true))
+    assert.is_not_nil(run:find('make install PREFIX=/usr/local DATADIR="${DATADIR}" DESTDIR=/out', 1, true))
+    assert.is_nil(find(build, "COPY", "^%. "), "COPY . would bring a host build/ into the image")
+  end)
+
+  it("has a runtime library for every library the build links or loads", function()
+    local mk = read("Makefile"):gsub("\\\n", " ")
+    local pkgs = mk:match("DEBIAN_PKGS%s*:=%s*([^\n]+)")
+    local runtime_of = { ["liblua5.4-dev"] = "liblua5.4-0", ["libev-dev"] = "libev4",
+      ["libcurl4-openssl-dev"] = "libcurl4", ["libssl-dev"] = "libssl3", ["libjansson-dev"] = "libjansson4",
+      ["libyaml-dev"] = "libyaml-0-2", ["lua-cjson"] = "lua-cjson", ["lua-yaml"] = "lua-yaml",
+      ["ca-certificates"] = "ca-certificates" }
+    local build_only = { ["lua5.4"] = true, ["lua-busted"] = true, ["lua-check"] = true, ["pkg-config"] = true,
+      gcc = true, make = true }
+    local install = find(runtime, "RUN", "apt%-get install")
+    local have = {}
+    for p in install:gmatch("%S+") do have[p] = true end
+    local n = 0
+    for p in pkgs:gmatch("%S+") do
+      n = n + 1
+      if not build_only[p] then
+        assert.is_not_nil(runtime_of[p], "no runtime package known for " .. p)
+        assert.is_true(have[runtime_of[p]], runtime_of[p] .. " missing from the runtime stage")
+      end
+    end
+    assert.is_true(n >= 14)
+    for _, p in ipairs({ "gcc", "make", "pkg-config", "libssl-dev", "lua-busted" }) do
+      assert.is_nil(have[p], p .. " in the runtime stage")
+    end
+  end)
+
+  it("ships the binary and the Lua code, runs as 65532 the Deployment's uid", function()
+    assert.are.equal("--from=build /out/usr/local/ /usr/local/", find(runtime, "COPY"))
+    assert.are.equal("65532:65532", find(runtime, "USER"))
+    local dep = docs("deploy/deployment.yaml")[1]
+    assert.are.equal(65532, dep.spec.template.spec.securityContext.runAsUser)
+    assert.are.same({ "/usr/local/bin/flink-controller" }, cjson.decode(find(runtime, "ENTRYPOINT")))
+    assert.are.equal("8080 8081", find(runtime, "EXPOSE"))
+  end)
+end)
