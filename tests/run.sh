@@ -48,7 +48,7 @@ fi
 for s in "${suites[@]}"; do
   case $s in
     lint)
-      run_suite lint bash -c 'if luacheck --no-color -q lua policies tests >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
+      run_suite lint env -u LUA_PATH -u LUA_CPATH bash -c 'if luacheck --no-color -q lua policies tests >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
     busted)
       # specs beside the policies and under tests/
       run_suite busted "${BUSTED[@]}" --pattern=_spec policies tests ;;
