@@ -296,8 +296,13 @@ describe("cluster.desired", function()
       "spec.jobManager.accessScope: unknown value Public (Cluster, VPC, External, NodePort or Headless)")
     m = load_yaml(TESTDATA .. "/memory-1gi-defaults/input.yaml")
     m.spec.taskManager.resources.limits.memory = "500Mi"
-    assert.has_error(function() render(m) end, "memory limit 524288000 bytes leaves -75712000 bytes of heap "
-      .. "after 600000000 bytes of off-heap (memoryOffHeapMin or memoryOffHeapRatio too large for the limit)")
+    assert.has_error(function() render(m) end, "spec.taskManager.resources.limits.memory (500Mi): 524288000 bytes "
+      .. "leave -75712000 bytes of heap after 600000000 bytes of off-heap; raise the limit or lower "
+      .. "memoryOffHeapMin/memoryOffHeapRatio")
+    -- the new memory model has no heap split to get wrong: Flink divides the process size
+    m.spec.image.name = "flink:1.17.1"
+    assert.equal("taskmanager.memory.process.size: 500m",
+      by_kind(render(m), "ConfigMap").data["flink-conf.yaml"]:match("taskmanager%.memory%.process%.size: %d+m"))
   end)
 
   it("builds ingress hosts from hostFormat, with TLS only when asked", function()

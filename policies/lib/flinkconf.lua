@@ -50,16 +50,19 @@ end
 -- reads as MiB ("Memory size" docs: m = mebibytes), overstating the heap by about 4.9%.
 -- Example: limit 1Gi, ratio 25, min 600M: off-heap = max(268435456, 600000000) = 600000000,
 -- heap = 473741824 bytes = 451.79 MiB -> heap_mib 451.
--- Errors when less than 1 MiB of heap is left (a limit below memoryOffHeapMin, which
--- validate.lua rejects: a negative or zero heap would only make the JVM fail to start).
+-- Errors "<field>: ..." when less than 1 MiB of heap is left (a limit below
+-- memoryOffHeapMin, which validate.lua rejects: a negative or zero heap would only make the
+-- JVM fail to start). `field` names the limit in the message (default "memory limit").
+-- Only images that get the heap key need this split: for the new memory model Flink divides
+-- the process size itself, so a small limit is not an error there.
 -- Returns {offheap=, heap=, heap_mib=, process_mib=}.
-function flinkconf.memory_plan(limit, ratio, offheap_min)
+function flinkconf.memory_plan(limit, ratio, offheap_min, field)
   limit, offheap_min = math.floor(limit), math.floor(offheap_min)
   local offheap = math.max(limit * math.floor(ratio) // 100, offheap_min)
   local heap = limit - offheap
   if heap < MIB then
-    error(string.format("memory limit %d bytes leaves %d bytes of heap after %d bytes of off-heap "
-      .. "(memoryOffHeapMin or memoryOffHeapRatio too large for the limit)", limit, heap, offheap), 0)
+    error(string.format("%s: %d bytes leave %d bytes of heap after %d bytes of off-heap; raise the limit "
+      .. "or lower memoryOffHeapMin/memoryOffHeapRatio", field or "memory limit", limit, heap, offheap), 0)
   end
   return { offheap = offheap, heap = heap, heap_mib = heap // MIB, process_mib = limit // MIB }
 end
@@ -95,14 +98,15 @@ function flinkconf.memory_properties(spec, component, image, props)
   local limits = (spec.resources or {}).limits or {}
   if limits.memory == nil or flinkconf.user_sets_memory(props, component) then return {} end
   local field = component == "jobmanager" and "spec.jobManager" or "spec.taskManager"
-  local plan = flinkconf.memory_plan(
-    bytes_of(limits.memory, field .. ".resources.limits.memory"),
-    spec.memoryOffHeapRatio or 25,
-    bytes_of(spec.memoryOffHeapMin or "600M", field .. ".memoryOffHeapMin"))
+  local limit = bytes_of(limits.memory, field .. ".resources.limits.memory")
   local since = NEW_MODEL[component]
   if flinkconf.at_least(image, since[1], since[2]) then
-    return { [component .. ".memory.process.size"] = plan.process_mib .. "m" }
+    -- process size = the whole container limit, floored to MiB
+    return { [component .. ".memory.process.size"] = (limit // MIB) .. "m" }
   end
+  local plan = flinkconf.memory_plan(limit, spec.memoryOffHeapRatio or 25,
+    bytes_of(spec.memoryOffHeapMin or "600M", field .. ".memoryOffHeapMin"),
+    field .. ".resources.limits.memory (" .. tostring(limits.memory) .. ")")
   return { [component .. ".heap.size"] = plan.heap_mib .. "m" }
 end
 
