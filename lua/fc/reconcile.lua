@@ -339,7 +339,7 @@ local function run(host, snapshot)
   end
 
   -- 8. requeue: the earliest time a policy asked for
-  for _, r in ipairs({ sd.requeue_after, jd.requeue_after }) do
+  for _, r in pairs({ sd.requeue_after, jd.requeue_after }) do
     if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
       result.requeue_after = r
     end
