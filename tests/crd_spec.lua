@@ -653,3 +653,45 @@ describe("the CRD schema applied to manifests", function()
     end)
   end
 end)
+
+-- The CRD must never be stricter than policies/validate.lua: whatever the validate fixtures
+-- (policies/testdata/validate/<case>/{input,expected}.yaml) accept, the API server accepts too,
+-- and every field it would prune is one validate warns about as unknown (and the reverse).
+describe("the CRD schema against the validate policy's fixtures", function()
+  local dir = ROOT .. "/policies/testdata/validate"
+  local p = io.popen("ls " .. dir .. " 2>/dev/null")
+  local cases = {}
+  for name in p:lines() do cases[#cases + 1] = name end
+  p:close()
+  for _, name in ipairs(cases) do
+    local f = io.open(dir .. "/" .. name .. "/input.yaml")
+    local e = io.open(dir .. "/" .. name .. "/expected.yaml")
+    if f and e then
+      local input = lyaml.load(f:read("a"))
+      local expected = lyaml.load(e:read("a"))
+      f:close()
+      e:close()
+      it(name, function()
+        local errs, pruned = validate(input)
+        -- each CRD error is also a validate error at the same path (map keys as .key)
+        local policy_paths = {}
+        for _, x in ipairs(expected.errors or {}) do
+          policy_paths[(x.path:gsub("%[(%a[^%]]*)%]", ".%1"))] = true
+        end
+        for _, err in ipairs(errs) do
+          local path = err:match("^(.-): ")
+          local found = policy_paths[path] == true
+          for pp in pairs(policy_paths) do -- a missing object: validate names the field inside it
+            found = found or pp:sub(1, #path + 1) == path .. "."
+          end
+          assert.is_true(found, "CRD only: " .. err)
+        end
+        local unknown = {}
+        for _, w in ipairs(expected.warnings or {}) do
+          if w.message:find("^unknown field") then unknown[#unknown + 1] = w.path end
+        end
+        assert.are.same(sorted(unknown), pruned)
+      end)
+    end
+  end
+end)
