@@ -389,17 +389,15 @@ describe("slots accounting", function()
       assert.equal("taskmanager-42", a:pod_name(42))
     end)
 
-    it("allocates through the Lua state, so the memory is counted and collected", function()
-      collectgarbage()
-      local before = collectgarbage("count")
-      local a = slots.new { max = MAX, max_pods = 20000 }
-      for _ = 1, 10000 do a:start_worker(R2) end
-      local grown = collectgarbage("count") - before
-      assert.is_true(grown > 300, "grew only " .. grown .. " KiB")   -- >= 10000 pods x 32 bytes
-      a = nil -- luacheck: ignore 311
-      collectgarbage()
-      collectgarbage()
-      assert.is_true(collectgarbage("count") - before < 50)
+    it("frees the accounting when a <close> variable goes out of scope", function()
+      local kept
+      do
+        local a <close> = slots.new { max = MAX }
+        a:start_worker(R1)
+        kept = a
+      end
+      raises("slots: accounting already freed", kept.snapshot, kept)
+      assert.equal("fc.slots.acct", getmetatable(kept))
     end)
   end)
 end)
