@@ -193,6 +193,7 @@ end
 --------------------------------------------------------------------------------------------
 -- Type walk (on the defaulted cluster) and unknown-field walk (on the raw one).
 
+local INT32_MIN, INT32_MAX = -2147483648, 2147483647
 local TYPE_MESSAGES = {
   string = "must be a string", integer = "must be an integer", boolean = "must be a boolean",
 }
@@ -212,7 +213,11 @@ local function check_types(v, node, path, add)
   if node == "string" or node == "integer" or node == "boolean" then
     local ok = (node == "string" and type(v) == "string") or (node == "integer" and is_integer(v))
       or (node == "boolean" and type(v) == "boolean")
-    if not ok then add(path, TYPE_MESSAGES[node]) end
+    if not ok then
+      add(path, TYPE_MESSAGES[node])
+    elseif node == "integer" and (v < INT32_MIN or v > INT32_MAX) then
+      add(path, "must be a 32-bit integer")   -- the API's integers are int32 (Go types)
+    end
   elseif node == "quantity" then
     check_quantity(v, path, add)
   elseif node == "strmap" then
@@ -326,13 +331,15 @@ local function check_metadata(cluster, add, warn)
   end
 end
 
--- Ports of a component: the named `ports` (in `order`) and `extraPorts`, each > 1024 and
--- <= 65535, no number or name twice (the later one is reported, naming the earlier path).
+-- Ports of a component: the named Flink `ports` (in `order`) > 1024 and <= 65535 (Flink runs
+-- unprivileged), `extraPorts` 1..65535 (Kubernetes' containerPort rule, as deploy/crd.yaml);
+-- no number or name twice (the later one is reported, naming the earlier path).
 local function check_ports(c, path, order, add)
   local by_number, by_name = {}, {}
-  local function record(p, name, at, name_at)
+  local function record(p, name, at, name_at, extra)
     if is_integer(p) then
-      if p <= 1024 then add(at, "must be > 1024")
+      if extra and (p < 1 or p > 65535) then add(at, "must be between 1 and 65535")
+      elseif not extra and p <= 1024 then add(at, "must be > 1024")
       elseif p > 65535 then add(at, "must be <= 65535")
       end
       local key = math.tointeger(p)
@@ -371,7 +378,7 @@ local function check_ports(c, path, order, add)
         if type(ep.protocol) == "string" and not one_of(ep.protocol, validate.PROTOCOLS) then
           add(at .. ".protocol", "must be one of " .. table.concat(validate.PROTOCOLS, ", "))
         end
-        record(ep.containerPort, ep.name, at .. ".containerPort", at .. ".name")
+        record(ep.containerPort, ep.name, at .. ".containerPort", at .. ".name", true)
       elseif not is_null(ep) then
         add(at, "must be an object")
       end
