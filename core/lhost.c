@@ -1,0 +1,1180 @@
+/*
+ * lhost: the Lua host and the policy sandbox.  See lhost.h for the contract; the design notes
+ * that matter for safety are here, next to the code they explain.
+ *
+ * Budgets.  One struct lhost is the allocator's ud, so the hook, the allocator and every
+ * C function reach it through lua_getallocf.  A policy call ("call window") sets in_call,
+ * records call_base = bytes in use and a CPU-time deadline, and installs a count hook on the
+ * calling thread.  When the deadline passes, or when the allocator refused memory inside the
+ * window, `tripped` is set and the hook is re-armed with count 1: from then on every Lua
+ * instruction raises (a light userdata, so raising needs no memory), which makes pcall,
+ * xpcall, message handlers and __close methods unable to run any code; the error unwinds to
+ * the host's lua_pcall and the message comes from `tripped` and `where`, not from whatever
+ * error object survived.  The Lua runtime runs __gc without hooks, so the sandbox's
+ * setmetatable refuses metatables that carry __gc.
+ */
+#include "lhost.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#ifndef FC_DATADIR
+#define FC_DATADIR "/usr/share/flink-controller"
+#endif
+
+#define LHOST_MIB ((size_t)1 << 20)
+#define LHOST_COPY_DEPTH 100
+
+enum lhost_trip { LHOST_TRIP_NONE = 0, LHOST_TRIP_TIME, LHOST_TRIP_MEMORY };
+
+struct lhost {
+    lua_State *L;
+    size_t used, peak;
+    size_t hard_cap, call_cap, call_base;
+    int in_call;
+    int tripped;
+    lua_State *call_L;
+    struct timespec deadline;
+    unsigned timeout_ms, memory_mib;
+    char where[256];
+    char datadir[PATH_MAX];
+    char policy_dir[PATH_MAX];
+};
+
+/* Registry keys (addresses of these statics). */
+static const char lhost_key_trip = 0;
+static const char lhost_key_pristine = 0;
+static const char lhost_key_policies = 0;
+static const char lhost_key_guarded_string = 0;
+
+/* ---- the marked list of C Lua modules compiled into the binary ---- */
+static const luaL_Reg lhost_cmodules[] = {
+    {"fc.host", luaopen_fc_host},
+    {"fc.slots", luaopen_fc_slots},
+    {"fc.slots", luaopen_fc_slots},
+    /* core/lua_<name>.c modules: add {"fc.<name>", luaopen_fc_<name>} here */
+    {NULL, NULL}
+};
+
+/* Modules a policy may require from the framework (pure Lua or C, private copy each). */
+static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", NULL};
+
+static struct lhost *lhost_of(lua_State *L)
+{
+    void *ud = NULL;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+static void lhost_copy_str(char *dst, size_t n, const char *src)
+{
+    if (n == 0)
+        return;
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* ---- budgets ---- */
+
+static void lhost_now(struct timespec *ts)
+{
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, ts) != 0)
+        clock_gettime(CLOCK_MONOTONIC, ts);
+}
+
+static int lhost_past(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+static void lhost_hook(lua_State *L, lua_Debug *ar);
+
+static void lhost_arm_every_instruction(struct lhost *h)
+{
+    if (h->call_L)
+        lua_sethook(h->call_L, lhost_hook, LUA_MASKCOUNT, 1);
+}
+
+static void lhost_hook(lua_State *L, lua_Debug *ar)
+{
+    struct lhost *h = lhost_of(L);
+    if (!h->in_call)
+        return;
+    if (!h->tripped) {
+        struct timespec now;
+        lhost_now(&now);
+        if (!lhost_past(&now, &h->deadline))
+            return;
+        h->tripped = LHOST_TRIP_TIME;
+    }
+    if (!h->where[0] && lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+        snprintf(h->where, sizeof h->where, "%s:%d", ar->short_src, ar->currentline);
+    lhost_arm_every_instruction(h);
+    lua_pushlightuserdata(L, (void *)&lhost_key_trip);
+    lua_error(L);
+}
+
+/* The counting allocator.  Growth beyond the hard cap always fails; inside a call window
+ * growth beyond call_base + call_cap fails and trips the call.  Shrinking never fails. */
+static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    struct lhost *h = ud;
+    size_t old = ptr ? osize : 0;
+    if (nsize == 0) {
+        free(ptr);
+        h->used -= old;
+        return NULL;
+    }
+    if (nsize > old) {
+        size_t grow = nsize - old;
+        int over_call = h->in_call && h->used + grow > h->call_base + h->call_cap;
+        if (h->used + grow > h->hard_cap || over_call) {
+            if (h->in_call) {
+                if (!h->tripped)
+                    h->tripped = LHOST_TRIP_MEMORY;
+                lhost_arm_every_instruction(h);
+            }
+            return NULL;
+        }
+    }
+    void *p = realloc(ptr, nsize);
+    if (!p)
+        return NULL;
+    h->used = h->used - old + nsize;
+    if (h->used > h->peak)
+        h->peak = h->used;
+    return p;
+}
+
+struct lhost_window {
+    lua_Hook old_hook;
+    int old_mask, old_count;
+};
+
+static void lhost_window_open(struct lhost *h, lua_State *L, struct lhost_window *w)
+{
+    w->old_hook = lua_gethook(L);
+    w->old_mask = lua_gethookmask(L);
+    w->old_count = lua_gethookcount(L);
+    h->in_call = 1;
+    h->tripped = LHOST_TRIP_NONE;
+    h->where[0] = '\0';
+    h->call_L = L;
+    h->call_base = h->used;
+    lhost_now(&h->deadline);
+    h->deadline.tv_sec += h->timeout_ms / 1000;
+    h->deadline.tv_nsec += (long)(h->timeout_ms % 1000) * 1000000L;
+    if (h->deadline.tv_nsec >= 1000000000L) {
+        h->deadline.tv_sec += 1;
+        h->deadline.tv_nsec -= 1000000000L;
+    }
+    lua_sethook(L, lhost_hook, LUA_MASKCOUNT, LHOST_HOOK_EVERY);
+}
+
+static void lhost_window_close(struct lhost *h, lua_State *L, const struct lhost_window *w)
+{
+    h->in_call = 0;
+    h->call_L = NULL;
+    lua_sethook(L, w->old_hook, w->old_mask, w->old_count);
+}
+
+/* ---- error messages ---- */
+
+/* True when msg starts with "<something>:<digits>: ". */
+static int lhost_has_position(const char *msg)
+{
+    const char *c = strchr(msg, ':');
+    if (!c || c == msg)
+        return 0;
+    const char *d = c + 1;
+    if (*d < '0' || *d > '9')
+        return 0;
+    while (*d >= '0' && *d <= '9')
+        d++;
+    return d[0] == ':' && d[1] == ' ';
+}
+
+/* Message handler for policy calls: a string message keeps its position or gets the one of
+ * the innermost Lua frame; other error objects are described without calling metamethods. */
+static int lhost_policy_msgh(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    if (h->tripped)
+        return 1;
+    const char *msg;
+    if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER)
+        msg = lua_tostring(L, 1);
+    else
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    if (lhost_has_position(msg))
+        return 1;
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
+            return 1;
+        }
+    }
+    lua_pushstring(L, msg);
+    return 1;
+}
+
+/* After a failed call window: leaves the error string on top (replacing the error object).
+ * `fallback` names the file:line to use when nothing better is known. */
+static void lhost_push_failure(struct lhost *h, lua_State *L, int status, const char *fallback)
+{
+    const char *where = h->where[0] ? h->where : fallback;
+    if (h->tripped == LHOST_TRIP_TIME) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: policy exceeded its time budget (%d ms)", where,
+                        (int)h->timeout_ms);
+    } else if (h->tripped == LHOST_TRIP_MEMORY || status == LUA_ERRMEM) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: policy exceeded its memory cap (%d MiB)", where,
+                        (int)h->memory_mib);
+    } else if (status == LUA_ERRERR || lua_type(L, -1) != LUA_TSTRING) {
+        char what[64];
+        snprintf(what, sizeof what, "(error object is a %s value)", luaL_typename(L, -1));
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: %s", fallback,
+                        status == LUA_ERRERR ? "error in error handling" : what);
+    }
+    h->tripped = LHOST_TRIP_NONE;
+    /* give back what the failed call left behind */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+}
+
+/* ---- plain-data copies (raw access: no metamethod of a policy ever runs here) ---- */
+
+/* Pushes a copy of the table at idx.  Only string and number keys; values may be booleans,
+ * numbers, strings and tables.  Returns -1 with err filled on a bad value or depth. */
+static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t errlen,
+                            char *path, size_t pathlen)
+{
+    idx = lua_absindex(L, idx);
+    if (depth > LHOST_COPY_DEPTH) {
+        snprintf(err, errlen, "%s: nested deeper than %d levels (a cycle?)",
+                 path[0] ? path : "value", LHOST_COPY_DEPTH);
+        return -1;
+    }
+    if (!lua_checkstack(L, 4)) {
+        snprintf(err, errlen, "%s: Lua stack exhausted", path[0] ? path : "value");
+        return -1;
+    }
+    lua_newtable(L);
+    size_t base = strlen(path);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        int kt = lua_type(L, -2);
+        if (kt == LUA_TSTRING) {
+            snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", lua_tostring(L, -2));
+        } else if (kt == LUA_TNUMBER) {
+            if (lua_isinteger(L, -2))
+                snprintf(path + base, pathlen - base, "[%lld]", (long long)lua_tointeger(L, -2));
+            else
+                snprintf(path + base, pathlen - base, "[%g]", lua_tonumber(L, -2));
+        } else {
+            path[base] = '\0';
+            snprintf(err, errlen, "%s: %s key is not allowed", base ? path : "value",
+                     luaL_typename(L, -2));
+            lua_pop(L, 3);
+            return -1;
+        }
+        int vt = lua_type(L, -1);
+        if (vt == LUA_TTABLE) {
+            if (lhost_copy_table(L, -1, depth + 1, err, errlen, path, pathlen)) {
+                lua_pop(L, 3);
+                return -1;
+            }
+        } else if (vt == LUA_TSTRING || vt == LUA_TNUMBER || vt == LUA_TBOOLEAN) {
+            lua_pushvalue(L, -1);
+        } else {
+            snprintf(err, errlen, "%s: %s value is not allowed", path, luaL_typename(L, -1));
+            lua_pop(L, 3);
+            return -1;
+        }
+        /* stack: copy, key, value, valuecopy */
+        lua_pushvalue(L, -3);
+        lua_insert(L, -2);
+        lua_rawset(L, -5);
+        lua_pop(L, 1);
+        path[base] = '\0';
+    }
+    return 0;
+}
+
+/* Pushes a plain-data copy of the value at idx (see lhost_copy_table); -1 on error
+ * (nothing pushed). */
+static int lhost_copy(lua_State *L, int idx, char *err, size_t errlen)
+{
+    char path[512] = "";
+    int t = lua_type(L, idx);
+    if (t == LUA_TTABLE)
+        return lhost_copy_table(L, idx, 0, err, errlen, path, sizeof path);
+    if (t == LUA_TNIL || t == LUA_TSTRING || t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+        lua_pushvalue(L, idx);
+        return 0;
+    }
+    snprintf(err, errlen, "value: %s value is not allowed", lua_typename(L, t));
+    return -1;
+}
+
+/* ---- sandbox library wrappers ---- */
+
+static int lhost_sb_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    luaL_addstring(&b, "policy ");
+    luaL_addstring(&b, lua_tostring(L, lua_upvalueindex(1)));
+    luaL_addstring(&b, ":");
+    for (int i = 1; i <= n; i++) {
+        luaL_addchar(&b, i == 1 ? ' ' : '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    fprintf(stderr, "%s\n", lua_tostring(L, -1));
+    return 0;
+}
+
+static int lhost_sb_setmetatable(lua_State *L)
+{
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "setmetatable: __gc metamethods are not allowed in policies");
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static int lhost_sb_undefined(lua_State *L)
+{
+    return luaL_error(L, "undefined global '%s' (not available to policies)",
+                      luaL_optstring(L, 2, "?"));
+}
+
+static int lhost_sb_readonly(lua_State *L)
+{
+    return luaL_error(L, "assignment to global '%s': policies cannot write globals",
+                      lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?");
+}
+
+/* Calls the original library function (upvalue 1) with the current arguments. */
+static int lhost_forward(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static int lhost_guard_rep(lua_State *L)
+{
+    size_t l = 0, lsep = 0;
+    luaL_checklstring(L, 1, &l);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_optlstring(L, 3, "", &lsep);
+    /* the C loop runs n times even when every copy is empty */
+    if (n > 0 && l == 0 && lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    return lhost_forward(L);
+}
+
+static int lhost_guard_move(lua_State *L)
+{
+    lua_Integer f = luaL_checkinteger(L, 2);
+    lua_Integer e = luaL_checkinteger(L, 3);
+    if (e >= f && (lua_Unsigned)e - (lua_Unsigned)f >= (lua_Unsigned)LHOST_MOVE_MAX)
+        return luaL_error(L, "table.move: too many elements (limit %d)", LHOST_MOVE_MAX);
+    return lhost_forward(L);
+}
+
+/* Quantifiers of a Lua pattern (*, +, -, %b), outside sets and escapes. */
+static int lhost_pattern_quantifiers(const char *p, size_t m)
+{
+    int q = 0;
+    for (size_t i = 0; i < m; i++) {
+        char c = p[i];
+        if (c == '%') {
+            if (i + 1 < m && p[i + 1] == 'b')
+                q++;
+            i++;
+        } else if (c == '[') {
+            i++;
+            if (i < m && p[i] == '^')
+                i++;
+            do {
+                if (i < m && p[i] == '%')
+                    i++;
+                i++;
+            } while (i < m && p[i] != ']');
+        } else if (c == '*' || c == '+' || c == '-') {
+            q++;
+        }
+    }
+    return q;
+}
+
+static int lhost_guard_pattern(lua_State *L)
+{
+    size_t n = 0, m = 0;
+    luaL_checklstring(L, 1, &n);
+    const char *p = luaL_checklstring(L, 2, &m);
+    int plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);
+    if (!plain) {
+        int q = lhost_pattern_quantifiers(p, m);
+        if (q >= 3 && pow((double)n + 1.0, (double)q) > LHOST_PATTERN_COST)
+            return luaL_error(L, "%s: pattern with %d quantifiers is too costly for a %d-byte "
+                                 "subject (limit: (length+1)^quantifiers <= %g)",
+                              lua_tostring(L, lua_upvalueindex(3)), q, (int)n,
+                              LHOST_PATTERN_COST);
+    } else if ((double)n * (double)m > LHOST_PATTERN_COST) {
+        return luaL_error(L, "find: plain search of %d bytes in %d bytes is too costly",
+                          (int)m, (int)n);
+    }
+    return lhost_forward(L);
+}
+
+/* Replaces field `name` of the table on top by `fn` closed over the original (and extras). */
+static void lhost_wrap(lua_State *L, const char *name, lua_CFunction fn, int is_find)
+{
+    lua_getfield(L, -1, name);
+    if (fn == lhost_guard_pattern) {
+        lua_pushboolean(L, is_find);
+        lua_pushstring(L, name);
+        lua_pushcclosure(L, fn, 3);
+    } else {
+        lua_pushcclosure(L, fn, 1);
+    }
+    lua_setfield(L, -2, name);
+}
+
+/* Pushes a shallow copy of the table at idx. */
+static void lhost_shallow_copy(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+    }
+}
+
+/* ---- policy environments ---- */
+
+static int lhost_sb_require(lua_State *L);
+
+/* Pushes a fresh policy environment; `label` names the policy in print output. */
+static void lhost_push_env(lua_State *L, const char *label)
+{
+    static const char *const base[] = {
+        "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget",
+        "rawlen", "rawset", "select", "getmetatable", "tonumber", "tostring", "type",
+        "_VERSION", NULL};
+    static const char *const os_fns[] = {"time", "date", "clock", "difftime", NULL};
+    lua_newtable(L);
+    int env = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_pristine);
+    int pristine = lua_gettop(L);
+    for (int i = 0; base[i]; i++) {
+        lua_getfield(L, pristine, base[i]);
+        lua_setfield(L, env, base[i]);
+    }
+    lua_getfield(L, pristine, "setmetatable");
+    lua_pushcclosure(L, lhost_sb_setmetatable, 1);
+    lua_setfield(L, env, "setmetatable");
+    lua_pushstring(L, label);
+    lua_pushcclosure(L, lhost_sb_print, 1);
+    lua_setfield(L, env, "print");
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_guarded_string);
+    lhost_shallow_copy(L, -1);
+    lua_setfield(L, env, "string");
+    lua_pop(L, 1);
+    static const char *const libs[] = {"table", "math", "utf8", NULL};
+    for (int i = 0; libs[i]; i++) {
+        lua_getfield(L, pristine, libs[i]);
+        lhost_shallow_copy(L, -1);
+        if (i == 0)
+            lhost_wrap(L, "move", lhost_guard_move, 0);
+        lua_setfield(L, env, libs[i]);
+        lua_pop(L, 1);
+    }
+    lua_newtable(L);
+    lua_getfield(L, pristine, "os");
+    for (int i = 0; os_fns[i]; i++) {
+        lua_getfield(L, -1, os_fns[i]);
+        lua_setfield(L, -3, os_fns[i]);
+    }
+    lua_pop(L, 1);
+    lua_setfield(L, env, "os");
+    lua_pop(L, 1); /* pristine */
+    /* require: upvalues are the env itself and its private `loaded` table */
+    lua_pushvalue(L, env);
+    lua_newtable(L);
+    lua_pushcclosure(L, lhost_sb_require, 2);
+    lua_setfield(L, env, "require");
+    /* strict globals */
+    lua_newtable(L);
+    lua_pushcfunction(L, lhost_sb_undefined);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, lhost_sb_readonly);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, env);
+}
+
+/* Reads a whole file into a Lua string (pushed); -1 with err on failure. */
+static int lhost_push_file(lua_State *L, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    size_t total = 0;
+    char chunk[8192];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        total += n;
+        if (total > LHOST_POLICY_FILE_MAX) {
+            fclose(f);
+            luaL_pushresult(&b);
+            lua_pop(L, 1);
+            snprintf(err, errlen, "%s: larger than %u bytes", path, LHOST_POLICY_FILE_MAX);
+            return -1;
+        }
+        luaL_addlstring(&b, chunk, n);
+    }
+    int bad = ferror(f);
+    fclose(f);
+    luaL_pushresult(&b);
+    if (bad) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "cannot read %s", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Loads the text chunk on top of the stack (a string) as `chunkname` with the environment at
+ * env_idx; replaces the string with the function, or returns -1 leaving an error message. */
+static int lhost_load_in_env(lua_State *L, int env_idx, const char *chunkname)
+{
+    env_idx = lua_absindex(L, env_idx);
+    size_t len;
+    const char *src = lua_tolstring(L, -1, &len);
+    int st = luaL_loadbufferx(L, src, len, chunkname, "t");
+    lua_remove(L, -2);
+    if (st != LUA_OK)
+        return -1;
+    lua_pushvalue(L, env_idx);
+    if (!lua_setupvalue(L, -2, 1))
+        lua_pop(L, 1);
+    return 0;
+}
+
+static int lhost_is_name(const char *s, int allow_dash)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 64)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || (allow_dash && c == '-');
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/* require inside the sandbox.  Runs within the caller's call window (its budgets). */
+static int lhost_sb_require(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    const char *name = luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, lua_upvalueindex(2)) != LUA_TNIL)
+        return 1;
+    lua_pop(L, 1);
+    char path[PATH_MAX + 64], chunk[96], err[PATH_MAX + 128];
+    int allowed = 0;
+    for (int i = 0; lhost_policy_modules[i]; i++)
+        if (strcmp(name, lhost_policy_modules[i]) == 0)
+            allowed = 1;
+    if (allowed) {
+        /* a C module: a private shallow copy of its table */
+        lua_getglobal(L, "package");
+        lua_getfield(L, -1, "preload");
+        if (lua_getfield(L, -1, name) == LUA_TFUNCTION) {
+            lua_pushstring(L, name);
+            lua_call(L, 1, 1);
+            if (!lua_istable(L, -1))
+                return luaL_error(L, "require: module '%s' did not return a table", name);
+            lhost_shallow_copy(L, -1);
+            goto done;
+        }
+        lua_pop(L, 3);
+        snprintf(path, sizeof path, "%s/lua/%s.lua", h->datadir, name);
+        for (char *c = path + strlen(h->datadir) + 5; *c; c++)
+            if (*c == '.' && strcmp(c, ".lua") != 0)
+                *c = '/';
+        snprintf(chunk, sizeof chunk, "@%s.lua", name);
+        for (char *c = chunk + 1; *c; c++)
+            if (*c == '.' && strcmp(c, ".lua") != 0)
+                *c = '/';
+    } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
+        snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
+        snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
+    } else {
+        return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
+                             "fc.util, fc.quantity, fc.slots, lib.<name>)", name);
+    }
+    if (lhost_push_file(L, path, err, sizeof err))
+        return luaL_error(L, "require: %s", err);
+    if (lhost_load_in_env(L, lua_upvalueindex(1), chunk))
+        return lua_error(L);
+    lua_pushstring(L, name);
+    lua_call(L, 1, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+done:
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, lua_upvalueindex(2));
+    return 1;
+}
+
+/* ---- running sandboxed functions ---- */
+
+/* Calls the function below `nargs` arguments under a call window, one result.  On success
+ * returns 0 with the raw result on top; on failure 1 with the error message on top. */
+static int lhost_sandboxed_call(struct lhost *h, lua_State *L, int nargs, const char *fallback)
+{
+    if (h->in_call) {
+        lua_pop(L, nargs + 1);
+        lua_pushstring(L, "fc.host: nested policy calls are not allowed");
+        return 1;
+    }
+    int fn = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, lhost_policy_msgh);
+    lua_insert(L, fn);
+    struct lhost_window w;
+    lhost_window_open(h, L, &w);
+    int st = lua_pcall(L, nargs, 1, fn);
+    lhost_window_close(h, L, &w);
+    lua_remove(L, fn);
+    if (st == LUA_OK && !h->tripped)
+        return 0;
+    lhost_push_failure(h, L, st == LUA_OK ? LUA_ERRRUN : st, fallback);
+    return 1;
+}
+
+/* Pushes the cached policy table for `name`, loading it if needed; on failure returns -1
+ * with the message pushed instead. */
+static int lhost_push_policy(struct lhost *h, lua_State *L, const char *name)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    int t = lua_getfield(L, -1, name);
+    if (t == LUA_TTABLE) {
+        lua_remove(L, -2);
+        return 0;
+    }
+    if (t == LUA_TSTRING) { /* a cached load failure */
+        lua_remove(L, -2);
+        return -1;
+    }
+    lua_pop(L, 1);
+    int cache = lua_gettop(L);
+    char path[PATH_MAX + 80], chunk[96], err[PATH_MAX + 128];
+    snprintf(chunk, sizeof chunk, "%s.lua", name);
+    if (!lhost_is_name(name, 1)) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "fc.host: invalid policy name '%s'", name);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/%s.lua", h->policy_dir, name);
+    if (lhost_push_file(L, path, err, sizeof err)) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: %s", chunk, err);
+        return -1;
+    }
+    lhost_push_env(L, name);
+    lua_insert(L, -2);
+    char at_chunk[100];
+    snprintf(at_chunk, sizeof at_chunk, "@%s", chunk);
+    if (lhost_load_in_env(L, -2, at_chunk)) {
+        lua_remove(L, -2);
+        goto fail;
+    }
+    lua_remove(L, -2); /* env: kept alive by the chunk's upvalue */
+    char fallback[100];
+    snprintf(fallback, sizeof fallback, "%s:1", chunk);
+    if (lhost_sandboxed_call(h, L, 0, fallback))
+        goto fail;
+    if (!lua_istable(L, -1)) {
+        const char *tn = luaL_typename(L, -1);
+        lua_pop(L, 1);
+        lua_pushfstring(L, "%s: must return a table of hooks, got %s", chunk, tn);
+        goto fail;
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, cache, name);
+    lua_remove(L, cache);
+    return 0;
+fail:
+    lua_pushvalue(L, -1);
+    lua_setfield(L, cache, name);
+    lua_remove(L, cache);
+    return -1;
+}
+
+/* Pushes "<file>:<line>" of the Lua function on top (for errors without a position). */
+static void lhost_fn_position(lua_State *L, const char *file, char *out, size_t n)
+{
+    lua_Debug ar;
+    lua_pushvalue(L, -1);
+    if (lua_getinfo(L, ">S", &ar) && ar.linedefined > 0)
+        snprintf(out, n, "%s:%d", ar.short_src, ar.linedefined);
+    else
+        snprintf(out, n, "%s:1", file);
+}
+
+/* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>" */
+static int lhost_l_call(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    const char *policy = luaL_checkstring(L, 1);
+    const char *hook = luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    if (lhost_push_policy(h, L, policy)) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushstring(L, hook);
+    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
+        lua_pushboolean(L, 0);
+        lua_pushfstring(L, "%s.lua: hook '%s' is not a function", policy, hook);
+        return 2;
+    }
+    char file[96], fallback[128], err[768];
+    snprintf(file, sizeof file, "%s.lua", policy);
+    lhost_fn_position(L, file, fallback, sizeof fallback);
+    if (lhost_copy(L, 3, err, sizeof err))
+        return luaL_error(L, "call: input: %s", err);
+    if (lhost_sandboxed_call(h, L, 1, fallback)) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    if (lhost_copy(L, -1, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushfstring(L, "%s: %s returned a bad result: %s", fallback, hook, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -2);
+    return 2;
+}
+
+/* fc.host.load_policy(name) -> table | nil, err.  The table is the policy's own: calling its
+ * functions directly bypasses the budgets (use call for that). */
+static int lhost_l_load_policy(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    const char *name = luaL_checkstring(L, 1);
+    if (lhost_push_policy(h, L, name)) {
+        lua_pushnil(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    return 1;
+}
+
+/* fc.host.run_chunk(name, text, input) -> true, result | false, err: runs a text chunk under
+ * a fresh sandbox with `...` = a copy of input. */
+static int lhost_l_run_chunk(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    const char *name = luaL_checkstring(L, 1);
+    luaL_checkstring(L, 2);
+    lua_settop(L, 3);
+    char chunk[300], fallback[300], err[768];
+    snprintf(chunk, sizeof chunk, "@%s", name);
+    snprintf(fallback, sizeof fallback, "%s:1", name);
+    lhost_push_env(L, name);
+    lua_pushvalue(L, 2);
+    if (lhost_load_in_env(L, -2, chunk)) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    if (lhost_copy(L, 3, err, sizeof err))
+        return luaL_error(L, "run_chunk: input: %s", err);
+    if (lhost_sandboxed_call(h, L, 1, fallback)) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    if (lhost_copy(L, -1, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        lua_pushfstring(L, "%s: bad result: %s", fallback, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -2);
+    return 2;
+}
+
+/* fc.host.configure{policy_dir=DIR, timeout_ms=N, memory_mib=N}: a new policy_dir drops the
+ * loaded policies. */
+static int lhost_l_configure(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    if (lua_getfield(L, 1, "policy_dir") != LUA_TNIL) {
+        const char *dir = luaL_checkstring(L, -1);
+        if (strlen(dir) >= sizeof h->policy_dir)
+            return luaL_error(L, "configure: policy_dir too long");
+        lhost_copy_str(h->policy_dir, sizeof h->policy_dir, dir);
+        lua_newtable(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    }
+    if (lua_getfield(L, 1, "timeout_ms") != LUA_TNIL) {
+        lua_Integer v = luaL_checkinteger(L, -1);
+        if (v < 1 || v > 3600000)
+            return luaL_error(L, "configure: timeout_ms must be 1..3600000");
+        h->timeout_ms = (unsigned)v;
+    }
+    if (lua_getfield(L, 1, "memory_mib") != LUA_TNIL) {
+        lua_Integer v = luaL_checkinteger(L, -1);
+        if (v < 1 || v > 65536)
+            return luaL_error(L, "configure: memory_mib must be 1..65536");
+        h->memory_mib = (unsigned)v;
+        h->call_cap = (size_t)v * LHOST_MIB;
+    }
+    return 0;
+}
+
+/* fc.host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=bytes, peak=bytes} */
+static int lhost_l_info(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, h->policy_dir);
+    lua_setfield(L, -2, "policy_dir");
+    lua_pushstring(L, h->datadir);
+    lua_setfield(L, -2, "datadir");
+    lua_pushinteger(L, h->timeout_ms);
+    lua_setfield(L, -2, "timeout_ms");
+    lua_pushinteger(L, h->memory_mib);
+    lua_setfield(L, -2, "memory_mib");
+    lua_pushinteger(L, (lua_Integer)h->used);
+    lua_setfield(L, -2, "used");
+    lua_pushinteger(L, (lua_Integer)h->peak);
+    lua_setfield(L, -2, "peak");
+    return 1;
+}
+
+int luaopen_fc_host(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        {"call", lhost_l_call},
+        {"load_policy", lhost_l_load_policy},
+        {"run_chunk", lhost_l_run_chunk},
+        {"configure", lhost_l_configure},
+        {"info", lhost_l_info},
+        {NULL, NULL}};
+    luaL_newlib(L, fns);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "sandboxed");
+    return 1;
+}
+
+/* ---- state setup ---- */
+
+static int lhost_setup(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    lua_pushboolean(L, 1);
+    lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV"); /* ignore LUA_PATH / LUA_CPATH */
+    luaL_openlibs(L);
+    /* string.dump is gone for everyone: nothing here needs bytecode */
+    lua_getglobal(L, "string");
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    /* the table behind string methods ("x"):rep(...) is a guarded copy; the metatable is
+     * protected so that policies cannot reach or change it */
+    lhost_shallow_copy(L, -1);
+    lhost_wrap(L, "rep", lhost_guard_rep, 0);
+    lhost_wrap(L, "find", lhost_guard_pattern, 1);
+    lhost_wrap(L, "match", lhost_guard_pattern, 0);
+    lhost_wrap(L, "gmatch", lhost_guard_pattern, 0);
+    lhost_wrap(L, "gsub", lhost_guard_pattern, 0);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_guarded_string);
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushvalue(L, -3);
+    lua_setfield(L, -2, "__index");
+    lua_pushliteral(L, "string");
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 4);
+    /* pristine copies of the globals policies get */
+    lua_pushglobaltable(L);
+    lhost_shallow_copy(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_pristine);
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    /* package.path: the framework first, then the compiled-in system paths */
+    lua_getglobal(L, "package");
+    lua_getfield(L, -1, "path");
+    lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s", h->datadir, h->datadir,
+                    lua_tostring(L, -1));
+    lua_setfield(L, -3, "path");
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "preload");
+    for (const luaL_Reg *m = lhost_cmodules; m->name; m++) {
+        lua_pushcfunction(L, m->func);
+        lua_setfield(L, -2, m->name);
+    }
+    lua_pop(L, 2);
+    return 0;
+}
+
+static int lhost_resolve_dir(char *dst, size_t n, const char *src, const char *what, char *err,
+                             size_t errlen)
+{
+    if (strlen(src) >= n) {
+        snprintf(err, errlen, "%s too long: %s", what, src);
+        return -1;
+    }
+    lhost_copy_str(dst, n, src);
+    size_t len = strlen(dst);
+    while (len > 1 && dst[len - 1] == '/')
+        dst[--len] = '\0';
+    return 0;
+}
+
+struct lhost *lhost_new(const struct lhost_opts *opts, char *err, size_t errlen)
+{
+    struct lhost *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(err, errlen, "lhost_new: out of memory");
+        return NULL;
+    }
+    const char *datadir = opts ? opts->datadir : NULL;
+    if (!datadir || !*datadir)
+        datadir = getenv("FLINK_CONTROLLER_HOME");
+    if (!datadir || !*datadir)
+        datadir = FC_DATADIR;
+    if (lhost_resolve_dir(h->datadir, sizeof h->datadir, datadir, "datadir", err, errlen))
+        goto fail;
+    if (opts && opts->policy_dir && *opts->policy_dir) {
+        if (lhost_resolve_dir(h->policy_dir, sizeof h->policy_dir, opts->policy_dir,
+                              "policy dir", err, errlen))
+            goto fail;
+    } else {
+        snprintf(h->policy_dir, sizeof h->policy_dir, "%.*s/policies",
+                 (int)(sizeof h->policy_dir - 10), h->datadir);
+    }
+    h->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : LHOST_TIMEOUT_MS_DEFAULT;
+    h->memory_mib = opts && opts->memory_mib ? opts->memory_mib : LHOST_MEMORY_MIB_DEFAULT;
+    h->call_cap = (size_t)h->memory_mib * LHOST_MIB;
+    size_t hard = (size_t)LHOST_HARD_MIB_MIN * LHOST_MIB;
+    h->hard_cap = 4 * h->call_cap > hard ? 4 * h->call_cap : hard;
+    h->L = lua_newstate(lhost_alloc, h);
+    if (!h->L) {
+        snprintf(err, errlen, "lhost_new: cannot create the Lua state");
+        goto fail;
+    }
+    lua_pushcfunction(h->L, lhost_setup);
+    if (lua_pcall(h->L, 0, 0, 0) != LUA_OK) {
+        snprintf(err, errlen, "lhost_new: %s", lua_tostring(h->L, -1));
+        goto fail;
+    }
+    return h;
+fail:
+    lhost_free(h);
+    return NULL;
+}
+
+void lhost_free(struct lhost *h)
+{
+    if (!h)
+        return;
+    if (h->L)
+        lua_close(h->L);
+    free(h);
+}
+
+lua_State *lhost_state(struct lhost *h) { return h->L; }
+const char *lhost_datadir(const struct lhost *h) { return h->datadir; }
+const char *lhost_policy_dir(const struct lhost *h) { return h->policy_dir; }
+size_t lhost_mem_used(const struct lhost *h) { return h->used; }
+size_t lhost_mem_peak(const struct lhost *h) { return h->peak; }
+
+static int lhost_traceback(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg)
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+int lhost_pcall(struct lhost *h, int nargs, int nresults, char *err, size_t errlen)
+{
+    lua_State *L = h->L;
+    int base = lua_gettop(L) - nargs;
+    lua_pushcfunction(L, lhost_traceback);
+    lua_insert(L, base);
+    int st = lua_pcall(L, nargs, nresults, base);
+    if (st != LUA_OK) {
+        const char *m = lua_tostring(L, -1);
+        snprintf(err, errlen, "%s", m ? m : "error (no message)");
+        lua_settop(L, base - 1);
+        return -1;
+    }
+    lua_remove(L, base);
+    return 0;
+}
+
+/* Pushes require(module)[fn]; -1 with err. */
+static int lhost_push_fn(struct lhost *h, const char *module, const char *fn, char *err,
+                         size_t errlen)
+{
+    lua_State *L = h->L;
+    lua_getglobal(L, "require");
+    lua_pushstring(L, module);
+    if (lhost_pcall(h, 1, 1, err, errlen))
+        return -1;
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "%s: not a module table", module);
+        return -1;
+    }
+    lua_getfield(L, -1, fn);
+    lua_remove(L, -2);
+    if (!lua_isfunction(L, -1)) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "%s.%s: not a function", module, fn);
+        return -1;
+    }
+    return 0;
+}
+
+/* Pushes the decoded JSON (nil for NULL/empty); -1 with err. */
+static int lhost_push_json(struct lhost *h, const char *json, char *err, size_t errlen)
+{
+    if (!json || !*json) {
+        lua_pushnil(h->L);
+        return 0;
+    }
+    if (lhost_push_fn(h, "fc.codec", "decode_json", err, errlen))
+        return -1;
+    lua_pushstring(h->L, json);
+    return lhost_pcall(h, 1, 1, err, errlen);
+}
+
+/* Encodes the value on top (popping it) into *out. */
+static int lhost_pop_json(struct lhost *h, char **out, char *err, size_t errlen)
+{
+    lua_State *L = h->L;
+    if (lhost_push_fn(h, "fc.codec", "encode_json", err, errlen)) {
+        lua_pop(L, 1);
+        return -1;
+    }
+    lua_insert(L, -2);
+    if (lhost_pcall(h, 1, 1, err, errlen))
+        return -1;
+    size_t n;
+    const char *s = lua_tolstring(L, -1, &n);
+    if (!s) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "fc.codec.encode_json: did not return a string");
+        return -1;
+    }
+    *out = malloc(n + 1);
+    if (!*out) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(*out, s, n + 1);
+    lua_pop(L, 1);
+    return 0;
+}
+
+int lhost_call_json(struct lhost *h, const char *module, const char *fn, const char *json_in,
+                    char **json_out, char *err, size_t errlen)
+{
+    *json_out = NULL;
+    int top = lua_gettop(h->L);
+    if (lhost_push_fn(h, module, fn, err, errlen))
+        return -1;
+    if (lhost_push_json(h, json_in, err, errlen)) {
+        lua_settop(h->L, top);
+        return -1;
+    }
+    if (lhost_pcall(h, 1, 1, err, errlen)) {
+        lua_settop(h->L, top);
+        return -1;
+    }
+    int rc = lhost_pop_json(h, json_out, err, errlen);
+    lua_settop(h->L, top);
+    return rc;
+}
+
+int lhost_run_chunk_json(struct lhost *h, const char *name, const char *text, size_t len,
+                         const char *json_in, char **json_out, char *err, size_t errlen)
+{
+    lua_State *L = h->L;
+    *json_out = NULL;
+    int top = lua_gettop(L);
+    if (lhost_push_fn(h, "fc.host", "run_chunk", err, errlen))
+        return -1;
+    lua_pushstring(L, name);
+    lua_pushlstring(L, text, len);
+    if (lhost_push_json(h, json_in, err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    if (lhost_pcall(h, 3, 2, err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    if (!lua_toboolean(L, -2)) {
+        snprintf(err, errlen, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
+        lua_settop(L, top);
+        return 1;
+    }
+    int rc = lhost_pop_json(h, json_out, err, errlen);
+    lua_settop(L, top);
+    return rc;
+}

@@ -1,0 +1,103 @@
+/*
+ * lhost: the one Lua state of the process, the framework loader and the policy sandbox.
+ *
+ * The host owns a lua_State built on a counting allocator.  It loads the trusted framework
+ * (`<datadir>/lua/fc/NAME.lua`, plain `require`) and runs policies (`<policy_dir>/<name>.lua`)
+ * in a sandbox (docs/contracts.md, "Policy sandbox"):
+ *   - each policy gets its own environment holding only the allowlisted globals, fresh copies
+ *     of `string` (no `dump`), `table`, `math`, `utf8` and `os` = {time, date, clock, difftime};
+ *     reading an unknown global or writing any global raises;
+ *   - chunks are text only (mode "t"); policies have no load/loadfile/dofile/collectgarbage/
+ *     coroutine/io/debug/package; `require` serves fc.util, fc.quantity, fc.slots and
+ *     lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;
+ *   - every call (and the loading of a policy file) runs under a CPU-time budget (count hook
+ *     every LHOST_HOOK_EVERY instructions; once tripped the hook fires before every instruction
+ *     and raises again, so pcall/xpcall/handlers/__close cannot swallow it; __gc metamethods
+ *     are refused by the sandbox's setmetatable) and a memory cap (allocations beyond
+ *     `call base + memory cap` fail; the allocator then arms the same hook);
+ *   - C-side loops that the hook cannot see are capped where practical: string.rep with an
+ *     empty result, table.move over more than LHOST_MOVE_MAX elements, and pattern functions
+ *     whose (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3
+ *     quantifiers (a heuristic: polynomial backtracking below that bound is not interrupted).
+ *   - failures come back as "<policy file>:<line>: <message>", e.g.
+ *     "defaults.lua:12: policy exceeded its time budget (200 ms)".
+ *
+ * The framework sees the sandbox as the Lua module `fc.host` (preloaded; see
+ * docs/contracts.md): configure{policy_dir=, timeout_ms=, memory_mib=}, call(policy, hook,
+ * input) -> true, result | false, err, load_policy(name) -> table | nil, err, and
+ * run_chunk(name, text, input) -> true, result | false, err (a text chunk under a fresh
+ * sandbox; `...` is the input; used by `flink-controller sandbox-run`).
+ *
+ * Errors in C: functions return 0 on success, -1 on failure with a message in `err`
+ * (NUL-terminated, truncated to errlen).  Nothing aborts on bad input or on a full heap.
+ */
+#ifndef FC_LHOST_H
+#define FC_LHOST_H
+
+#include <stddef.h>
+#include <lua.h>
+
+#define LHOST_TIMEOUT_MS_DEFAULT   200u       /* CPU ms per policy call */
+#define LHOST_MEMORY_MIB_DEFAULT   64u        /* MiB a policy call may add to the heap */
+#define LHOST_HARD_MIB_MIN         512u       /* whole state cap: max(this, 4 x call cap) MiB */
+#define LHOST_HOOK_EVERY           10000      /* instructions between budget checks */
+#define LHOST_MOVE_MAX             (1 << 24)  /* elements per table.move in the sandbox */
+#define LHOST_PATTERN_COST         1e13       /* see the pattern heuristic above */
+#define LHOST_POLICY_FILE_MAX      (4u << 20) /* bytes per policy/lib source file */
+
+/* C Lua modules compiled into the binary.  Each core/lua_<name>.c declares its opener here
+ * and adds one line to lhost_cmodules[] in core/lhost.c (the marked list). */
+int luaopen_fc_host(lua_State *L);
+int luaopen_fc_slots(lua_State *L);
+
+struct lhost;
+
+struct lhost_opts {
+    const char *datadir;     /* NULL: $FLINK_CONTROLLER_HOME, else FC_DATADIR (compiled in) */
+    const char *policy_dir;  /* NULL: <datadir>/policies */
+    unsigned timeout_ms;     /* 0: LHOST_TIMEOUT_MS_DEFAULT; CPU milliseconds per policy call */
+    unsigned memory_mib;     /* 0: LHOST_MEMORY_MIB_DEFAULT; MiB per policy call */
+};
+
+/* Creates the state, opens the standard libraries for the framework, sets package.path to
+ * <datadir>/lua first (LUA_PATH is ignored) and preloads the C modules.  NULL on failure. */
+struct lhost *lhost_new(const struct lhost_opts *opts, char *err, size_t errlen);
+
+/* Closes the Lua state (running finalizers) and frees the host.  NULL is ignored. */
+void lhost_free(struct lhost *h);
+
+/* The state, for C code that drives the framework directly (core/main.c).  Use lhost_pcall
+ * for calls so that errors come back with a traceback instead of aborting. */
+lua_State *lhost_state(struct lhost *h);
+
+/* Resolved directories (never NULL). */
+const char *lhost_datadir(const struct lhost *h);
+const char *lhost_policy_dir(const struct lhost *h);
+
+/* Bytes currently allocated by the state, and the peak. */
+size_t lhost_mem_used(const struct lhost *h);
+size_t lhost_mem_peak(const struct lhost *h);
+
+/* lua_pcall with a traceback message handler: calls the function below `nargs` arguments on
+ * the stack, leaves `nresults` results.  On error pops everything it was given, fills err with
+ * the message (and traceback) and returns -1. */
+int lhost_pcall(struct lhost *h, int nargs, int nresults, char *err, size_t errlen);
+
+/* Calls the trusted framework function `module.fn(value)` where value is `json_in` decoded
+ * by fc.codec.decode_json (NULL or "" means nil), and encodes its first result with
+ * fc.codec.encode_json into *json_out (malloc'd, NUL-terminated; the caller frees it).
+ * A Lua error in the function returns -1 with the message in err.  Intended for core/run.c:
+ *   char *out = NULL; char err[512];
+ *   if (lhost_call_json(h, "fc.reconcile", "step", snapshot_json, &out, err, sizeof err)) ...
+ */
+int lhost_call_json(struct lhost *h, const char *module, const char *fn, const char *json_in,
+                    char **json_out, char *err, size_t errlen);
+
+/* Runs the text chunk `text` (len bytes, chunk name `name`, e.g. "evil.lua") under a fresh
+ * policy sandbox and the call budgets, with `...` = json_in decoded (NULL: nil).  On success
+ * *json_out is the JSON of its first result (malloc'd).  On a policy error returns 1 with
+ * "<name>:<line>: <message>" in err; -1 for host errors (bad JSON input, no memory). */
+int lhost_run_chunk_json(struct lhost *h, const char *name, const char *text, size_t len,
+                         const char *json_in, char **json_out, char *err, size_t errlen);
+
+#endif

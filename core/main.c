@@ -1,0 +1,396 @@
+/*
+ * main: the flink-controller command line.
+ *
+ *   flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]
+ *                           [--policy-timeout-ms N] [--policy-memory-mib N]
+ *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
+ *   flink-controller version
+ *   flink-controller --help
+ *
+ * Exit codes: 0 ok; 1 invalid input or a policy failure (messages on stderr, stdout empty);
+ * 2 usage or I/O errors.  A subcommand is one line in `commands` below: `int fn(argc, argv)`
+ * gets argv[0] = the subcommand name and returns the exit code.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lhost.h"
+
+#ifndef FC_VERSION
+#define FC_VERSION "0.1.0"
+#endif
+
+#define MAIN_INPUT_MAX ((size_t)64 << 20) /* bytes of render input */
+
+enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
+
+static int cmd_render(int argc, char **argv);
+static int cmd_sandbox_run(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+struct main_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct main_command commands[] = {
+    {"render", cmd_render, "print the objects a FlinkCluster manifest becomes (no cluster needed)"},
+    {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
+    {"version", cmd_version, "print the version"},
+    /* {"run", run_main, "run the controller"},   core/run.c adds its line here */
+    {NULL, NULL, NULL}};
+
+static void main_usage(FILE *out)
+{
+    fprintf(out, "usage: flink-controller <command> [options]\n\ncommands:\n");
+    for (const struct main_command *c = commands; c->name; c++)
+        fprintf(out, "  %-12s %s\n", c->name, c->summary);
+    fprintf(out, "\nenvironment: FLINK_CONTROLLER_HOME overrides the data directory (%s)\n",
+            FC_DATADIR);
+}
+
+/* Reads a whole file ("-" is stdin) into a malloc'd buffer; NULL with a message on stderr. */
+static char *main_read(const char *cmd, const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: %s: %s\n", cmd, path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            if (cap >= MAIN_INPUT_MAX) {
+                fprintf(stderr, "%s: %s: larger than %zu bytes\n", cmd, path, MAIN_INPUT_MAX);
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                fprintf(stderr, "%s: %s: read error\n", cmd, path);
+                free(buf);
+                buf = NULL;
+            }
+            break;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
+}
+
+static int main_parse_uint(const char *cmd, const char *flag, const char *v, unsigned max,
+                           unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(v, &end, 10);
+    if (errno || end == v || *end || x == 0 || x > max || v[0] == '-') {
+        fprintf(stderr, "%s: %s: expected an integer 1..%u, got '%s'\n", cmd, flag, max, v);
+        return -1;
+    }
+    *out = (unsigned)x;
+    return 0;
+}
+
+static int main_check_dir(const char *cmd, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "%s: --policy-dir: %s: %s\n", cmd, dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "%s: --policy-dir: %s: not a directory\n", cmd, dir);
+        return -1;
+    }
+    return 0;
+}
+
+enum { OPT_POLICY_DIR = 256, OPT_TIMEOUT, OPT_MEMORY, OPT_INPUT };
+
+/* Options shared by the commands that run policies; returns 0, or -1 after a message. */
+static int main_host_option(const char *cmd, int c, struct lhost_opts *o)
+{
+    switch (c) {
+    case OPT_POLICY_DIR:
+        o->policy_dir = optarg;
+        return 0;
+    case OPT_TIMEOUT:
+        return main_parse_uint(cmd, "--policy-timeout-ms", optarg, 3600000, &o->timeout_ms);
+    case OPT_MEMORY:
+        return main_parse_uint(cmd, "--policy-memory-mib", optarg, 65536, &o->memory_mib);
+    default:
+        return -1;
+    }
+}
+
+static void main_bad_option(const char *cmd, char **argv)
+{
+    if (optopt)
+        fprintf(stderr, "%s: bad or incomplete option '-%c' (see --help)\n", cmd, optopt);
+    else
+        fprintf(stderr, "%s: bad or incomplete option '%s' (see --help)\n", cmd, argv[optind - 1]);
+}
+
+static void render_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]\n"
+            "                               [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "Prints the objects each FlinkCluster document becomes, in apply order, as a YAML\n"
+            "stream (or a v1 List with -o json).  Exit 1 when a document is invalid or a policy\n"
+            "fails (stdout stays empty), 2 for usage or I/O errors.\n");
+}
+
+static int cmd_render(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"file", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
+        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct lhost_opts o = {0};
+    const char *file = NULL, *output = "yaml";
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+        if (c == 'f') {
+            file = optarg;
+        } else if (c == 'o') {
+            output = optarg;
+        } else if (c == 'h') {
+            render_usage(stdout);
+            return EXIT_OK;
+        } else if (c == '?' || c == ':') {
+            main_bad_option("render", argv);
+            return EXIT_USAGE;
+        } else if (main_host_option("render", c, &o)) {
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "render: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (!file) {
+        fprintf(stderr, "render: -f FILE is required (- for stdin)\n");
+        render_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(output, "yaml") != 0 && strcmp(output, "json") != 0) {
+        fprintf(stderr, "render: -o: expected yaml or json, got '%s'\n", output);
+        return EXIT_USAGE;
+    }
+    if (o.policy_dir && main_check_dir("render", o.policy_dir))
+        return EXIT_USAGE;
+    size_t len = 0;
+    char *text = main_read("render", file, &len);
+    if (!text)
+        return EXIT_USAGE;
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "render: %s\n", err);
+        free(text);
+        return EXIT_USAGE;
+    }
+    if (!o.policy_dir && main_check_dir("render", lhost_policy_dir(h))) {
+        lhost_free(h);
+        free(text);
+        return EXIT_USAGE;
+    }
+    lua_State *L = lhost_state(h);
+    int code = EXIT_INVALID;
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "fc.render");
+    if (lhost_pcall(h, 1, 1, err, sizeof err)) {
+        fprintf(stderr, "render: cannot load the framework: %s\n", err);
+        goto out;
+    }
+    lua_getfield(L, -1, "run");
+    lua_remove(L, -2);
+    lua_createtable(L, 0, 4);
+    lua_pushlstring(L, text, len);
+    lua_setfield(L, -2, "text");
+    lua_pushstring(L, strcmp(file, "-") == 0 ? "<stdin>" : file);
+    lua_setfield(L, -2, "source");
+    lua_pushstring(L, output);
+    lua_setfield(L, -2, "output");
+    lua_pushstring(L, lhost_policy_dir(h));
+    lua_setfield(L, -2, "policy_dir");
+    if (lhost_pcall(h, 1, 1, err, sizeof err)) {
+        fprintf(stderr, "render: internal error: %s\n", err);
+        goto out;
+    }
+    /* {stdout=string, stderr={lines}, code=int} */
+    lua_getfield(L, -1, "stderr");
+    if (lua_istable(L, -1)) {
+        lua_Integer n = luaL_len(L, -1);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_geti(L, -1, i);
+            const char *line = lua_tostring(L, -1);
+            if (line)
+                fprintf(stderr, "%s\n", line);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "code");
+    code = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (code == EXIT_OK) {
+        size_t n = 0;
+        lua_getfield(L, -1, "stdout");
+        const char *s = lua_tolstring(L, -1, &n);
+        if (s && fwrite(s, 1, n, stdout) != n) {
+            fprintf(stderr, "render: writing stdout: %s\n", strerror(errno));
+            code = EXIT_USAGE;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+out:
+    lhost_free(h);
+    free(text);
+    if (fflush(stdout) != 0 && code == EXIT_OK) {
+        fprintf(stderr, "render: writing stdout: %s\n", strerror(errno));
+        code = EXIT_USAGE;
+    }
+    return code;
+}
+
+static void sandbox_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR]\n"
+            "                                    [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "Runs each text chunk under the policy sandbox and budgets (`...` is the decoded\n"
+            "input) and prints its result as one JSON line; errors go to stderr, exit 1.\n");
+}
+
+static int cmd_sandbox_run(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"input", required_argument, NULL, OPT_INPUT},
+        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
+        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    struct lhost_opts o = {0};
+    const char *input = NULL;
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            sandbox_usage(stdout);
+            return EXIT_OK;
+        } else if (c == OPT_INPUT) {
+            input = optarg;
+        } else if (c == '?' || c == ':') {
+            main_bad_option("sandbox-run", argv);
+            return EXIT_USAGE;
+        } else if (main_host_option("sandbox-run", c, &o)) {
+            return EXIT_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "sandbox-run: a FILE is required\n");
+        sandbox_usage(stderr);
+        return EXIT_USAGE;
+    }
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "sandbox-run: %s\n", err);
+        return EXIT_USAGE;
+    }
+    int code = EXIT_OK;
+    for (int i = optind; i < argc; i++) {
+        size_t len = 0;
+        char *text = main_read("sandbox-run", argv[i], &len);
+        if (!text) {
+            code = EXIT_USAGE;
+            break;
+        }
+        const char *base = strrchr(argv[i], '/');
+        base = base ? base + 1 : argv[i];
+        char *out = NULL;
+        int rc = lhost_run_chunk_json(h, base, text, len, input, &out, err, sizeof err);
+        free(text);
+        if (rc == 0) {
+            printf("%s\n", out);
+            fflush(stdout);
+        } else {
+            fprintf(stderr, "%s\n", err);
+            if (rc < 0) {
+                code = EXIT_USAGE;
+                break;
+            }
+            code = EXIT_INVALID;
+        }
+        free(out);
+    }
+    lhost_free(h);
+    return code;
+}
+
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("flink-controller %s (%s)\n", FC_VERSION, LUA_RELEASE);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        main_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        main_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(argc - 1, argv + 1);
+    for (const struct main_command *c = commands; c->name; c++)
+        if (strcmp(argv[1], c->name) == 0)
+            return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "flink-controller: unknown command '%s'\n", argv[1]);
+    main_usage(stderr);
+    return EXIT_USAGE;
+}
