@@ -29,7 +29,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps test lint asan clean install testenv-up testenv-down
+.PHONY: all deps test lint asan clean install testenv-up testenv-down testenv-build
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
 deps:
@@ -88,3 +88,16 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+# Test environment (tests/env/, docs/testenv.md): kube-apiserver + etcd +
+# controller-manager + scheduler + kwok and a Flink session cluster on
+# loopback.  Binaries are built once per pin set into
+# ~/.cache/flink-controller/testenv/; `up` writes build/testenv/env.sh.
+testenv-build:
+	tests/env/build.sh
+
+testenv-up:
+	tests/env/up.sh
+
+testenv-down:
+	tests/env/down.sh

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Builds (or finds cached) every binary and jar the test environment runs.
+# Usage: tests/env/build.sh [k8s|etcd|kwok|flink]...   (default: all four)
+# Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
+# marker; an existing .done folder is reused untouched (a warm build takes
+# well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
+# for flink.  Exit status non-zero when a component fails to build; the log of
+# each build is in <cache>/<component>-<hash>.log.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+# Go: static, stripped, reproducible-ish; 2 parallel jobs (a 2-core machine
+# shared with other builds).
+export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
+GO_BUILD=(go build -p 2 -trimpath)
+
+# The k8s.io/* staging modules of Kubernetes 1.34 (kubernetes go.mod replace
+# list).  Each is replaced by its published tag because k8s.io/kubernetes
+# requires them at v0.0.0, which the proxy does not serve.
+K8S_STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime
+  client-go cloud-provider cluster-bootstrap code-generator component-base
+  component-helpers controller-manager cri-api cri-client csi-translation-lib
+  dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator
+  kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+  mount-utils pod-security-admission sample-apiserver sample-cli-plugin
+  sample-controller)
+
+# go_wrapper DIR MODULE VERSION PKG...: writes a wrapper module in DIR that
+# requires MODULE@VERSION and blank-imports PKG... under a never-set build tag
+# (so `go mod tidy` keeps them).  Extra go.mod text comes on stdin.
+go_wrapper() {
+  local dir=$1 mod=$2 ver=$3; shift 3
+  mkdir -p "$dir"
+  {
+    echo "module testenv.local/wrapper"
+    echo
+    echo "go 1.24.0"
+    echo
+    echo "require $mod $ver"
+    cat
+  } >"$dir/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package tools"
+    echo
+    echo "import ("
+    local p; for p in "$@"; do echo "	_ \"$p\""; done
+    echo ")"
+  } >"$dir/tools.go"
+}
+
+build_k8s() {
+  local out=$1 src=$1/src v=v$K8S_VERSION sv=v$K8S_STAGING_VERSION m
+  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  local pkgs=() c; for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  {
+    echo
+    echo "godebug default=go1.24"
+    echo
+    echo "replace ("
+    for m in "${K8S_STAGING[@]}"; do echo "	k8s.io/$m => k8s.io/$m $sv"; done
+    echo ")"
+  } | go_wrapper "$src" k8s.io/kubernetes "$v" "${pkgs[@]}"
+  local major=${K8S_VERSION%%.*} minor=${K8S_VERSION#*.}; minor=${minor%%.*}
+  local x="" p
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    x+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+    x+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w$x" -o "$out/bin/" "${pkgs[@]}")
+}
+
+build_etcd() {
+  local out=$1 src=$1/src
+  go_wrapper "$src" go.etcd.io/etcd/server/v3 "v$ETCD_VERSION" go.etcd.io/etcd/server/v3 </dev/null
+  (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/etcd" go.etcd.io/etcd/server/v3)
+}
+
+build_kwok() {
+  local out=$1 src=$1/src
+  go_wrapper "$src" sigs.k8s.io/kwok "v$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok </dev/null
+  (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
+}
+
+# Flink: jars resolved by our pom into lib/, classpath in classpath.txt, and
+# the example/test jobs under jobs/ built into jobs.jar.
+build_flink() {
+  local out=$1 mvnq=(mvn -B -q -Dflink.version="$FLINK_VERSION" -Dlog4j.version="$LOG4J_VERSION")
+  mkdir -p "$out/lib"
+  "${mvnq[@]}" -f "$TESTENV_SRC/flink/pom.xml" dependency:copy-dependencies \
+    -DoutputDirectory="$out/lib" -DincludeScope=runtime
+  (cd "$out/lib" && ls -1 "$PWD"/*.jar | sort | paste -sd: -) >"$out/classpath.txt"
+  rm -rf "$out/jobs-build"; cp -r "$TESTENV_SRC/jobs" "$out/jobs-build"
+  "${mvnq[@]}" -f "$out/jobs-build/pom.xml" package
+  cp "$out"/jobs-build/target/testenv-jobs.jar "$out/jobs.jar"
+  rm -rf "$out/jobs-build"
+}
+
+build_one() {
+  local name=$1 dir; dir=$(component_dir "$name")
+  if [ -f "$dir/.done" ]; then log "$name: cached in $dir"; return 0; fi
+  command -v "$( [ "$name" = flink ] && echo mvn || echo go)" >/dev/null ||
+    { log "$name: toolchain missing"; return 1; }
+  local tmp=$dir.tmp.$$ start=$SECONDS
+  rm -rf "$tmp"; mkdir -p "$tmp"
+  log "$name: building into $dir (log $dir.log)"
+  local rc=0
+  # a subshell outside any condition, so set -e stops at the first failure
+  ( set -e; "build_$name" "$tmp" ) >"$dir.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    log "$name: FAILED after $((SECONDS - start))s; last lines of $dir.log:"
+    tail -n 20 "$dir.log" >&2; rm -rf "$tmp"; return 1
+  fi
+  rm -rf "$tmp/src"
+  echo "$((SECONDS - start))" >"$tmp/.build-seconds"
+  date -u +%FT%TZ >"$tmp/.done"
+  rm -rf "$dir"; mv "$tmp" "$dir"
+  log "$name: built in $((SECONDS - start))s"
+}
+
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink)
+rc=0
+for c in "${comps[@]}"; do build_one "$c" || rc=1; done
+exit $rc

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Stops the test environment started by tests/env/up.sh: exactly the
+# processes recorded in $TESTENV_DIR/pids, newest first, each only while its
+# pid still belongs to the process started (same /proc start time), then
+# removes everything under $TESTENV_DIR except logs/ (kept for reading; the
+# next up clears them).  Not running: says so, exit 0.  Exit 1 when a process
+# could not be stopped.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$TESTENV_SRC/proc.sh"
+ROOT=$(cd "$TESTENV_SRC/../.." && pwd)
+TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
+PIDS=$TESTENV_DIR/pids
+[ -d "$TESTENV_DIR" ] || { echo "testenv: not running (no $TESTENV_DIR)"; exit 0; }
+exec 9>"$TESTENV_DIR/.lock"
+flock -w 120 9 || { echo "testenv: another testenv-up/down holds $TESTENV_DIR/.lock" >&2; exit 1; }
+if [ ! -f "$PIDS" ]; then
+  echo "testenv: not running"
+else
+  pids_stop "$PIDS"
+fi
+left=$(pids_running "$PIDS")
+if [ -n "$left" ]; then
+  echo "testenv: still running, not cleaning up: $left" >&2
+  exit 1
+fi
+find "$TESTENV_DIR" -mindepth 1 -maxdepth 1 ! -name logs ! -name .lock -exec rm -rf {} +
+rm -f "$TESTENV_DIR/.lock"
+echo "testenv: down"

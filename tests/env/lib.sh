@@ -1,0 +1,31 @@
+# Shared helpers for tests/env/*.sh (sourced, not run).
+# Defines TESTENV_SRC (this folder), TESTENV_CACHE (binary cache root) and
+# component_dir NAME, which prints the cache folder of one component:
+#   ~/.cache/flink-controller/testenv/<name>-<first 12 hex of sha256(pins)>
+# where pins are the versions.env values that component is built from, plus
+# the build recipe revision, so a pin change means a new folder (a rebuild).
+TESTENV_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=versions.env
+. "$TESTENV_SRC/versions.env"
+TESTENV_CACHE=${TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flink-controller/testenv}
+# Bump when a build recipe changes in a way that needs a rebuild.
+TESTENV_RECIPE_REV=1
+
+component_pins() {
+  case $1 in
+    k8s)   echo "k8s $K8S_VERSION $K8S_STAGING_VERSION" ;;
+    etcd)  echo "etcd $ETCD_VERSION" ;;
+    kwok)  echo "kwok $KWOK_VERSION" ;;
+    flink) echo "flink $FLINK_VERSION $LOG4J_VERSION $(cat "$TESTENV_SRC/flink/pom.xml" "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC"/jobs/src/main/java/*/*.java 2>/dev/null | sha256sum)" ;;
+    *) echo "unknown component $1" >&2; return 1 ;;
+  esac
+}
+
+component_dir() {
+  local h
+  h=$(printf '%s rev%s\n' "$(component_pins "$1")" "$TESTENV_RECIPE_REV" | sha256sum | cut -c1-12)
+  echo "$TESTENV_CACHE/$1-$h"
+}
+
+# log MSG...: progress on stderr with a UTC timestamp.
+log() { printf '[testenv %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# Starts the test environment on loopback, every port chosen free at start:
+#   etcd -> kube-apiserver (TLS, client-certificate authn, RBAC) ->
+#   kube-controller-manager (GC, StatefulSet, Job, ... controllers) ->
+#   kube-scheduler -> kwok (plays the kubelet of the fake node testenv-node-0)
+#   and a Flink session cluster: JobManager (REST + web submission) and one
+#   TaskManager with 4 slots, as plain `java` processes.
+# Then applies deploy/crd.yaml, waits for it to be Established and for the
+# TaskManager to register, and writes $TESTENV_DIR/env.sh (source it):
+#   KUBECONFIG, FLINK_REST_URL, KUBE_APISERVER_URL, TESTENV_DIR, TESTENV_KUBECTL,
+#   TESTENV_FLINK_JOBS_JAR, TESTENV_PIDS ("name=pid ...") and TESTENV_PID_<NAME>.
+# TESTENV_DIR defaults to build/testenv; logs go to $TESTENV_DIR/logs/.
+# Exit: 0 ready; 1 already running / failed (then everything it started is
+# stopped again; logs stay); 2 cannot be built here (toolchain missing).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+. "$TESTENV_SRC/proc.sh"
+ROOT=$(cd "$TESTENV_SRC/../.." && pwd)
+TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
+CRD=${TESTENV_CRD:-$ROOT/deploy/crd.yaml}
+PIDS=$TESTENV_DIR/pids
+LOGS=$TESTENV_DIR/logs
+T0=$SECONDS
+
+mkdir -p "$TESTENV_DIR"
+# one up/down at a time; fd 9 is closed for every process started below
+exec 9>"$TESTENV_DIR/.lock"
+flock -n 9 || { echo "testenv: another testenv-up/down is running on $TESTENV_DIR" >&2; exit 1; }
+
+running=$(pids_running "$PIDS")
+if [ -n "$running" ]; then
+  echo "testenv: already running in $TESTENV_DIR (source $TESTENV_DIR/env.sh;" \
+    "make testenv-down to stop):" >&2
+  echo "$running" | sed 's/^/  /' >&2
+  exit 1
+fi
+# leftovers of a crashed run: nothing of ours is alive, so clear them
+find "$TESTENV_DIR" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
+mkdir -p "$LOGS" "$TESTENV_DIR/pki" "$TESTENV_DIR/data"
+
+for tool in go java mvn openssl curl; do
+  command -v "$tool" >/dev/null || { echo "testenv: $tool not found: cannot build the test environment" >&2; exit 2; }
+done
+"$TESTENV_SRC/build.sh" || { echo "testenv: build failed" >&2; exit 1; }
+K8S=$(component_dir k8s)/bin ETCD=$(component_dir etcd)/bin/etcd
+KWOK=$(component_dir kwok)/bin/kwok FLINK=$(component_dir flink)
+KUBECTL=$K8S/kubectl KC=$TESTENV_DIR/kubeconfig PKI=$TESTENV_DIR/pki
+
+done_ok=0
+on_exit() {
+  if [ "$done_ok" -ne 1 ]; then
+    echo "testenv: start-up failed after $((SECONDS - T0)) s; stopping what was started (logs: $LOGS)" >&2
+    pids_stop "$PIDS" >&2 || true
+    find "$TESTENV_DIR" -mindepth 1 -maxdepth 1 ! -name logs ! -name .lock -exec rm -rf {} +
+  fi
+}
+trap on_exit EXIT
+trap 'exit 1' INT TERM
+
+# fail MSG [LOG]: reports, shows the end of LOG, exits (on_exit cleans up).
+fail() {
+  echo "testenv: $1" >&2
+  if [ -n "${2:-}" ] && [ -f "$LOGS/$2.log" ]; then tail -n 25 "$LOGS/$2.log" | sed "s/^/  $2: /" >&2; fi
+  exit 1
+}
+
+# free_port: a TCP port no socket on this machine uses (per /proc/net/tcp*)
+# and not handed out before by this script.
+CHOSEN=" "
+free_port() {
+  local used p _sl local_addr _rest
+  used=" "
+  while read -r _sl local_addr _rest; do
+    [ "$_sl" = sl ] && continue
+    used+="$((16#${local_addr##*:})) "
+  done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+  while :; do
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+    case "$used$CHOSEN" in *" $p "*) continue ;; esac
+    CHOSEN+="$p "; echo "$p"; return 0
+  done
+}
+
+# start NAME CMD...: runs CMD in the background (stdin /dev/null, output to
+# logs/NAME.log) and records it in the pid file.
+start() {
+  local name=$1; shift
+  "$@" </dev/null >"$LOGS/$name.log" 2>&1 9>&- &
+  local pid=$!
+  echo "$name $pid $(proc_start "$pid")" >>"$PIDS"
+  eval "PID_$(echo "$name" | tr a-z- A-Z_)=$pid"
+}
+
+# alive NAME: fails with its log when the process NAME has exited.
+alive() {
+  local pid start
+  read -r _ pid start < <(grep "^$1 " "$PIDS")
+  proc_ours "$pid" "$start" || fail "$1 exited during start-up" "$1"
+}
+
+# wait_for NAME SECONDS CMD...: retries CMD every 0.2 s until it succeeds.
+wait_for() {
+  local name=$1 limit=$2 n=0; shift 2
+  until "$@" >/dev/null 2>&1; do
+    alive "$name"
+    n=$((n + 1)); [ "$n" -le $((limit * 5)) ] || fail "$name not ready after ${limit} s" "$name"
+    sleep 0.2
+  done
+}
+
+ETCD_PORT=$(free_port) ETCD_PEER=$(free_port) API_PORT=$(free_port)
+KCM_PORT=$(free_port) SCHED_PORT=$(free_port) REST_PORT=$(free_port) RPC_PORT=$(free_port)
+
+# --- PKI: one CA signs the API server's serving cert and the admin client
+# cert (CN testenv-admin, O system:masters: cluster-admin through RBAC's
+# bootstrap binding); a separate EC key pair signs service-account tokens.
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -days 30 \
+  -subj /CN=flink-controller-testenv-ca -addext basicConstraints=critical,CA:TRUE \
+  -addext keyUsage=critical,keyCertSign,cRLSign 2>"$LOGS/openssl.log"
+# sign NAME SUBJECT EXTENSIONS
+sign() {
+  openssl req "${ec[@]}" -keyout "$PKI/$1.key" -out "$PKI/$1.csr" -subj "$2" 2>>"$LOGS/openssl.log"
+  openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -days 30 -out "$PKI/$1.crt" -extfile <(printf '%s\n' "$3") 2>>"$LOGS/openssl.log"
+}
+sign apiserver /CN=kube-apiserver "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+extendedKeyUsage=serverAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+sign admin "/O=system:masters/CN=testenv-admin" "extendedKeyUsage=clientAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>>"$LOGS/openssl.log"
+openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>>"$LOGS/openssl.log"
+
+kc() { "$KUBECTL" --kubeconfig="$KC" "$@"; }
+kc config set-cluster testenv --server="https://127.0.0.1:$API_PORT" \
+  --certificate-authority="$PKI/ca.crt" --embed-certs=true >/dev/null
+kc config set-credentials testenv-admin --client-certificate="$PKI/admin.crt" \
+  --client-key="$PKI/admin.key" --embed-certs=true >/dev/null
+kc config set-context testenv --cluster=testenv --user=testenv-admin --namespace=default >/dev/null
+kc config use-context testenv >/dev/null
+
+# --- Flink: config, then the JobManager at once (it starts in parallel with
+# the control plane); the TaskManager needs its memory pre-resolved by
+# BashJavaUtils (what bin/taskmanager.sh does) and retries the JM until up.
+FCONF=$TESTENV_DIR/flink/conf FDATA=$TESTENV_DIR/flink
+mkdir -p "$FCONF" "$FDATA/upload" "$FDATA/tmp" "$FDATA/savepoints" "$FDATA/checkpoints"
+cp "$TESTENV_SRC/testdata/log4j-console.properties" "$FCONF/"
+cat >"$FCONF/config.yaml" <<EOF
+# generated by tests/env/up.sh
+jobmanager.rpc.address: 127.0.0.1
+jobmanager.rpc.port: $RPC_PORT
+jobmanager.bind-host: 127.0.0.1
+jobmanager.memory.process.size: 1024m
+taskmanager.host: 127.0.0.1
+taskmanager.bind-host: 127.0.0.1
+taskmanager.numberOfTaskSlots: 4
+taskmanager.memory.process.size: 1536m
+taskmanager.memory.managed.size: 128m
+rest.address: 127.0.0.1
+rest.bind-address: 127.0.0.1
+rest.port: $REST_PORT
+web.submit.enable: true
+web.cancel.enable: true
+web.upload.dir: $FDATA/upload
+io.tmp.dirs: $FDATA/tmp
+execution.checkpointing.savepoint-dir: file://$FDATA/savepoints
+execution.checkpointing.dir: file://$FDATA/checkpoints
+EOF
+CP=$(cat "$FLINK/classpath.txt")
+# Java 17 module flags from Flink's dist config (env.java.opts.all)
+OPENS=(-XX:+IgnoreUnrecognizedVMOptions
+  --add-exports=java.base/sun.net.util=ALL-UNNAMED --add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
+  --add-exports=jdk.compiler/com.sun.tools.javac.api=ALL-UNNAMED --add-exports=jdk.compiler/com.sun.tools.javac.file=ALL-UNNAMED
+  --add-exports=jdk.compiler/com.sun.tools.javac.parser=ALL-UNNAMED --add-exports=jdk.compiler/com.sun.tools.javac.tree=ALL-UNNAMED
+  --add-exports=jdk.compiler/com.sun.tools.javac.util=ALL-UNNAMED --add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED)
+for m in java.lang java.net java.io java.nio sun.nio.ch java.lang.reflect java.text java.time \
+  java.util java.util.concurrent java.util.concurrent.atomic java.util.concurrent.locks; do
+  OPENS+=("--add-opens=java.base/$m=ALL-UNNAMED")
+done
+LOG4J=(-Dlog4j.configurationFile="file:$FCONF/log4j-console.properties" -Dlog.file="$LOGS/flink.log")
+# resources WHAT: the two result lines of BashJavaUtils GET_<WHAT>_RESOURCE_PARAMS
+resources() {
+  java -cp "$CP" org.apache.flink.runtime.util.bash.BashJavaUtils "GET_$1_RESOURCE_PARAMS" \
+    --configDir "$FCONF" 2>>"$LOGS/bash-java-utils.log" | sed -n 's/^BASH_JAVA_UTILS_EXEC_RESULT://p'
+}
+resources JM >"$FDATA/jm.params" & RJM=$!
+resources TM >"$FDATA/tm.params" & RTM=$!
+
+# --- control plane
+start etcd "$ETCD" --name=testenv --data-dir="$TESTENV_DIR/data/etcd" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_PORT" --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER" \
+  --initial-cluster="testenv=http://127.0.0.1:$ETCD_PEER" --unsafe-no-fsync=true \
+  --quota-backend-bytes=$((1024 * 1024 * 1024)) --auto-compaction-retention=1
+
+wait "$RJM" && wait "$RTM" || fail "BashJavaUtils failed" bash-java-utils
+[ "$(wc -l <"$FDATA/tm.params")" -eq 2 ] || fail "BashJavaUtils gave no TaskManager parameters" bash-java-utils
+read -r -a JM_JVM < <(sed -n 1p "$FDATA/jm.params")
+read -r -a TM_JVM < <(sed -n 1p "$FDATA/tm.params")
+read -r -a TM_DYN < <(sed -n 2p "$FDATA/tm.params")
+start flink-jobmanager java "${OPENS[@]}" "${JM_JVM[@]}" "${LOG4J[@]}" -cp "$CP" \
+  org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint --configDir "$FCONF"
+start flink-taskmanager java "${OPENS[@]}" "${TM_JVM[@]}" "${LOG4J[@]}" -cp "$CP" \
+  org.apache.flink.runtime.taskexecutor.TaskManagerRunner --configDir "$FCONF" "${TM_DYN[@]}"
+
+wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+
+start kube-apiserver "$K8S/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+  --cert-dir="$PKI" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" --authorization-mode=RBAC --anonymous-auth=false \
+  --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true --endpoint-reconciler-type=none \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+  --profiling=false
+curl_api() { curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$API_PORT$1"; }
+wait_for kube-apiserver 90 curl_api /readyz
+
+start kube-controller-manager "$K8S/kube-controller-manager" --kubeconfig="$KC" \
+  --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
+  --leader-elect=false --controllers='*' --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
+  --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" --profiling=false
+start kube-scheduler "$K8S/kube-scheduler" --kubeconfig="$KC" \
+  --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
+  --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --profiling=false
+: >"$TESTENV_DIR/kwok.yaml"
+start kwok "$KWOK" --kubeconfig="$KC" --config="$TESTENV_DIR/kwok.yaml" \
+  --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 --cidr=10.244.0.1/24
+
+kc apply -f "$TESTENV_SRC/testdata/node.yaml" >"$LOGS/apply-node.log" 2>&1 || fail "cannot create the fake node" apply-node
+[ -f "$CRD" ] || fail "no CRD at $CRD"
+kc apply -f "$CRD" >"$LOGS/apply-crd.log" 2>&1 || fail "cannot apply $CRD" apply-crd
+CRD_NAMES=$(kc apply -f "$CRD" --dry-run=server -o name 2>>"$LOGS/apply-crd.log" | grep customresourcedefinition || true)
+for c in $CRD_NAMES; do
+  kc wait --for=condition=Established --timeout=30s "$c" >>"$LOGS/apply-crd.log" 2>&1 || fail "$c not Established" apply-crd
+done
+kc wait --for=condition=Ready --timeout=60s node/testenv-node-0 >"$LOGS/node-ready.log" 2>&1 ||
+  fail "fake node not Ready (kwok)" kwok
+wait_for kube-controller-manager 30 curl -skf "https://127.0.0.1:$KCM_PORT/healthz"
+wait_for kube-scheduler 30 curl -skf "https://127.0.0.1:$SCHED_PORT/healthz"
+
+# --- Flink: REST up and the TaskManager registered with its slots
+flink_ready() {
+  local o; o=$(curl -sf "http://127.0.0.1:$REST_PORT/overview") || return 1
+  [[ $o =~ \"taskmanagers\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 1 ]
+}
+wait_for flink-jobmanager 90 flink_ready
+alive flink-taskmanager
+
+# --- env.sh (written last, atomically: its presence means "ready")
+{
+  echo "# generated by tests/env/up.sh at $(date -u +%FT%TZ); source me"
+  printf 'export TESTENV_DIR=%q\n' "$TESTENV_DIR"
+  printf 'export KUBECONFIG=%q\n' "$KC"
+  printf 'export KUBE_APISERVER_URL=%q\n' "https://127.0.0.1:$API_PORT"
+  printf 'export FLINK_REST_URL=%q\n' "http://127.0.0.1:$REST_PORT"
+  printf 'export TESTENV_KUBECTL=%q\n' "$KUBECTL"
+  printf 'export TESTENV_FLINK_JOBS_JAR=%q\n' "$FLINK/jobs.jar"
+  printf 'export TESTENV_FLINK_CONF_DIR=%q\n' "$FCONF"
+  all=""
+  while read -r name pid _; do
+    printf 'export TESTENV_PID_%s=%s\n' "$(echo "$name" | tr a-z- A-Z_)" "$pid"
+    all+="$name=$pid "
+  done <"$PIDS"
+  printf 'export TESTENV_PIDS=%q\n' "${all% }"
+} >"$TESTENV_DIR/env.sh.tmp"
+mv "$TESTENV_DIR/env.sh.tmp" "$TESTENV_DIR/env.sh"
+done_ok=1
+echo "testenv: up in $((SECONDS - T0)) s: API https://127.0.0.1:$API_PORT, Flink REST http://127.0.0.1:$REST_PORT"
+echo "testenv: source $TESTENV_DIR/env.sh"
