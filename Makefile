@@ -29,7 +29,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps test lint asan clean install testenv-up testenv-down testenv-build
+.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
 deps:
@@ -63,6 +63,14 @@ $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 asan: $(BUILD)/asan/flink-controller
+
+# Benchmarks (not part of `make test`): print ns/op of the hot paths.
+$(BUILD)/bench/slots_bench: bench/slots_bench.c $(BUILD)/obj/slots.o core/slots.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ bench/slots_bench.c $(BUILD)/obj/slots.o -lm
+
+bench: $(BUILD)/bench/slots_bench
+	$(BUILD)/bench/slots_bench
 
 lint:
 	luacheck --no-color -q lua policies tests
