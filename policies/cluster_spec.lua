@@ -402,7 +402,8 @@ describe("lib.flinkconf", function()
   it("reads the Flink version from the image tag", function()
     local cases = {
       { "flink:1.9.2", 1, 9 }, { "flink:1.17.1-scala_2.12-java11", 1, 17 },
-      { "registry.local:5000/team/flink:1.10", 1, 10 }, { "flink:v1.12.0", 1, 12 },
+      { "registry.local:5000/team/flink:1.10", 1, 10 }, { "apache/flink:v1.12.0", 1, 12 },
+      { "acme/flink-base:1.9", 1, 9 }, { "Flink:1.8", 1, 8 },
       { "flink:2.0", 2, 0 }, { "flink:1.18@sha256:0123", 1, 18 },
     }
     for _, c in ipairs(cases) do
@@ -410,7 +411,7 @@ describe("lib.flinkconf", function()
       assert.same({ c[2], c[3] }, { ma, mi }, c[1])
     end
     for _, unknown in ipairs({ "flink", "flink:latest", "registry.local:5000/flink", "flink@sha256:0123",
-      "flink:stable" }) do
+      "flink:stable", "my-job:1.0.3", "registry.local:5000/jobs/etl:1.9.0" }) do
       assert.is_nil(flinkconf.image_version(unknown), unknown)
     end
   end)

@@ -16,25 +16,30 @@ local function bytes_of(q, what)
 end
 
 --- Flink version of an image reference, from its tag: "flink:1.9.2" -> 1, 9;
--- "registry:5000/team/flink:1.17.1-scala_2.12-java11" -> 1, 17; "v1.12" -> 1, 12.
--- Returns nil when the tag does not start with <major>.<minor>: no tag (= latest), "latest",
--- a digest only (`@sha256:...`), or a custom tag such as "stable". A registry port
--- ("host:5000/flink") is not a tag: the tag is after the last ':' that follows the last '/'.
+-- "registry:5000/team/flink:1.17.1-scala_2.12-java11" -> 1, 17; "apache/flink:v1.12" -> 1, 12.
+-- The tag is after the last ':' that follows the last '/' (a registry port is not a tag) and
+-- before any "@digest". Returns nil (unknown) when there is no tag (= latest), when the tag
+-- does not start with <major>.<minor> ("latest", "stable"), and when the repository name
+-- (last path part) does not contain "flink": an application image such as "my-job:1.0.3" is
+-- tagged with its own version, not Flink's.
 function flinkconf.image_version(image)
   if type(image) ~= "string" then return nil end
   local ref = image:gsub("@.*$", "")           -- drop a digest
   local last = ref:match("^.*()/") or 0         -- position of the last '/'
-  local tag = ref:sub(last + 1):match(":([^:]*)$")
-  if not tag then return nil end
+  local repo, tag = ref:sub(last + 1):match("^([^:]*):([^:]*)$")
+  if not tag or not repo:lower():find("flink", 1, true) then return nil end
   local major, minor = tag:match("^[vV]?(%d+)%.(%d+)")
   if not major then return nil end
   return tonumber(major), tonumber(minor)
 end
 
---- True when the image's Flink version is >= major.minor. Unknown versions (latest, no tag,
--- custom tags) count as new: current images are what people pull without a tag. A custom
--- image tagged with its own version ("my-job:1.0.3") reads as 1.0 and gets the deprecated
--- keys, which newer Flink still maps onto its new options, so that mistake is harmless.
+--- True when the image's Flink version is >= major.minor. Unknown versions count as new:
+-- current images are what people pull without a tag or build FROM. Reading a version too old
+-- is the worse mistake: newer Flink maps the deprecated taskmanager.heap.size onto
+-- taskmanager.memory.flink.size, and "451m" of total Flink memory is too little for a
+-- TaskManager (checked with Flink 1.20's BashJavaUtils: "Sum of configured Framework Heap
+-- Memory ... exceed configured Total Flink Memory (451.000mb)"), so it would not start.
+-- flinkProperties with a memory key of the component always win (user_sets_memory).
 function flinkconf.at_least(image, major, minor)
   local ma, mi = flinkconf.image_version(image)
   if ma == nil then return true end
