@@ -1,0 +1,210 @@
+-- Specs of policies/job.lua: the fixtures in policies/testdata/job/<case>/ (input.yaml holds
+-- `hook` and its `input`; expected.yaml is matched against the output: every key given must be
+-- equal, lists must have the same length, `{}` means "empty or absent", `~` means "absent"),
+-- run on the policy loaded inside a sandbox like the host's, plus unit tests of the rules.
+local lyaml = require("lyaml")
+local lfs = require("lfs")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local CASES = ROOT .. "/policies/testdata/job"
+
+local function read_yaml(path)
+  local f = assert(io.open(path, "r"))
+  local text = f:read("a")
+  f:close()
+  return lyaml.load(text)
+end
+
+-- The policy loaded with only the sandbox's allowlist (docs/contracts.md): a global read or
+-- write, or a require outside fc.util, fc.quantity and lib.*, raises.
+local function sandboxed(name)
+  local env = {}
+  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
+    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
+    "type", "_VERSION" }) do
+    env[k] = _G[k]
+  end
+  env.string, env.table, env.math, env.utf8 = string, table, math, utf8
+  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
+  local function load_file(path) return assert(loadfile(path, "t", env))() end
+  local loaded = {}
+  env.require = function(m)
+    if m == "fc.util" or m == "fc.quantity" then return require(m) end
+    local lib = assert(m:match("^lib%.([%w_]+)$"), "require not allowed in the sandbox: " .. m)
+    loaded[m] = loaded[m] or load_file(ROOT .. "/policies/lib/" .. lib .. ".lua")
+    return loaded[m]
+  end
+  setmetatable(env, {
+    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
+    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
+  })
+  return load_file(ROOT .. "/policies/" .. name .. ".lua")
+end
+
+-- nil when `got` matches `exp` (see the header), else "<path>: <what differs>".
+local function mismatch(exp, got, path)
+  if exp == lyaml.null then
+    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
+    return nil
+  end
+  if type(exp) == "table" then
+    if next(exp) == nil then
+      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return path .. ": expected empty" end
+      return nil
+    end
+    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
+    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
+    for k, v in pairs(exp) do
+      local m = mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
+      if m then return m end
+    end
+    return nil
+  end
+  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
+  return nil
+end
+
+local function cases()
+  local dirs = {}
+  for entry in lfs.dir(CASES) do
+    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
+      dirs[#dirs + 1] = entry
+    end
+  end
+  table.sort(dirs)
+  return dirs
+end
+
+describe("policies/job.lua", function()
+  local job = sandboxed("job")
+
+  describe("fixtures", function()
+    local all = cases()
+    it("has the cases", function()
+      assert.is_true(#all >= 9)
+    end)
+    for _, case in ipairs(all) do
+      it(case, function()
+        local input = read_yaml(CASES .. "/" .. case .. "/input.yaml")
+        local expected = read_yaml(CASES .. "/" .. case .. "/expected.yaml")
+        local out = job[input.hook](input.input)
+        assert.is_nil(mismatch(expected, out, ""))
+      end)
+    end
+  end)
+
+  it("maps every Flink JobStatus as the API says", function()
+    local want = {
+      INITIALIZING = "Running", CREATED = "Running", RUNNING = "Running", FAILING = "Running",
+      CANCELLING = "Running", RESTARTING = "Running", RECONCILING = "Running", FINISHED = "Succeeded",
+      CANCELED = "Cancelled", FAILED = "Failed", SUSPENDED = "Suspended",
+    }
+    for flink, state in pairs(want) do assert.equal(state, job.map_flink_state(flink)) end
+    assert.is_nil(job.map_flink_state("CANCELED_TWICE"))
+  end)
+
+  local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
+  local READY = { jobManagerStatefulSet = { state = "Ready" }, jobManagerService = { state = "Ready" },
+    taskManagerStatefulSet = { state = "Ready" } }
+  local function decide_input(over)
+    local i = {
+      cluster = { metadata = { name = "wc" }, spec = { job = { jarFile = "/j.jar", savepointsDir = "/sp" } }, status = {} },
+      job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
+      flink_state = "RUNNING", savepoint = { state = "NotTriggered" }, outcome = {},
+      children = { Job = { ["wc-job-submitter"] = { metadata = { name = "wc-job-submitter", uid = "u" } } } },
+      components = READY, update = { pending = false, current = "wc-1", next = "wc-1" }, now = 1700000100,
+    }
+    for k, v in pairs(over or {}) do i[k] = v end
+    return i
+  end
+
+  it("keeps the last state while the JobManager is unreachable", function()
+    local out = job.observe({
+      cluster = { metadata = { name = "wc" }, spec = { job = {} },
+        status = { components = { job = { id = ID, state = "Running" } } } },
+      children = {}, flink = { reachable = false, jobs = {} }, now = 1,
+    })
+    assert.equal("Running", out.job.state)
+    assert.equal(ID, out.job.id)
+  end)
+
+  it("does not submit before the components are Ready", function()
+    local i = decide_input({ job = { name = "wc-job-submitter", state = "Pending", restartCount = 0 }, children = {},
+      components = { jobManagerStatefulSet = { state = "Ready" }, jobManagerService = { state = "Ready" },
+        taskManagerStatefulSet = { state = "NotReady" } } })
+    assert.is_false(job.decide(i).submit)
+    i.components = READY
+    assert.is_true(job.decide(i).submit)
+  end)
+
+  it("waits for the cancel savepoint before cancelling", function()
+    local i = decide_input({ outcome = { ["job cancel"] = "pending" } })
+    i.cluster.spec.job.cancelRequested = true
+    assert.same({}, job.decide(i).flink)
+    i.flink_state = "CANCELLING"
+    i.outcome = { ["job cancel"] = "done" }
+    assert.same({}, job.decide(i).flink) -- already cancelling: no second PATCH
+  end)
+
+  it("does not restart with restartPolicy Never, and keeps the cluster after a failure by default", function()
+    local i = decide_input({ job = { name = "wc-job-submitter", id = ID, state = "Failed", restartCount = 0,
+      savepointLocation = "/sp/savepoint-1" } })
+    local d = job.decide(i)
+    assert.is_false(d.resubmit)
+    assert.equal("Failed", d.job.state)
+    assert.is_nil(d.cleanup) -- afterJobFails defaults to KeepCluster
+  end)
+
+  it("does not restart without a savepoint to restart from", function()
+    local i = decide_input({ job = { name = "wc-job-submitter", id = ID, state = "Lost", restartCount = 0 } })
+    i.cluster.spec.job.restartPolicy = "FromSavepointOnFailure"
+    local d = job.decide(i)
+    assert.is_false(d.resubmit)
+    assert.equal("Lost", d.job.state)
+  end)
+
+  it("holds the components and cancels after the update savepoint", function()
+    local i = decide_input({ update = { pending = true, current = "wc-1", next = "wc-2" }, outcome = { update = "pending" } })
+    local d = job.decide(i)
+    assert.is_true(d.hold)
+    assert.same({}, d.flink)
+    i.outcome = { update = "done" }
+    d = job.decide(i)
+    assert.is_true(d.hold)
+    assert.equal("Updating", d.job.state)
+    assert.same({ { method = "PATCH", path = "/jobs/" .. ID .. "?mode=cancel" } }, d.flink)
+  end)
+
+  it("submits the new revision once the old submitter is gone, and then the update is done", function()
+    local i = decide_input({ children = {}, update = { pending = true, current = "wc-1", next = "wc-2" },
+      job = { name = "wc-job-submitter", state = "Updating", restartCount = 0, savepointLocation = "/sp/savepoint-2" } })
+    local d = job.decide(i)
+    assert.is_true(d.submit)
+    assert.is_true(d.update_done)
+    assert.equal("/sp/savepoint-2", d.from_savepoint)
+    assert.equal("Pending", d.job.state)
+  end)
+
+  it("starts the job-cancel user control and removes an unknown control value", function()
+    local i = decide_input({ outcome = { ["job cancel"] = "pending" } })
+    i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
+    local d = job.decide(i)
+    assert.same({ name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:15:00Z" }, d.control)
+    assert.is_false(d.remove_annotation)
+    i.cluster.metadata.annotations[job.CONTROL_ANNOTATION] = "restart"
+    d = job.decide(i)
+    assert.equal("Failed", d.control.state)
+    assert.is_true(d.remove_annotation)
+  end)
+
+  it("finishes the job-cancel control once the job is Cancelled", function()
+    local i = decide_input({ job = { name = "wc-job-submitter", id = ID, state = "Cancelled", restartCount = 0 },
+      flink_state = "CANCELED" })
+    i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
+    i.cluster.status.control = { name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:14:00Z" }
+    local d = job.decide(i)
+    assert.equal("Succeeded", d.control.state)
+    assert.is_true(d.remove_annotation)
+    assert.equal("DeleteCluster", d.cleanup) -- afterJobCancelled default
+  end)
+end)
