@@ -108,7 +108,8 @@ describe("policies/job.lua", function()
     taskManagerStatefulSet = { state = "Ready" } }
   local function decide_input(over)
     local i = {
-      cluster = { metadata = { name = "wc" }, spec = { job = { jarFile = "/j.jar", savepointsDir = "/sp" } }, status = {} },
+      cluster = { metadata = { name = "wc" }, spec = { job = { jarFile = "/j.jar", savepointsDir = "/sp" } },
+        status = {} },
       job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
       flink_state = "RUNNING", savepoint = { state = "NotTriggered" }, outcome = {},
       children = { Job = { ["wc-job-submitter"] = { metadata = { name = "wc-job-submitter", uid = "u" } } } },
@@ -164,7 +165,8 @@ describe("policies/job.lua", function()
   end)
 
   it("holds the components and cancels after the update savepoint", function()
-    local i = decide_input({ update = { pending = true, current = "wc-1", next = "wc-2" }, outcome = { update = "pending" } })
+    local i = decide_input({ update = { pending = true, current = "wc-1", next = "wc-2" },
+      outcome = { update = "pending" } })
     local d = job.decide(i)
     assert.is_true(d.hold)
     assert.same({}, d.flink)
@@ -177,7 +179,8 @@ describe("policies/job.lua", function()
 
   it("submits the new revision once the old submitter is gone, and then the update is done", function()
     local i = decide_input({ children = {}, update = { pending = true, current = "wc-1", next = "wc-2" },
-      job = { name = "wc-job-submitter", state = "Updating", restartCount = 0, savepointLocation = "/sp/savepoint-2" } })
+      job = { name = "wc-job-submitter", state = "Updating", restartCount = 0,
+        savepointLocation = "/sp/savepoint-2" } })
     local d = job.decide(i)
     assert.is_true(d.submit)
     assert.is_true(d.update_done)

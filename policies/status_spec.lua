@@ -118,7 +118,8 @@ describe("policies/status.lua", function()
       assert.equal("Ready", status.service_state({ spec = { type = "ClusterIP" } }))
     end)
     it("waits for a LoadBalancer ingress address", function()
-      assert.equal("NotReady", status.service_state({ spec = { type = "LoadBalancer" }, status = { loadBalancer = {} } }))
+      assert.equal("NotReady", status.service_state({ spec = { type = "LoadBalancer" },
+        status = { loadBalancer = {} } }))
       assert.equal("Ready", status.service_state({ spec = { type = "LoadBalancer" },
         status = { loadBalancer = { ingress = { { hostname = "lb.example.com" } } } } }))
     end)
