@@ -146,9 +146,8 @@ function quantity.millicores(q)
   return scaled(p, 3)
 end
 
---- quantity.valid(q) -> true | false, reason: `q` parses and fits int64 millis.
--- Millis are the finest unit policies use, so a quantity valid here is valid in
--- bytes too (but not the other way round: "9E" fits in bytes only).
+--- quantity.valid(q) -> true | false, reason: `q` parses and its value in whole units
+-- (bytes) fits int64. millicores() can still overflow for values above ~9.2 * 10^15 ("1E").
 function quantity.valid(q)
   local p, err = quantity.parse(q)
   if not p then return false, err end
