@@ -432,7 +432,9 @@ end
 
 local function check_spec(spec, creating, add)
   local image = obj(spec.image)
-  if not image or is_null(image.name) or image.name == "" then add("spec.image.name", "is required") end
+  if (image and (is_null(image.name) or image.name == "")) or is_null(spec.image) then
+    add("spec.image.name", "is required")
+  end
   if image then check_enum(image.pullPolicy, validate.PULL_POLICIES, "spec.image.pullPolicy", add) end
 
   local jm = obj(spec.jobManager)
