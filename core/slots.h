@@ -12,7 +12,8 @@
  *
  * Errors: every fallible function returns an enum slots_status and, when `err` is not NULL,
  * fills err->msg with "<reason>" (no function prefix; the Lua binding adds "slots.<fn>: ").
- * Nothing aborts; on error the accounting is left unchanged.
+ * Nothing aborts; on error the counts are left unchanged (a resource seen for the first time
+ * keeps the priority it was given even when the pod request then fails on a limit).
  */
 #ifndef FC_SLOTS_H
 #define FC_SLOTS_H
@@ -212,7 +213,7 @@ struct slots_removal {
     bool removed;           /* false: the pod was not known (nothing counted) */
     bool was_pending;       /* it had not been observed yet (was pending) */
     int priority;           /* its priority, -1 when not removed */
-    int failed_attempts;    /* the counter after the call */
+    int failed_attempts;    /* the counter after the call (never reset; saturates at INT_MAX) */
     bool stopped;           /* failed_attempts >= max_failed_attempts (seed: >=, then stop) */
 };
 
