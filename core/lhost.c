@@ -59,7 +59,6 @@ static const char lhost_key_guarded_string = 0;
 static const luaL_Reg lhost_cmodules[] = {
     {"fc.host", luaopen_fc_host},
     {"fc.slots", luaopen_fc_slots},
-    {"fc.slots", luaopen_fc_slots},
     /* core/lua_<name>.c modules: add {"fc.<name>", luaopen_fc_<name>} here */
     {NULL, NULL}
 };

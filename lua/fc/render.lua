@@ -1,0 +1,179 @@
+--- fc.render: the offline dry-run behind `flink-controller render` (docs/contracts.md, "Render").
+--
+-- For every FlinkCluster document of the input: defaults.apply -> validate.check ->
+-- cluster.desired, each through fc.host.call (sandboxed and budgeted in the binary), with the
+-- output shapes checked here. Every document is processed even when an earlier one failed;
+-- all errors are reported; stdout is empty when anything failed.
+local codec = require("fc.codec")
+
+local render = {}
+
+local API_VERSION = "flinkoperator.k8s.io/v1beta1"
+local KIND = "FlinkCluster"
+
+local function is_list(v)
+  if type(v) ~= "table" then return false end
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  return n == #v
+end
+
+-- Checks the items of a validate result list; returns an error string or nil.
+local function check_findings(list, field)
+  if list == nil then return nil end
+  if not is_list(list) then return field .. " must be a list" end
+  for i, f in ipairs(list) do
+    if type(f) ~= "table" or type(f.path) ~= "string" or type(f.message) ~= "string" then
+      return string.format("%s[%d] must be {path=<string>, message=<string>}", field, i - 1)
+    end
+  end
+  return nil
+end
+
+--- Shape checks of the policy outputs. Each returns nil or "<what is wrong>".
+render.shape = {}
+
+function render.shape.defaults(c)
+  if type(c) ~= "table" then return "must return a table, got " .. type(c) end
+  if c.apiVersion ~= API_VERSION or c.kind ~= KIND then
+    return "must return a " .. KIND .. " of " .. API_VERSION
+  end
+  if type(c.metadata) ~= "table" or type(c.metadata.name) ~= "string" then
+    return "must return metadata.name as a string"
+  end
+  if type(c.spec) ~= "table" then return "must return spec as a table" end
+  return nil
+end
+
+function render.shape.validate(r)
+  if type(r) ~= "table" then return "must return a table, got " .. type(r) end
+  return check_findings(r.errors, "errors") or check_findings(r.warnings, "warnings")
+end
+
+function render.shape.cluster(r)
+  if type(r) ~= "table" then return "must return a table, got " .. type(r) end
+  if r.objects == nil then return nil end
+  if not is_list(r.objects) then return "objects must be a list" end
+  for i, o in ipairs(r.objects) do
+    if type(o) ~= "table" or type(o.apiVersion) ~= "string" or type(o.kind) ~= "string"
+      or type(o.metadata) ~= "table" or type(o.metadata.name) ~= "string" then
+      return string.format("objects[%d] must have apiVersion, kind and metadata.name strings", i - 1)
+    end
+  end
+  return nil
+end
+
+local HOOKS = {
+  defaults = "apply",
+  validate = "check",
+  cluster = "desired",
+}
+
+-- Calls a policy hook and checks its output shape: true, result | false, message.
+local function run_policy(host, policy, input)
+  local ok, res = host.call(policy, HOOKS[policy], input)
+  if not ok then return false, res end
+  local bad = render.shape[policy](res)
+  if bad then return false, string.format("%s.lua: %s: %s", policy, HOOKS[policy], bad) end
+  return true, res
+end
+
+--- Renders one decoded, normalized document.
+-- Returns {name=, objects={...} | nil, errors={lines}, warnings={lines}}; lines are
+-- "<name>: <field path>: <message>" and "<name>: warning: <path>: <message>".
+function render.document(doc, index, host)
+  host = host or require("fc.host")
+  local out = { errors = {}, warnings = {} }
+  local function fail(path, msg)
+    out.errors[#out.errors + 1] = string.format("%s: %s: %s", out.name, path, msg)
+    return out
+  end
+  if type(doc) ~= "table" or is_list(doc) then
+    out.name = "document " .. index
+    return fail("document", "not a mapping (a FlinkCluster object was expected)")
+  end
+  local meta = type(doc.metadata) == "table" and doc.metadata or {}
+  out.name = (type(meta.name) == "string" and meta.name ~= "") and meta.name or ("document " .. index)
+  if doc.apiVersion ~= API_VERSION or doc.kind ~= KIND then
+    return fail(doc.kind ~= KIND and "kind" or "apiVersion", string.format(
+      "document %d is a %s (%s), not a %s (%s)", index, tostring(doc.kind or "document without kind"),
+      tostring(doc.apiVersion or "no apiVersion"), KIND, API_VERSION))
+  end
+  local ok, cluster = run_policy(host, "defaults", doc)
+  if not ok then return fail("policy", cluster) end
+  local vres
+  ok, vres = run_policy(host, "validate", { cluster = cluster, raw = doc, old = {} })
+  if not ok then return fail("policy", vres) end
+  for _, w in ipairs(vres.warnings or {}) do
+    out.warnings[#out.warnings + 1] = string.format("%s: warning: %s: %s", out.name, w.path, w.message)
+  end
+  for _, e in ipairs(vres.errors or {}) do fail(e.path, e.message) end
+  if #out.errors > 0 then return out end
+  local dres
+  ok, dres = run_policy(host, "cluster", { cluster = cluster })
+  if not ok then return fail("policy", dres) end
+  out.objects = dres.objects or {}
+  return out
+end
+
+--- Runs a whole render.
+-- opts: text (the input), source (its name for messages, e.g. the file or "<stdin>"),
+-- output "yaml" (default) | "json", policy_dir (optional: fc.host.configure), host (optional,
+-- a host module for tests).
+-- Returns {stdout=<string>, stderr={<lines>}, code=0|1}: code 1 when the input cannot be
+-- decoded, a document is invalid or a policy failed; stdout is "" then.
+function render.run(opts)
+  local host = opts.host or require("fc.host")
+  if opts.policy_dir then host.configure({ policy_dir = opts.policy_dir }) end
+  local source = opts.source or "<input>"
+  local res = { stdout = "", stderr = {}, code = 0 }
+  local function err(line)
+    res.stderr[#res.stderr + 1] = line
+    res.code = 1
+  end
+  local docs, derr = codec.decode_documents(opts.text or "")
+  if not docs then
+    err(source .. ": " .. derr)
+    return res
+  end
+  local objects, seen, count = {}, {}, 0
+  for _, d in ipairs(docs) do
+    if d.error then
+      local name = "document " .. d.index
+      err(string.format("%s: %s", name, d.error))
+    elseif d.value ~= nil then
+      count = count + 1
+      local r = render.document(d.value, d.index, host)
+      for _, w in ipairs(r.warnings) do res.stderr[#res.stderr + 1] = w end
+      for _, e in ipairs(r.errors) do err(e) end
+      if r.objects then
+        local meta = d.value.metadata
+        local key = tostring(meta.namespace or "") .. "/" .. meta.name
+        if seen[key] then
+          err(string.format("%s: metadata.name: document %d renders the same cluster as document %d",
+            r.name, d.index, seen[key]))
+        else
+          seen[key] = d.index
+          for _, o in ipairs(r.objects) do objects[#objects + 1] = o end
+        end
+      end
+    end
+  end
+  if count == 0 and res.code == 0 then err(source .. ": no FlinkCluster documents") end
+  if res.code ~= 0 then return res end
+  local ok, text
+  if opts.output == "json" then
+    ok, text = pcall(codec.encode_json, { apiVersion = "v1", kind = "List", items = objects })
+    if ok then text = text .. "\n" end
+  else
+    ok, text = pcall(codec.encode_yaml_stream, objects)
+  end
+  if not ok then
+    err(source .. ": cannot encode the objects: " .. tostring(text))
+    return res
+  end
+  res.stdout = text
+  return res
+end
+
+return render
