@@ -212,6 +212,16 @@ describe("cluster.desired", function()
     end
   end)
 
+  it("treats explicit nulls as unset", function()
+    local raw = lyaml.load(read(TESTDATA .. "/session/input.yaml"))
+    raw.spec.jobManager.ingress = lyaml.null
+    raw.spec.jobManager.podLabels = lyaml.null
+    raw.spec.hadoopConfig = lyaml.null
+    raw.spec.gcpConfig = { serviceAccount = lyaml.null }
+    raw.spec.envVars = lyaml.null
+    assert.is_nil(first_diff(render(raw), fixture_objects("session")))
+  end)
+
   it("returns no table twice (callers may edit the output in place)", function()
     local seen = {}
     for _, o in ipairs(fixture_objects("session-full")) do
