@@ -160,6 +160,15 @@ describe("cluster policy fixtures", function()
     end)
   end
 
+  it("uses only manifests that validate.lua accepts", function()
+    local validate = require("validate")
+    for _, case in ipairs(CASES) do
+      local raw = load_yaml(TESTDATA .. "/" .. case .. "/input.yaml")
+      local r = validate.check({ cluster = defaults.apply(raw), raw = raw, old = {} })
+      assert.same({}, r.errors or {}, case)
+    end
+  end)
+
   it("keeps the wordcount fixture identical to deploy/examples/wordcount.yaml", function()
     assert.is_nil(first_diff(load_yaml(TESTDATA .. "/wordcount/input.yaml"),
       load_yaml(ROOT .. "/deploy/examples/wordcount.yaml")))
