@@ -121,7 +121,8 @@ describe("policies/savepoint.lua", function()
       end
       if out.savepoint.state == "InProgress" and out.savepoint.triggerID
           and now - clock.parse(out.savepoint.triggerTime) >= 7 then
-        triggers[ID] = { request_id = out.savepoint.triggerID, status = "COMPLETED", location = "/sp/s" .. n, time = now }
+        triggers[ID] = { request_id = out.savepoint.triggerID, status = "COMPLETED", location = "/sp/s" .. n,
+          time = now }
       end
       st = { savepoint = out.savepoint, job = out.job }
     end
@@ -154,7 +155,8 @@ describe("policies/savepoint.lua", function()
 
   it("gives up waiting for the trigger's answer after TRIGGER_TIMEOUT", function()
     local st = {
-      savepoint = { jobID = ID, triggerTime = "1970-01-01T00:16:40Z", triggerReason = "scheduled", state = "InProgress" },
+      savepoint = { jobID = ID, triggerTime = "1970-01-01T00:16:40Z", triggerReason = "scheduled",
+        state = "InProgress" },
       job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
     }
     local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1000 + savepoint.TRIGGER_TIMEOUT))

@@ -1,0 +1,536 @@
+-- Specs of the reconcile framework (lua/fc/reconcile.lua) with fc.diff and fc.revision.
+-- The framework runs through fc.host (the pure-Lua fallback under busted) against a policy dir
+-- built per test: the tiny defaults/validate/cluster of tests/testdata/policies-min/ plus the
+-- real job, savepoint and status policies (and lib/clock.lua); the last block runs the real
+-- policies/ directory. Observed objects are the applied ones as an API server would return
+-- them: with uid, resourceVersion, managedFields, server-filled defaults and a status.
+local lyaml = require("lyaml")
+local util = require("fc.util")
+local host = require("fc.host")
+local reconcile = require("fc.reconcile")
+local diff = require("fc.diff")
+local revision = require("fc.revision")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local T0 = 1764484800 -- 2025-11-30T06:40:00Z
+local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local made = {}
+-- A policy dir: policies-min + the real job/savepoint/status; `overrides` = {file = text}.
+local function policy_dir(overrides)
+  local dir = io.popen("mktemp -d"):read("l")
+  made[#made + 1] = dir
+  assert(os.execute("mkdir -p '" .. dir .. "/lib'"))
+  for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
+    write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
+  end
+  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "lib/clock.lua" }) do
+    write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
+  end
+  for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
+  return dir
+end
+
+local function wordcount(over)
+  local c = lyaml.load(read(ROOT .. "/deploy/examples/wordcount.yaml"))
+  c.metadata.namespace = "default"
+  c.metadata.uid = "0b6c3f5e-1111-4222-8333-944455556666"
+  c.metadata.generation = 1
+  for k, v in pairs(over or {}) do c[k] = v end
+  return c
+end
+
+-- The object as the API server returns it after an apply. `ready` makes StatefulSets Ready.
+local function served(obj, ready)
+  local o = util.deepcopy(obj)
+  local md = o.metadata
+  md.uid = "uid-" .. o.kind .. "-" .. md.name
+  md.resourceVersion = "4711"
+  md.creationTimestamp = "2025-11-30T06:40:01Z"
+  md.managedFields = { { manager = "flink-controller", operation = "Apply", fieldsType = "FieldsV1" } }
+  md.generation = 1
+  if o.kind == "StatefulSet" then
+    o.spec.revisionHistoryLimit = 10
+    o.spec.updateStrategy = { type = "RollingUpdate", rollingUpdate = { partition = 0 } }
+    local c = o.spec.template.spec.containers[1]
+    c.terminationMessagePath = "/dev/termination-log"
+    c.imagePullPolicy = "IfNotPresent"
+    if c.resources and c.resources.limits and c.resources.limits.memory == "1024Mi" then
+      c.resources.limits.memory = "1Gi" -- the API server canonicalises quantities
+    end
+    local r = o.spec.replicas or 1
+    o.status = { observedGeneration = 1, replicas = r, readyReplicas = ready and r or nil,
+      currentRevision = md.name .. "-5d8f", updateRevision = md.name .. "-5d8f" }
+  elseif o.kind == "Service" then
+    o.spec.clusterIP = "10.96.0.12"
+    o.spec.sessionAffinity = "None"
+    for _, p in ipairs(o.spec.ports) do
+      p.protocol = "TCP"
+      p.targetPort = p.port
+    end
+    o.status = { loadBalancer = {} }
+  elseif o.kind == "Job" then
+    o.status = { active = 1 }
+  end
+  return o
+end
+
+-- Children {kind={name=obj}} from a list of objects, served.
+local function children_of(objects, ready)
+  local ch = {}
+  for _, o in ipairs(objects) do
+    ch[o.kind] = ch[o.kind] or {}
+    ch[o.kind][o.metadata.name] = served(o, ready)
+  end
+  return ch
+end
+
+local function applied(result)
+  local out = {}
+  for _, a in ipairs(result.actions) do
+    if a.op == "apply" then out[#out + 1] = a.object end
+  end
+  return out
+end
+
+local function ops(result)
+  local out = {}
+  for _, a in ipairs(result.actions) do
+    if a.op == "apply" then
+      out[#out + 1] = "apply " .. a.object.kind .. " " .. a.object.metadata.name
+    elseif a.op == "delete" then
+      out[#out + 1] = "delete " .. a.kind .. " " .. a.name
+    elseif a.op == "flink" then
+      out[#out + 1] = "flink " .. a.method .. " " .. a.path
+    else
+      out[#out + 1] = a.op
+    end
+  end
+  return out
+end
+
+local function condition(status, ctype)
+  for _, c in ipairs(status.conditions or {}) do
+    if c.type == ctype then return c end
+  end
+  return nil
+end
+
+local function with_status(cluster, status)
+  local c = util.deepcopy(cluster)
+  c.status = util.deepcopy(status)
+  return c
+end
+
+teardown(function()
+  for _, d in ipairs(made) do os.execute("rm -rf '" .. d .. "'") end
+end)
+
+describe("fc.revision", function()
+  it("encodes canonically: sorted keys, integers, empty table as {}", function()
+    assert.equal('{"a":[1,2,{"x":true}],"b":{},"c":"q\\"","d":2}',
+      revision.canonical({ d = 2.0, c = 'q"', b = {}, a = { 1, 2, { x = true } } }))
+  end)
+  it("hashes with FNV-1a 32 (published test vectors)", function()
+    assert.equal(0x811c9dc5, revision.fnv1a32(""))
+    assert.equal(0xe40c292c, revision.fnv1a32("a"))
+    assert.equal(0xbf9cf968, revision.fnv1a32("foobar"))
+  end)
+  it("ignores control fields and key order, not other changes", function()
+    local a = { image = { name = "flink:1.9.2" }, taskManager = { replicas = 1 },
+      job = { jarFile = "/j.jar", savepointGeneration = 1, cancelRequested = false, autoSavepointSeconds = 60 } }
+    local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar" },
+      taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
+    assert.equal(revision.hash(a), revision.hash(b))
+    b.taskManager.replicas = 2
+    assert.are_not.equal(revision.hash(a), revision.hash(b))
+    assert.matches("^%x%x%x%x%x%x%x%x$", revision.hash(a))
+  end)
+  it("prunes the oldest revisions beyond the limit, never the kept ones", function()
+    local revs = { ["c-a"] = { revision = 1 }, ["c-b"] = { revision = 2 }, ["c-c"] = { revision = 3 },
+      ["c-d"] = { revision = 4 } }
+    assert.same({ "c-b", "c-c" }, revision.prune(revs, 2, { ["c-a"] = true }))
+    assert.same({}, revision.prune(revs, 10, {}))
+    assert.equal(5, revision.next_number(revs))
+  end)
+end)
+
+describe("fc.diff", function()
+  local desired = {
+    apiVersion = "apps/v1", kind = "StatefulSet",
+    metadata = { name = "x", labels = { app = "flink" } },
+    spec = { replicas = 1, template = { spec = { containers = { { name = "m", image = "flink:1.9.2",
+      resources = { limits = { memory = "1024Mi", cpu = "0.2" } }, args = {} } } } } },
+  }
+  it("ignores server-filled defaults, server metadata, status and canonical quantities", function()
+    local o = util.deepcopy(desired)
+    o.metadata.uid, o.metadata.resourceVersion, o.metadata.managedFields = "u", "9", { {} }
+    o.metadata.labels.extra = "by-someone-else"
+    o.spec.podManagementPolicy = "OrderedReady"
+    o.spec.template.spec.containers[1].terminationMessagePath = "/dev/termination-log"
+    o.spec.template.spec.containers[1].resources.limits = { memory = "1Gi", cpu = "200m" }
+    o.spec.template.spec.containers[1].args = nil -- an empty list we set is dropped by the server
+    o.status = { replicas = 1 }
+    assert.is_false(diff.differs(desired, o))
+  end)
+  it("reports the first field we set that differs", function()
+    local o = util.deepcopy(desired)
+    o.spec.replicas = 2
+    assert.equal("spec.replicas", diff.differs(desired, o))
+    o = util.deepcopy(desired)
+    o.spec.template.spec.containers[1].image = "flink:1.10"
+    assert.equal("spec.template.spec.containers[0].image", diff.differs(desired, o))
+    o = util.deepcopy(desired)
+    o.spec.template.spec.containers[1].resources.limits.memory = "1G"
+    assert.equal("spec.template.spec.containers[0].resources.limits.memory", diff.differs(desired, o))
+    o = util.deepcopy(desired)
+    o.spec.template.spec.containers[2] = { name = "sidecar" }
+    assert.equal("spec.template.spec.containers", diff.differs(desired, o))
+  end)
+  it("says an absent object differs", function()
+    assert.equal("", diff.differs(desired, nil))
+  end)
+end)
+
+describe("reconcile.run with policies-min", function()
+  before_each(function()
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
+  -- The wordcount example brought up step by step; returns the results and snapshots.
+  local function bring_up(c)
+    c = c or wordcount()
+    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local objs = applied(r1)
+    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true),
+      flink = {}, now = T0 + 30 })
+    for _, o in ipairs(applied(r2)) do objs[#objs + 1] = o end
+    return c, r1, r2, objs
+  end
+
+  it("applies the wordcount objects in order when nothing exists: Creating", function()
+    local c = wordcount()
+    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local rev = r.status.nextRevision
+    assert.matches("^wordcount%-%x%x%x%x%x%x%x%x$", rev)
+    assert.same({
+      "apply ConfigMap wordcount-configmap",
+      "apply StatefulSet wordcount-jobmanager",
+      "apply Service wordcount-jobmanager",
+      "apply StatefulSet wordcount-taskmanager",
+      "apply ControllerRevision " .. rev,
+    }, ops(r))
+    assert.equal("Creating", r.status.state)
+    assert.equal(1, r.status.observedGeneration)
+    assert.equal(rev, r.status.currentRevision)
+    assert.equal(rev, r.status.nextRevision)
+    assert.equal("Pending", r.status.components.job.state)
+    assert.equal("NotReady", r.status.components.jobManagerStatefulSet.state)
+    assert.same({ type = "Ready", status = "False", reason = "Creating",
+      message = "not ready: jobManagerStatefulSet NotReady, jobManagerService NotReady, "
+        .. "taskManagerStatefulSet NotReady",
+      lastTransitionTime = "2025-11-30T06:40:00Z", observedGeneration = 1 }, condition(r.status, "Ready"))
+    assert.equal("False", condition(r.status, "PolicyError").status)
+    assert.equal("2025-11-30T06:40:00Z", r.status.lastUpdateTime)
+    assert.same({
+      { type = "Warning", reason = "SpecWarning", message = "spec.flinkProperties: unknown field" },
+      { type = "Normal", reason = "StateChanged", message = "cluster state Creating" },
+      { type = "Normal", reason = "JobStateChanged", message = "job state Pending" },
+    }, r.events)
+    assert.equal(10, r.requeue_after)
+    local cr = applied(r)[5]
+    assert.equal(1, cr.revision)
+    assert.equal("/cache/flink-app.jar", cr.data.job.jarFile)
+    assert.equal(c.metadata.uid, cr.metadata.ownerReferences[1].uid)
+  end)
+
+  it("goes Running when all are Ready and then submits the job", function()
+    local _, _, r2 = bring_up()
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
+    assert.equal("Running", r2.status.state)
+    assert.same({ "True", "Running" }, { condition(r2.status, "Ready").status, condition(r2.status, "Ready").reason })
+    assert.equal("2025-11-30T06:40:30Z", condition(r2.status, "Ready").lastTransitionTime)
+    -- PolicyError stayed False: its transition time is kept from the first run
+    assert.equal("2025-11-30T06:40:00Z", condition(r2.status, "PolicyError").lastTransitionTime)
+    assert.same({ type = "Normal", reason = "StateChanged", message = "cluster state Creating -> Running" },
+      r2.events[1])
+  end)
+
+  it("changes nothing and reports no status when all is as desired", function()
+    local c, _, r2, objs = bring_up()
+    local r3 = reconcile.run({ cluster = with_status(c, r2.status), children = children_of(objs, true),
+      flink = {}, now = T0 + 60 })
+    assert.same({ "flink GET /jobs/overview" }, ops(r3))
+    assert.is_nil(r3.status)
+    assert.same({}, r3.events)
+  end)
+
+  it("re-applies only the JobManager Service when it was deleted", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    ch.Service = nil
+    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    assert.same({ "apply Service wordcount-jobmanager" }, ops(r))
+    assert.equal("Reconciling", r.status.state)
+    assert.equal("NotReady", r.status.components.jobManagerService.state)
+    assert.same({ type = "Warning", reason = "StateChanged", message = "cluster state Running -> Reconciling" },
+      r.events[1])
+  end)
+
+  it("re-applies only the TaskManager StatefulSet when replicas change (session cluster)", function()
+    local c = wordcount()
+    c.spec.job = nil
+    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local objs = applied(r1)
+    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
+      now = T0 + 30 })
+    assert.same({}, ops(r2))
+    assert.equal("Running", r2.status.state)
+    local c2 = with_status(c, r2.status)
+    c2.metadata.generation = 2
+    c2.spec.taskManager.replicas = 2
+    local r3 = reconcile.run({ cluster = c2, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local rev2 = r3.status.nextRevision
+    assert.are_not.equal(r2.status.currentRevision, rev2)
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. rev2 }, ops(r3))
+    assert.equal(2, applied(r3)[1].spec.replicas)
+    assert.equal(2, applied(r3)[2].revision)
+    assert.equal(rev2, r3.status.currentRevision)
+    assert.equal(2, r3.status.observedGeneration)
+    assert.equal(2, condition(r3.status, "Ready").observedGeneration)
+  end)
+
+  it("takes a savepoint before changing a running job cluster (update)", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    local st = util.deepcopy(r2.status)
+    st.components.job.id = ID
+    st.components.job.state = "Running"
+    local c2 = with_status(c, st)
+    c2.metadata.generation = 2
+    c2.spec.taskManager.replicas = 2
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } } }
+    local r = reconcile.run({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
+    local rev2 = r.status.nextRevision
+    assert.are_not.equal(r2.status.currentRevision, rev2)
+    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
+      "flink GET /jobs/overview" }, ops(r))
+    assert.same({ ["target-directory"] = "/cache/savepoints", ["cancel-job"] = false }, r.actions[2].body)
+    assert.equal("Updating", r.status.state)
+    assert.equal("update", r.status.savepoint.triggerReason)
+    assert.are_not.equal(rev2, r.status.currentRevision)
+    assert.equal(rev2, r.status.nextRevision)
+  end)
+
+  it("rejects an invalid spec with an event and a condition naming the field, and no actions", function()
+    local c, _, r2, objs = bring_up()
+    local bad = with_status(c, r2.status)
+    bad.metadata.generation = 2
+    bad.spec.taskManager.replicas = 0
+    local r = reconcile.run({ cluster = bad, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    assert.same({}, r.actions)
+    assert.same({ { type = "Warning", reason = "InvalidSpec",
+      message = "invalid spec: spec.taskManager.replicas: must be >= 1" } }, r.events)
+    local ready = condition(r.status, "Ready")
+    assert.same({ "False", "InvalidSpec", "invalid spec: spec.taskManager.replicas: must be >= 1", 2 },
+      { ready.status, ready.reason, ready.message, ready.observedGeneration })
+    assert.equal("Running", r.status.state)
+    assert.equal(1, r.status.observedGeneration)
+    -- the same invalid spec again: no new event, no status change
+    local again = reconcile.run({ cluster = with_status(bad, r.status), children = children_of(objs, true), flink = {},
+      now = T0 + 90 })
+    assert.same({}, again.events)
+    assert.is_nil(again.status)
+  end)
+
+  it("fails only this cluster when a policy raises: PolicyError naming file and line", function()
+    host.configure({ policy_dir = policy_dir({ ["status.lua"] =
+      "local s = {}\nfunction s.components(input)\n" ..
+      "  error(\"boom: \" .. input.cluster.metadata.name)\nend\nreturn s\n" }) })
+    local c = with_status(wordcount(), { state = "Running" })
+    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal(1, #r.events)
+    assert.equal("Warning", r.events[1].type)
+    assert.equal("PolicyError", r.events[1].reason)
+    assert.matches("status%.lua:3: boom: wordcount", r.events[1].message)
+    local pe = condition(r.status, "PolicyError")
+    assert.equal("True", pe.status)
+    assert.equal(r.events[1].message, pe.message)
+    assert.equal("Running", r.status.state)
+    assert.equal(reconcile.POLICY_ERROR_REQUEUE, r.requeue_after)
+    -- once the policy is fixed, the condition clears with an event
+    host.configure({ policy_dir = policy_dir() })
+    local ok = reconcile.run({ cluster = with_status(c, r.status), children = {}, flink = {}, now = T0 + 60 })
+    assert.equal("False", condition(ok.status, "PolicyError").status)
+    local reasons = {}
+    for _, e in ipairs(ok.events) do reasons[#reasons + 1] = e.reason end
+    assert.is_truthy(table.concat(reasons, ","):find("PolicyErrorResolved", 1, true))
+  end)
+
+  it("treats an output of the wrong shape as a policy error", function()
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] =
+      "return { desired = function() return { objects = { { kind = 'ConfigMap' } } } end }\n" }) })
+    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal("cluster.lua: desired: objects[1] has no kind or metadata.name", r.events[1].message)
+  end)
+
+  it("deletes children that are no longer desired", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    ch.Ingress = { ["wordcount-jobmanager"] = served({ kind = "Ingress", metadata = { name = "wordcount-jobmanager" },
+      spec = {} }) }
+    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    assert.same({ "delete Ingress wordcount-jobmanager", "flink GET /jobs/overview" }, ops(r))
+  end)
+
+  it("reads the job id from the submitter and the state from Flink", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    local sub = ch.Job["wordcount-job-submitter"]
+    ch.Pod = { ["wordcount-job-submitter-abcde"] = { metadata = { name = "wordcount-job-submitter-abcde",
+      ownerReferences = { { kind = "Job", name = "wordcount-job-submitter", uid = sub.metadata.uid } } },
+      status = { containerStatuses = { { name = "main",
+        state = { terminated = { exitCode = 0, message = "jobID: " .. ID } } } } } } }
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = (T0 + 40) * 1000 } } }
+    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = flink, now = T0 + 60 })
+    assert.equal(ID, r.status.components.job.id)
+    assert.equal("Running", r.status.components.job.state)
+    assert.equal("True", condition(r.status, "JobRunning").status)
+    assert.same({ type = "Normal", reason = "JobStateChanged",
+      message = "job state Pending -> Running (job " .. ID .. ")" },
+      r.events[1])
+    assert.same({ "flink GET /jobs/overview" }, ops(r))
+  end)
+
+  it("cleans up after the job succeeded: Stopping, then Stopped; the submitter stays", function()
+    local c, _, r2, objs = bring_up()
+    local st = util.deepcopy(r2.status)
+    st.components.job.id = ID
+    st.components.job.state = "Running"
+    local flink = { reachable = true, jobs = { { jid = ID, state = "FINISHED" } } }
+    local r = reconcile.run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
+      now = T0 + 120 })
+    assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
+      "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, ops(r))
+    assert.equal("Stopping", r.status.state)
+    assert.equal("Succeeded", r.status.components.job.state)
+    local left = children_of(objs, true)
+    left.Service, left.StatefulSet, left.ConfigMap = nil, nil, nil
+    local r5 = reconcile.run({ cluster = with_status(c, r.status), children = left, flink = { reachable = false },
+      now = T0 + 150 })
+    assert.same({}, ops(r5))
+    assert.equal("Stopped", r5.status.state)
+    assert.equal("Deleted", r5.status.components.taskManagerStatefulSet.state)
+    assert.equal("Succeeded", r5.status.components.job.state)
+    assert.is_nil(r5.requeue_after)
+  end)
+
+  it("runs the savepoint user control and removes the annotation when done", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    local st = util.deepcopy(r2.status)
+    st.components.job.id = ID
+    st.components.job.state = "Running"
+    local cc = with_status(c, st)
+    cc.metadata.annotations = { [reconcile.CONTROL_ANNOTATION] = "savepoint" }
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING" } }, savepoint_triggers = {} }
+    local r = reconcile.run({ cluster = cc, children = ch, flink = flink, now = T0 + 100 })
+    assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
+    assert.equal("Progressing", r.status.control.state)
+    -- the core recorded the request-id, then the completed operation
+    flink.savepoint_triggers[ID] = { request_id = "7e2a0000000000000000000000000001", time = T0 + 101 }
+    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 102 })
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/7e2a0000000000000000000000000001",
+      "flink GET /jobs/overview" }, ops(r))
+    flink.savepoint_triggers[ID] = { request_id = "7e2a0000000000000000000000000001", status = "COMPLETED",
+      location = "/cache/savepoints/savepoint-8c2d6f-0123456789ab", time = T0 + 107 }
+    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 107 })
+    assert.equal("Succeeded", r.status.savepoint.state)
+    assert.equal("/cache/savepoints/savepoint-8c2d6f-0123456789ab", r.status.components.job.savepointLocation)
+    assert.equal("Succeeded", r.status.control.state)
+    local patch = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
+    assert.same(patch, r.actions[#r.actions])
+    -- the annotation removal not observed yet: no second savepoint, the patch again
+    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 108 })
+    assert.same({ "flink GET /jobs/overview", "patch_annotations" }, ops(r))
+    assert.is_nil(r.status)
+  end)
+
+  it("restarts a failed job from its savepoint with FromSavepointOnFailure", function()
+    local c0 = wordcount()
+    c0.spec.job.restartPolicy = "FromSavepointOnFailure"
+    local c, _, r2, objs = bring_up(c0)
+    local st = util.deepcopy(r2.status)
+    st.components.job.id = ID
+    st.components.job.state = "Running"
+    st.components.job.savepointLocation = "/cache/savepoints/savepoint-1"
+    local flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } } }
+    local r = reconcile.run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
+      now = T0 + 120 })
+    assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
+    assert.equal(1, r.status.components.job.restartCount)
+    assert.equal("Pending", r.status.components.job.state)
+    -- next pass, the old submitter is gone: a new one restores from the savepoint
+    local ch = children_of(objs, true)
+    ch.Job = nil
+    local r6 = reconcile.run({ cluster = with_status(c, r.status), children = ch, flink = flink, now = T0 + 130 })
+    local job = applied(r6)[#applied(r6)]
+    assert.equal("Job", job.kind)
+    assert.same({ "--class", "org.apache.flink.streaming.examples.wordcount.WordCount", "--fromSavepoint",
+      "/cache/savepoints/savepoint-1" }, job.spec.template.spec.containers[1].args)
+  end)
+end)
+
+describe("reconcile.run with the real policies/", function()
+  before_each(function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+  end)
+
+  it("applies the wordcount objects in order: Creating", function()
+    local c = wordcount()
+    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    assert.same({
+      "apply ConfigMap wordcount-configmap",
+      "apply StatefulSet wordcount-jobmanager",
+      "apply Service wordcount-jobmanager",
+      "apply StatefulSet wordcount-taskmanager",
+      "apply ControllerRevision " .. r.status.nextRevision,
+    }, ops(r))
+    assert.equal("Creating", r.status.state)
+    assert.equal("False", condition(r.status, "PolicyError").status)
+  end)
+
+  it("is idempotent once everything is applied and Ready, and submits the job", function()
+    local c = wordcount()
+    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local objs = applied(r1)
+    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
+      now = T0 + 30 })
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
+    assert.equal("Running", r2.status.state)
+  end)
+
+  it("reports an invalid spec from validate.lua", function()
+    local c = wordcount()
+    c.spec.taskManager.replicas = 0
+    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.matches("spec%.taskManager%.replicas", r.events[1].message)
+    assert.equal("InvalidSpec", condition(r.status, "Ready").reason)
+  end)
+end)
