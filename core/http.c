@@ -20,6 +20,7 @@ struct http_request {
     char *buf;
     size_t len, cap, max_body;
     char errbuf[CURL_ERROR_SIZE];
+    char overbuf[64];                 /* set when the body cap was hit */
     http_request *next, *prev;        /* active list */
     http_request *reap_next;          /* cancelled while curl was running */
 };
@@ -104,7 +105,8 @@ static void finish(http_request *r, CURLcode code)
     memset(&resp, 0, sizeof resp);
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.status);
     resp.curl_code = (int)code;
-    resp.error = code == CURLE_OK ? "" : (r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
+    resp.error = code == CURLE_OK ? "" : r->overbuf[0] ? r->overbuf
+                                       : (r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
     resp.body = r->buf ? r->buf : "";
     resp.body_len = r->len;
     resp.retry_after_s = resp.status ? parse_retry_after(r->easy) : -1;
@@ -222,7 +224,7 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         return n;
     }
     if (r->len + n + 1 > r->max_body) {
-        snprintf(r->errbuf, sizeof r->errbuf, "response body over %zu bytes", r->max_body);
+        snprintf(r->overbuf, sizeof r->overbuf, "response body over %zu bytes", r->max_body);
         return 0;
     }
     if (r->len + n + 1 > r->cap) {
