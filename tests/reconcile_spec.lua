@@ -328,7 +328,11 @@ describe("reconcile.run with policies-min", function()
     assert.are_not.equal(r2.status.currentRevision, rev2)
     assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
       "flink GET /jobs/overview" }, ops(r))
-    assert.same({ ["target-directory"] = "/cache/savepoints", ["cancel-job"] = false }, r.actions[2].body)
+    assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/savepoints",
+      body = { ["target-directory"] = "/cache/savepoints", ["cancel-job"] = false },
+      base = "http://wordcount-jobmanager.default.svc:8081", result = "savepoint_trigger", job_id = ID }, r.actions[2])
+    assert.same({ op = "flink", method = "GET", path = "/jobs/overview",
+      base = "http://wordcount-jobmanager.default.svc:8081", result = "jobs" }, r.actions[3])
     assert.equal("Updating", r.status.state)
     assert.equal("update", r.status.savepoint.triggerReason)
     assert.are_not.equal(rev2, r.status.currentRevision)
@@ -387,6 +391,14 @@ describe("reconcile.run with policies-min", function()
     local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     assert.equal("cluster.lua: desired: objects[1] has no kind or metadata.name", r.events[1].message)
+  end)
+
+  it("does nothing for a FlinkCluster being deleted", function()
+    local c, _, r2, objs = bring_up()
+    local d = with_status(c, r2.status)
+    d.metadata.deletionTimestamp = "2025-11-30T07:00:00Z"
+    local r = reconcile.run({ cluster = d, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    assert.same({ actions = {}, events = {} }, r)
   end)
 
   it("deletes children that are no longer desired", function()

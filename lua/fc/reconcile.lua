@@ -190,6 +190,23 @@ local function transition_events(old, new, events)
   end
 end
 
+--- reconcile.flink_action(base, method, path, body) -> {op="flink", method=, path=, body=, base=,
+--   result=<"jobs"|"savepoint_trigger"|"savepoint_status"|nil>, job_id=<id or nil>}
+-- `result` tells the core where the answer goes in the next snapshot's `flink` (see
+-- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
+-- /jobs/<id>/savepoints and GET /jobs/<id>/savepoints/<rid> -> flink.savepoint_triggers[<id>].
+function reconcile.flink_action(base, method, path, body)
+  local a = { op = "flink", method = method, path = path, body = body, base = base }
+  if method == "GET" and path == "/jobs/overview" then
+    a.result = "jobs"
+  elseif method == "POST" and path:match("^/jobs/%x+/savepoints$") then
+    a.result, a.job_id = "savepoint_trigger", path:match("^/jobs/(%x+)/")
+  elseif method == "GET" and path:match("^/jobs/%x+/savepoints/[%w-]+$") then
+    a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
+  end
+  return a
+end
+
 local function run(host, snapshot)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
@@ -200,6 +217,10 @@ local function run(host, snapshot)
   local flink = snapshot.flink or {}
   local old_status = cluster.status or {}
   local result = { actions = {}, events = {} }
+  if md.deletionTimestamp then
+    -- being deleted: the garbage collector removes the children (controller ownerReferences)
+    return result
+  end
 
   -- 1. defaults, validate
   local defaulted = call(host, "defaults", "apply", cluster)
@@ -296,16 +317,19 @@ local function run(host, snapshot)
   end
 
   -- 6. Flink REST calls and the user-control annotation
+  local base = string.format("http://%s-jobmanager.%s.svc:%s", name, tostring(md.namespace or "default"),
+    tostring(((defaulted.spec.jobManager or {}).ports or {}).ui or 8081))
+  local function flink_action(method, path, body)
+    result.actions[#result.actions + 1] = reconcile.flink_action(base, method, path, body)
+  end
   for _, list in ipairs({ sd.flink or {}, jd.flink or {} }) do
-    for _, f in ipairs(list) do
-      result.actions[#result.actions + 1] = { op = "flink", method = f.method, path = f.path, body = f.body }
-    end
+    for _, f in ipairs(list) do flink_action(f.method, f.path, f.body) end
   end
   local js = is_job and jd.job.state or nil
   if is_job and components.jobManagerService and components.jobManagerService.state == "Ready"
       and (js == "Running" or js == "Pending" or js == "Updating" or js == "Lost" or js == "Suspended")
       and cleanup == "" then
-    result.actions[#result.actions + 1] = { op = "flink", method = "GET", path = "/jobs/overview" }
+    flink_action("GET", "/jobs/overview")
   end
   if jd.remove_annotation then
     result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
