@@ -393,6 +393,21 @@ describe("reconcile.run with policies-min", function()
     assert.equal("cluster.lua: desired: objects[1] has no kind or metadata.name", r.events[1].message)
   end)
 
+  it("prunes ControllerRevisions beyond revisionHistoryLimit, oldest first", function()
+    local c0 = wordcount()
+    c0.spec.revisionHistoryLimit = 2
+    local c, _, r2, objs = bring_up(c0)
+    local ch = children_of(objs, true)
+    for i = 1, 3 do
+      ch.ControllerRevision["wordcount-old0000" .. i] = { kind = "ControllerRevision",
+        metadata = { name = "wordcount-old0000" .. i }, revision = i + 10 }
+    end
+    ch.ControllerRevision[r2.status.currentRevision].revision = 1
+    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    assert.same({ "delete ControllerRevision wordcount-old00001", "delete ControllerRevision wordcount-old00002",
+      "flink GET /jobs/overview" }, ops(r))
+  end)
+
   it("does nothing for a FlinkCluster being deleted", function()
     local c, _, r2, objs = bring_up()
     local d = with_status(c, r2.status)

@@ -316,6 +316,12 @@ local function run(host, snapshot)
     end
   end
 
+  local keep = { [next_rev] = true, [current] = true }
+  local limit = tonumber(defaulted.spec.revisionHistoryLimit) or 10
+  for _, n in ipairs(revision.prune(revisions, math.max(limit, 1), keep)) do
+    result.actions[#result.actions + 1] = { op = "delete", kind = "ControllerRevision", name = n }
+  end
+
   -- 6. Flink REST calls and the user-control annotation
   local base = string.format("http://%s-jobmanager.%s.svc:%s", name, tostring(md.namespace or "default"),
     tostring(((defaulted.spec.jobManager or {}).ports or {}).ui or 8081))
