@@ -172,7 +172,7 @@ class Handler(BaseHTTPRequestHandler):
             if ns == "pagesexpire" and not limit:
                 rv = "600"
             if q.get("labelSelector"):
-                items = items[:1]
+                items = items[:4]
         elif ns == "refl":
             n = bump("refl-list") if not cont else COUNTS.get("refl-list", 0)
             if n == 1:

@@ -15,7 +15,7 @@
 static pid_t server_pid;
 
 /* Returns the port, or -1 (the caller then skips the network tests). */
-static int server_start(void)
+static inline int server_start(void)
 {
     if (system("bash tests/c/gen_test_certs.sh " TLS_DIR) != 0)
         return -1;
@@ -50,7 +50,7 @@ static int server_start(void)
     return atoi(buf);
 }
 
-static void server_stop(void)
+static inline void server_stop(void)
 {
     if (server_pid > 0) {
         kill(server_pid, SIGTERM);
@@ -60,7 +60,7 @@ static void server_stop(void)
 }
 
 /* Reads a whole file into a malloc'd buffer (for PEM blobs). */
-static char *slurp(const char *path, size_t *len)
+static inline char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
