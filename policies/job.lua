@@ -100,6 +100,9 @@ function job.observe(input)
   out.state = out.state or "Pending"
   out.restartCount = out.restartCount or 0
   local submitter = (input.children.Job or {})[submitter_name(n)]
+  if submitter and out.staleSubmitterUID and (submitter.metadata or {}).uid == out.staleSubmitterUID then
+    submitter = nil -- deleted for a resubmission, still in the cache: its pods tell the old id
+  end
   if not out.id then
     out.id = submitted_id(input.children, submitter)
   end
@@ -142,7 +145,9 @@ end
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name or "">, next=<revision name>}, now=<unix s>}.
 -- decision: {job=<status.components.job>, submit=bool (apply the submitter Job now),
---   resubmit=bool (delete the observed submitter so that a new one is submitted),
+--   resubmit=bool (delete the observed submitter so that a new one is submitted; its uid is kept
+--   in job.staleSubmitterUID (ours) until it is gone, so that a cache that still shows it cannot
+--   bring back the old job id),
 --   from_savepoint=<path or nil> (what the next submission restores from),
 --   cleanup=<"DeleteCluster"|"DeleteTaskManager"|nil> (components to remove as the job ended),
 --   hold=bool (do not change the running components yet: update waits for savepoint/cancel),
@@ -159,6 +164,18 @@ function job.decide(input)
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
     remove_annotation = false, flink = {} }
   local submitter = (input.children.Job or {})[submitter_name(cluster.metadata.name)]
+  if submitter and j.staleSubmitterUID and (submitter.metadata or {}).uid == j.staleSubmitterUID then
+    -- the submitter deleted for a resubmission is still observed: delete it again, wait
+    d.resubmit = true
+  elseif submitter then
+    j.staleSubmitterUID = nil
+  end
+  local function retire_submitter()
+    if submitter then
+      d.resubmit = true
+      j.staleSubmitterUID = (submitter.metadata or {}).uid
+    end
+  end
   local running = j.state == "Running" and j.id ~= nil
   local cancelling = input.flink_state == "CANCELLING"
 
@@ -242,12 +259,10 @@ function job.decide(input)
         cancel()
         j.state = "Updating"
       end
-    elseif j.state == "Updating" or job.TERMINAL[j.state] or j.state == "Lost" or j.state == "Suspended" then
+    elseif not cancel_wanted and (j.state == "Updating" or job.TERMINAL[j.state] or j.state == "Lost"
+        or j.state == "Suspended") then
       -- the old job is gone: resubmit with the new spec from the latest savepoint
-      if submitter then
-        d.resubmit = true
-        d.hold = true
-      end
+      retire_submitter()
       j.state = "Updating"
       j.id = nil
       d.from_savepoint = j.savepointLocation or spec.fromSavepoint
@@ -260,7 +275,7 @@ function job.decide(input)
   if not update.pending and spec.restartPolicy == "FromSavepointOnFailure"
       and (j.state == "Failed" or j.state == "Lost") and j.id and location and not cancel_wanted then
     restarting = true
-    d.resubmit = submitter ~= nil
+    retire_submitter()
     d.from_savepoint = location
     j.restartCount = (j.restartCount or 0) + 1
     j.id = nil
@@ -269,14 +284,15 @@ function job.decide(input)
 
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
-  if wants_job and not submitter and not restarting and not d.hold and all_ready(input.components or {}) then
+  if wants_job and not (submitter or d.resubmit) and not restarting and not d.hold and all_ready(input.components or {}) then
     d.submit = true
     if j.state == "Updating" then
       d.update_done = true
       j.state = "Pending"
     end
   end
-  if update.pending and not running and not submitter and not restarting and j.state ~= "Updating" then
+  if update.pending and not running and not submitter and not restarting and j.state ~= "Updating"
+      or update.pending and cancel_wanted and not running then
     -- nothing was running (never submitted, or ended and kept): the new spec applies directly
     d.update_done = true
   end

@@ -512,6 +512,14 @@ describe("reconcile.run with policies-min", function()
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
     assert.equal(1, r.status.components.job.restartCount)
     assert.equal("Pending", r.status.components.job.state)
+    -- a cache that still shows the deleted submitter and its pod: no second restart, delete again
+    local stale = children_of(objs, true)
+    local old_uid = stale.Job["wordcount-job-submitter"].metadata.uid
+    stale.Pod = { p = { metadata = { name = "p", ownerReferences = { { kind = "Job", uid = old_uid } } },
+      status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. ID } } } } } } }
+    local rs = reconcile.run({ cluster = with_status(c, r.status), children = stale, flink = flink, now = T0 + 125 })
+    assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(rs))
+    assert.is_nil(rs.status)
     -- next pass, the old submitter is gone: a new one restores from the savepoint
     local ch = children_of(objs, true)
     ch.Job = nil
