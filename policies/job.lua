@@ -284,7 +284,7 @@ function job.decide(input)
 
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
-  if wants_job and not (submitter or d.resubmit) and not restarting and not d.hold and all_ready(input.components or {}) then
+  if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components or {}) then
     d.submit = true
     if j.state == "Updating" then
       d.update_done = true
