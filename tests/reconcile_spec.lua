@@ -183,8 +183,10 @@ describe("fc.diff", function()
     o.spec.template.spec.containers[1].terminationMessagePath = "/dev/termination-log"
     o.spec.template.spec.containers[1].resources.limits = { memory = "1Gi", cpu = "200m" }
     o.spec.template.spec.containers[1].args = nil -- an empty list we set is dropped by the server
+    local d = util.deepcopy(desired)
+    d.spec.template.spec.containers[1].stdin = false -- so is a zero value (omitempty)
     o.status = { replicas = 1 }
-    assert.is_false(diff.differs(desired, o))
+    assert.is_false(diff.differs(d, o))
   end)
   it("reports the first field we set that differs", function()
     local o = util.deepcopy(desired)
@@ -558,6 +560,25 @@ describe("reconcile.run with the real policies/", function()
       now = T0 + 30 })
     assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
     assert.equal("Running", r2.status.state)
+  end)
+
+  it("re-applies only what changed: a deleted Service, then the TaskManagers on a replicas change", function()
+    local c = wordcount()
+    c.spec.job = nil
+    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local objs = applied(r1)
+    local c1 = with_status(c, r1.status)
+    local ch = children_of(objs, true)
+    ch.Service = nil
+    local r2 = reconcile.run({ cluster = c1, children = ch, flink = {}, now = T0 + 30 })
+    assert.same({ "apply Service wordcount-jobmanager" }, ops(r2))
+    local c3 = with_status(c, r2.status)
+    c3.metadata.generation = 2
+    c3.spec.taskManager.replicas = 3
+    local r3 = reconcile.run({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. r3.status.nextRevision },
+      ops(r3))
+    assert.equal(3, applied(r3)[1].spec.replicas)
   end)
 
   it("reports an invalid spec from validate.lua", function()

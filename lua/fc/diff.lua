@@ -10,7 +10,8 @@
 --   objects we write are atomic or keyed in order, and the server keeps our order);
 -- - metadata fields the server owns (resourceVersion, uid, managedFields, creationTimestamp,
 --   generation, selfLink, deletionTimestamp) and `status` are never compared;
--- - an empty map or list we set matches an absent observed field (the server drops them);
+-- - an empty map or list, false, 0 or "" we set matches an absent observed field (Go's
+--   `omitempty` drops zero values when the server encodes the object);
 -- - quantities under `resources` compare by value ("1024Mi" matches "1Gi", "0.5" matches
 --   "500m"), since the API server canonicalises them (apimachinery resource.Quantity);
 -- - a number matches the same number (1 and 1.0 from different decoders are equal).
@@ -61,6 +62,7 @@ local function first_difference(d, o, path, in_resources)
     return nil
   end
   if d == o then return nil end
+  if o == nil and (d == false or d == 0 or d == "") then return nil end
   if type(d) == "number" and type(o) == "number" and d == o then return nil end
   if in_resources and (type(d) == "string" or type(d) == "number")
       and (type(o) == "string" or type(o) == "number") and same_quantity(d, o) then
