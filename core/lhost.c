@@ -359,6 +359,34 @@ static int lhost_sb_setmetatable(lua_State *L)
     return lua_gettop(L);
 }
 
+/* The message handler of the sandbox's xpcall: runs the policy's handler (upvalue 1) only
+ * while the call is not tripped.  An error raised by the budget hook calls message handlers
+ * with hooks disabled (the hook is still "running"), so a looping handler could never be
+ * interrupted: skipping it is the only safe choice. */
+static int lhost_sb_xpcall_msgh(lua_State *L)
+{
+    if (lhost_of(L)->tripped)
+        return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int lhost_sb_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_checkany(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, lhost_sb_xpcall_msgh, 1);
+    lua_replace(L, 2);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 static int lhost_sb_undefined(lua_State *L)
 {
     return luaL_error(L, "undefined global '%s' (not available to policies)",
@@ -439,9 +467,9 @@ static int lhost_guard_pattern(lua_State *L)
         int q = lhost_pattern_quantifiers(p, m);
         if (q >= 3 && pow((double)n + 1.0, (double)q) > LHOST_PATTERN_COST)
             return luaL_error(L, "%s: pattern with %d quantifiers is too costly for a %d-byte "
-                                 "subject (limit: (length+1)^quantifiers <= %g)",
+                                 "subject (limit: (length+1)^quantifiers <= %I)",
                               lua_tostring(L, lua_upvalueindex(3)), q, (int)n,
-                              LHOST_PATTERN_COST);
+                              (lua_Integer)LHOST_PATTERN_COST);
     } else if ((double)n * (double)m > LHOST_PATTERN_COST) {
         return luaL_error(L, "find: plain search of %d bytes in %d bytes is too costly",
                           (int)m, (int)n);
@@ -484,7 +512,7 @@ static int lhost_sb_require(lua_State *L);
 static void lhost_push_env(lua_State *L, const char *label)
 {
     static const char *const base[] = {
-        "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget",
+        "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
         "rawlen", "rawset", "select", "getmetatable", "tonumber", "tostring", "type",
         "_VERSION", NULL};
     static const char *const os_fns[] = {"time", "date", "clock", "difftime", NULL};
@@ -496,6 +524,9 @@ static void lhost_push_env(lua_State *L, const char *label)
         lua_getfield(L, pristine, base[i]);
         lua_setfield(L, env, base[i]);
     }
+    lua_getfield(L, pristine, "xpcall");
+    lua_pushcclosure(L, lhost_sb_xpcall, 1);
+    lua_setfield(L, env, "xpcall");
     lua_getfield(L, pristine, "setmetatable");
     lua_pushcclosure(L, lhost_sb_setmetatable, 1);
     lua_setfield(L, env, "setmetatable");

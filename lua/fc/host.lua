@@ -113,18 +113,23 @@ local function new_env(label)
   })
 end
 
--- Message handler: a string keeps its position; other error objects are described.
+-- Message handler: a string keeps its position, anything else gets the one of the innermost
+-- Lua frame; error objects that are not strings are described, never converted.
 local function msgh(e)
   if type(e) == "string" or type(e) == "number" then
     e = tostring(e)
     if e:match("^[^:]+:%d+: ") then return e end
-    local info = debug.getinfo(2, "Sl")
-    if info and info.currentline and info.currentline > 0 then
+  else
+    e = "(error object is a " .. type(e) .. " value)"
+  end
+  for level = 2, 200 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.currentline and info.currentline > 0 then
       return info.short_src .. ":" .. info.currentline .. ": " .. e
     end
-    return e
   end
-  return "(error object is a " .. type(e) .. " value)"
+  return e
 end
 
 --- configure{policy_dir=DIR, timeout_ms=N, memory_mib=N}: a new policy_dir drops loaded

@@ -1,0 +1,236 @@
+-- Specs of the Lua host: the pure-Lua fc.host fallback (always) and the sandbox of the binary
+-- (#bin: `flink-controller sandbox-run`, binary from FC_BIN, default build/flink-controller).
+local cjson = require("cjson")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
+local HOSTILE = ROOT .. "/tests/testdata/hostile/"
+local POLICIES = ROOT .. "/tests/testdata/policies/"
+
+local function quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs the binary with `args`; returns {code=, stdout=, stderr=, ms=<wall milliseconds>}.
+local function run(args, stdin)
+  local out, err = os.tmpname(), os.tmpname()
+  local q = {}
+  for i, a in ipairs(args) do q[i] = quote(a) end
+  local cmd = string.format("s=$(date +%%s%%N); %s %s >%s 2>%s <%s; rc=$?; e=$(date +%%s%%N); "
+    .. "echo $rc $(( (e - s) / 1000000 ))", quote(BIN), table.concat(q, " "), out, err,
+    stdin and quote(stdin) or "/dev/null")
+  local p = assert(io.popen(cmd))
+  local line = p:read("l")
+  p:close()
+  local code, ms = line:match("^(%d+) (%d+)$")
+  local res = { code = tonumber(code), ms = tonumber(ms), stdout = slurp(out), stderr = slurp(err) }
+  os.remove(out)
+  os.remove(err)
+  return res
+end
+
+describe("fc.host (pure-Lua fallback)", function()
+  local host = dofile(ROOT .. "/lua/fc/host.lua")
+
+  before_each(function()
+    host.configure({ policy_dir = POLICIES .. "basic" })
+  end)
+
+  it("is marked as not sandboxed and reports its configuration", function()
+    assert.is_false(host.sandboxed)
+    assert.equal(POLICIES .. "basic", host.info().policy_dir)
+  end)
+
+  it("calls a hook on a copy of the input and returns a copy of the result", function()
+    local input = { cluster = { metadata = { name = "x" }, spec = { taskManager = { replicas = 0 } } },
+      raw = { spec = { taskManager = {}, bogus = 1 } }, old = {} }
+    local ok, res = host.call("validate", "check", input)
+    assert.is_true(ok, res)
+    assert.same({ errors = { { path = "spec.taskManager.replicas", message = "must be >= 1" } },
+      warnings = { { path = "spec.bogus", message = "unknown field" } } }, res)
+    local ok2, out = host.call("defaults", "apply", { metadata = { name = "x" }, spec = {} })
+    assert.is_true(ok2, out)
+    assert.equal("default", out.metadata.namespace)
+  end)
+
+  it("does not let a chunk change its input", function()
+    local input = { a = 1, nested = { b = 2 } }
+    local ok, res = host.run_chunk("mut.lua", "local x = ...; x.a = 5; x.nested.b = 6; return x", input)
+    assert.is_true(ok, res)
+    assert.same({ a = 5, nested = { b = 6 } }, res)
+    assert.same({ a = 1, nested = { b = 2 } }, input)
+  end)
+
+  it("reports errors as <file>:<line>: <message>", function()
+    assert.same({ false, "e.lua:3: bad thing" }, { host.run_chunk("e.lua", "\n\nerror('bad thing')") })
+    assert.same({ false, "t.lua:1: (error object is a table value)" }, { host.run_chunk("t.lua", "error({})") })
+    local ok, err = host.call("defaults", "apply", { metadata = { name = "boom" }, spec = {} })
+    assert.is_false(ok)
+    assert.equal("defaults.lua:16: boom requested", err)
+  end)
+
+  it("refuses global writes, unknown globals and modules outside the allowlist", function()
+    local cases = {
+      { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
+      { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
+      { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
+        "(allowed: fc.util, fc.quantity, fc.slots, lib.<name>)" },
+      { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
+      { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
+      { "return string.dump", nil },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = host.run_chunk("g.lua", c[1])
+      if c[2] then
+        assert.is_false(ok, c[1])
+        assert.equal(c[2], err)
+      else
+        assert.is_true(ok, err)
+        assert.is_nil(err)
+      end
+    end
+  end)
+
+  it("serves fc.util and fc.quantity inside the sandbox", function()
+    local ok, res = host.run_chunk("quantity.lua", slurp(HOSTILE .. "quantity.lua"))
+    assert.is_true(ok, res)
+    assert.same({ bytes = 1073741824, same = true }, res)
+  end)
+
+  it("rejects results that are not plain data, naming the path", function()
+    local ok, err = host.run_chunk("f.lua", "return { a = { b = print } }")
+    assert.is_false(ok)
+    assert.equal("f.lua:1: bad result: a.b: function value is not allowed", err)
+  end)
+
+  it("names the missing policy, the missing hook and the broken file", function()
+    local ok, err = host.call("nope", "apply", {})
+    assert.is_false(ok)
+    assert.truthy(err:find("^nope%.lua: cannot open "), err)
+    ok, err = host.call("defaults", "missing", {})
+    assert.same({ false, "defaults.lua: hook 'missing' is not a function" }, { ok, err })
+    host.configure({ policy_dir = POLICIES .. "broken" })
+    local mod, lerr = host.load_policy("defaults")
+    assert.is_nil(mod)
+    assert.truthy(lerr:find("^defaults%.lua:3: '}' expected"), lerr)
+    assert.equal("function", type(host.load_policy("validate").check))
+  end)
+end)
+
+describe("the policy sandbox of the binary #bin", function()
+  -- hostile file -> pattern of its error (after "<file>:<line>: ")
+  local HOSTILE_CASES = {
+    { "os_execute.lua", "attempt to call a nil value %(field 'execute'%)" },
+    { "io_open.lua", "undefined global 'io' %(not available to policies%)" },
+    { "dump_load.lua", "attempt to call a nil value %(field 'dump'%)" },
+    { "dump_method.lua", "attempt to call a nil value %(field 'dump'%)" },
+    { "string_metatable.lua", "attempt to index a string value %(local 'mt'%)" },
+    { "global_write.lua", "assignment to global 'leaked': policies cannot write globals" },
+    { "g_write.lua", "undefined global '_G' %(not available to policies%)" },
+    { "require_io.lua", "require: module 'io' is not available to policies" },
+    { "read_package.lua", "undefined global 'package' %(not available to policies%)" },
+    { "read_debug.lua", "undefined global 'debug' %(not available to policies%)" },
+    { "pcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+    { "xpcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+    { "close_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+    { "gc_finalizer.lua", "setmetatable: __gc metamethods are not allowed in policies" },
+    { "rep_1gib.lua", "policy exceeded its memory cap %(64 MiB%)" },
+    { "table_growth.lua", "policy exceeded its memory cap %(64 MiB%)" },
+    -- swallows the memory errors in pcall: the cap still ends it
+    { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
+    { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
+    { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
+    { "deep_recursion.lua", "stack overflow" },
+    { "error_table.lua", "%(error object is a table value%)" },
+  }
+
+  local function ok_result(stdout)
+    return cjson.decode(stdout:match("([^\n]+)\n?$") or "null")
+  end
+
+  for _, case in ipairs(HOSTILE_CASES) do
+    local file, pattern = case[1], case[2]
+    it("contains " .. file .. " in under a second and keeps working", function()
+      local r = run({ "sandbox-run", HOSTILE .. file, HOSTILE .. "ok.lua", "--input", '{"values":[1,2,3]}' })
+      assert.equal(1, r.code, r.stderr)
+      local first = r.stderr:match("^[^\n]*")
+      assert.truthy(first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. pattern), first)
+      -- the next chunk in the same process still runs, with the same libraries
+      assert.same({ values = { 1, 2, 3 }, sum = 6, upper = "ABC" }, ok_result(r.stdout))
+      assert.is_true(r.ms < 1000, file .. " took " .. r.ms .. " ms")
+    end)
+  end
+
+  it("never ran the shell command", function()
+    run({ "sandbox-run", HOSTILE .. "os_execute.lua" })
+    assert.is_nil(io.open("/tmp/fc-hostile-pwned"))
+  end)
+
+  it("caps the C loop of string.rep with an empty result", function()
+    local r = run({ "sandbox-run", HOSTILE .. "rep_empty.lua" })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal("0\n", r.stdout)
+    assert.is_true(r.ms < 1000)
+  end)
+
+  it("keeps library changes inside the chunk that made them", function()
+    local r = run({ "sandbox-run", HOSTILE .. "patch_libs.lua", HOSTILE .. "ok.lua", "--input", '{"values":[2]}' })
+    assert.equal(0, r.code, r.stderr)
+    local first, second = r.stdout:match("^([^\n]+)\n([^\n]+)\n$")
+    -- ("abc"):upper() goes through the string metatable, which policies cannot reach
+    assert.same({ upper = "ABC", pi = 3 }, cjson.decode(first))
+    assert.same({ values = { 2 }, sum = 2, upper = "ABC" }, cjson.decode(second))
+  end)
+
+  it("serves fc.util and fc.quantity to policies", function()
+    local r = run({ "sandbox-run", HOSTILE .. "quantity.lua" })
+    assert.equal(0, r.code, r.stderr)
+    assert.same({ bytes = 1073741824, same = true }, cjson.decode(r.stdout))
+  end)
+
+  it("takes its budgets from the flags", function()
+    local r = run({ "sandbox-run", "--policy-timeout-ms", "50", HOSTILE .. "pcall_loop.lua" })
+    assert.equal(1, r.code)
+    assert.truthy(r.stderr:find("^pcall_loop%.lua:%d+: policy exceeded its time budget %(50 ms%)\n$"), r.stderr)
+    r = run({ "sandbox-run", "--policy-memory-mib", "8", HOSTILE .. "table_growth.lua" })
+    assert.equal(1, r.code)
+    assert.truthy(r.stderr:find("^table_growth%.lua:%d+: policy exceeded its memory cap %(8 MiB%)\n$"), r.stderr)
+    r = run({ "sandbox-run", "--policy-memory-mib", "0", HOSTILE .. "ok.lua" })
+    assert.equal(2, r.code)
+    assert.equal("sandbox-run: --policy-memory-mib: expected an integer 1..65536, got '0'\n", r.stderr)
+  end)
+
+  it("exits 2 on usage and I/O errors", function()
+    local r = run({ "sandbox-run" })
+    assert.equal(2, r.code)
+    assert.truthy(r.stderr:find("^sandbox%-run: a FILE is required\n"))
+    r = run({ "sandbox-run", "/nonexistent/x.lua" })
+    assert.equal(2, r.code)
+    assert.equal("sandbox-run: /nonexistent/x.lua: No such file or directory\n", r.stderr)
+    r = run({ "sandbox-run", HOSTILE .. "ok.lua", "--input", "{not json" })
+    assert.equal(2, r.code)
+    assert.truthy(r.stderr:find("invalid JSON"), r.stderr)
+    assert.equal("", r.stdout)
+  end)
+
+  it("prints the version and the help", function()
+    local r = run({ "version" })
+    assert.equal(0, r.code)
+    assert.truthy(r.stdout:find("^flink%-controller %d+%.%d+%.%d+ %(Lua 5%.4"), r.stdout)
+    r = run({ "--help" })
+    assert.equal(0, r.code)
+    assert.truthy(r.stdout:find("\n  render "), r.stdout)
+    r = run({ "frobnicate" })
+    assert.equal(2, r.code)
+    assert.truthy(r.stderr:find("^flink%-controller: unknown command 'frobnicate'\n"))
+    r = run({})
+    assert.equal(2, r.code)
+  end)
+end)

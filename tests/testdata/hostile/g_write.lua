@@ -1,0 +1,3 @@
+-- hostile: write through _G
+_G.leaked = true
+return true

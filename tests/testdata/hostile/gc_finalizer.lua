@@ -1,0 +1,3 @@
+-- hostile: a finalizer that would loop where hooks do not run
+setmetatable({}, { __gc = function() while true do end end })
+return true

@@ -1,0 +1,3 @@
+-- hostile: create a global
+leaked = true
+return leaked

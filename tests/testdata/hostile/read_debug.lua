@@ -1,0 +1,2 @@
+-- hostile: reach the debug library
+return debug.getregistry() ~= nil

@@ -1,0 +1,2 @@
+-- hostile: reach package.loaded
+return package.loaded.io ~= nil

@@ -1,0 +1,2 @@
+-- hostile: a 1 GiB string
+return #string.rep("x", 1 << 30)

@@ -1,0 +1,3 @@
+-- hostile: require a standard library module
+local io = require("io")
+return io.open("/etc/passwd"):read("a")
