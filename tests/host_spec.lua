@@ -36,6 +36,19 @@ local function run(args, stdin)
   return res
 end
 
+-- A temporary policy dir: basic's validate.lua plus a defaults.lua with a syntax error on
+-- line 3 (made here, not kept in tests/testdata, so that luacheck stays clean).
+local function broken_policy_dir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p " .. quote(dir) .. " && cp " .. quote(POLICIES .. "basic/validate.lua") .. " "
+    .. quote(dir)))
+  local f = assert(io.open(dir .. "/defaults.lua", "w"))
+  f:write("-- broken on purpose\nreturn {\n  apply = function(c) return c end end,\n}\n")
+  f:close()
+  return dir
+end
+
 describe("fc.host (pure-Lua fallback)", function()
   local host = dofile(ROOT .. "/lua/fc/host.lua")
 
@@ -73,7 +86,7 @@ describe("fc.host (pure-Lua fallback)", function()
     assert.same({ false, "t.lua:1: (error object is a table value)" }, { host.run_chunk("t.lua", "error({})") })
     local ok, err = host.call("defaults", "apply", { metadata = { name = "boom" }, spec = {} })
     assert.is_false(ok)
-    assert.equal("defaults.lua:16: boom requested", err)
+    assert.equal("defaults.lua:17: boom requested", err)
   end)
 
   it("refuses global writes, unknown globals and modules outside the allowlist", function()
@@ -116,11 +129,13 @@ describe("fc.host (pure-Lua fallback)", function()
     assert.truthy(err:find("^nope%.lua: cannot open "), err)
     ok, err = host.call("defaults", "missing", {})
     assert.same({ false, "defaults.lua: hook 'missing' is not a function" }, { ok, err })
-    host.configure({ policy_dir = POLICIES .. "broken" })
+    local dir = broken_policy_dir()
+    host.configure({ policy_dir = dir })
     local mod, lerr = host.load_policy("defaults")
     assert.is_nil(mod)
     assert.truthy(lerr:find("^defaults%.lua:3: '}' expected"), lerr)
     assert.equal("function", type(host.load_policy("validate").check))
+    os.execute("rm -rf " .. quote(dir))
   end)
 end)
 

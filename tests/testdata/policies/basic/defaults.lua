@@ -11,7 +11,8 @@ function defaults.apply(c)
     while true do end
   elseif c.metadata.name == "hog" then
     local t = {}
-    for i = 1, math.maxinteger do t[i] = string.rep("x", 1 << 20) .. i end
+    for i = 1, math.maxinteger do t[i] = string.rep(string.rep("x", 1024), 1024) .. i end
+    return t
   elseif c.metadata.name == "boom" then
     error("boom requested")
   end
