@@ -54,10 +54,12 @@ local function wordcount(over)
 end
 
 -- The object as the API server returns it after an apply. `ready` makes StatefulSets Ready.
+local uids = 0
 local function served(obj, ready)
   local o = util.deepcopy(obj)
   local md = o.metadata
-  md.uid = "uid-" .. o.kind .. "-" .. md.name
+  uids = uids + 1
+  md.uid = string.format("uid-%s-%s-%d", o.kind, md.name, uids) -- unique, as the API server's
   md.resourceVersion = "4711"
   md.creationTimestamp = "2025-11-30T06:40:01Z"
   md.managedFields = { { manager = "flink-controller", operation = "Apply", fieldsType = "FieldsV1" } }
@@ -509,13 +511,12 @@ describe("reconcile.run with policies-min", function()
     st.components.job.state = "Running"
     st.components.job.savepointLocation = "/cache/savepoints/savepoint-1"
     local flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } } }
-    local r = reconcile.run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
-      now = T0 + 120 })
+    local stale = children_of(objs, true)
+    local r = reconcile.run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 120 })
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
     assert.equal(1, r.status.components.job.restartCount)
     assert.equal("Pending", r.status.components.job.state)
     -- a cache that still shows the deleted submitter and its pod: no second restart, delete again
-    local stale = children_of(objs, true)
     local old_uid = stale.Job["wordcount-job-submitter"].metadata.uid
     stale.Pod = { p = { metadata = { name = "p", ownerReferences = { { kind = "Job", uid = old_uid } } },
       status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. ID } } } } } } }
@@ -530,6 +531,110 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Job", job.kind)
     assert.same({ "--class", "org.apache.flink.streaming.examples.wordcount.WordCount", "--fromSavepoint",
       "/cache/savepoints/savepoint-1" }, job.spec.template.spec.containers[1].args)
+  end)
+end)
+
+describe("reconcile.run over several passes (policies-min)", function()
+  before_each(function()
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
+  -- A tiny world: runs a pass, then executes apply/delete on the children as the API server
+  -- would (StatefulSets become Ready at once) and keeps the status.
+  local function world(cluster)
+    local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, savepoint_triggers = {} },
+      now = T0, log = {} }
+    function w.pass(dt)
+      w.now = w.now + (dt or 1)
+      local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
+      for _, a in ipairs(r.actions) do
+        if a.op == "apply" then
+          local kind = a.object.kind
+          w.children[kind] = w.children[kind] or {}
+          w.children[kind][a.object.metadata.name] = served(a.object, true)
+        elseif a.op == "delete" then
+          w.children[a.kind][a.name] = nil
+        end
+      end
+      if r.status then w.cluster.status = r.status end
+      w.last = r
+      return ops(r)
+    end
+    return w
+  end
+
+  local function submitted(w, id)
+    local sub = w.children.Job["wordcount-job-submitter"]
+    w.children.Pod = { ["submitter-pod"] = { metadata = { name = "submitter-pod",
+      ownerReferences = { { kind = "Job", uid = sub.metadata.uid } } },
+      status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. id } } } } } } }
+    w.flink.jobs = { { jid = id, state = "RUNNING", ["start-time"] = w.now * 1000 } }
+  end
+
+  it("cancelRequested: savepoint, cancel, then cleanup", function()
+    local w = world(wordcount())
+    w.pass()
+    w.pass()
+    submitted(w, ID)
+    w.pass()
+    assert.equal("Running", w.cluster.status.components.job.state)
+    w.cluster.spec.job.cancelRequested = true
+    w.cluster.metadata.generation = 2
+    assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, w.pass())
+    assert.equal("job cancel", w.cluster.status.savepoint.triggerReason)
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", time = w.now + 1 }
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000abc",
+      "flink GET /jobs/overview" }, w.pass())
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
+      location = "/cache/savepoints/sp-cancel", time = w.now + 1 }
+    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
+    w.flink.jobs[1].state = "CANCELED"
+    assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
+      "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
+    assert.equal("Cancelled", w.cluster.status.components.job.state)
+    assert.equal("Stopping", w.cluster.status.state)
+    w.flink = { reachable = false }
+    assert.same({}, w.pass())
+    assert.equal("Stopped", w.cluster.status.state)
+    assert.equal("/cache/savepoints/sp-cancel", w.cluster.status.components.job.savepointLocation)
+  end)
+
+  it("update of a running job: savepoint, cancel, new components, resubmit from it", function()
+    local w = world(wordcount())
+    w.pass()
+    w.pass()
+    submitted(w, ID)
+    w.pass()
+    local rev1 = w.cluster.status.currentRevision
+    w.cluster.spec.taskManager.replicas = 2
+    w.cluster.metadata.generation = 2
+    local o = w.pass()
+    local rev2 = w.cluster.status.nextRevision
+    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
+      "flink GET /jobs/overview" }, o)
+    assert.equal("Updating", w.cluster.status.state)
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", time = w.now + 1 }
+    w.pass()
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", status = "COMPLETED",
+      location = "/cache/savepoints/sp-update", time = w.now + 1 }
+    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
+    assert.equal(1, w.children.StatefulSet["wordcount-taskmanager"].spec.replicas) -- held until the job stopped
+    w.flink.jobs[1].state = "CANCELED"
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter",
+      "flink GET /jobs/overview" }, w.pass())
+    w.children.Pod = nil
+    o = w.pass()
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, o)
+    local args = w.children.Job["wordcount-job-submitter"].spec.template.spec.containers[1].args
+    assert.same({ "--fromSavepoint", "/cache/savepoints/sp-update" }, { args[3], args[4] })
+    assert.equal(rev2, w.cluster.status.currentRevision)
+    assert.are_not.equal(rev1, rev2)
+    local new_id = "0000000000000000000000000000beef"
+    submitted(w, new_id)
+    w.pass()
+    assert.equal("Running", w.cluster.status.state)
+    assert.equal(new_id, w.cluster.status.components.job.id)
+    assert.equal("True", condition(w.cluster.status, "JobRunning").status)
   end)
 end)
 
