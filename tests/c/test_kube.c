@@ -47,7 +47,7 @@ static const char *jstr(json_t *j, const char *k)
 static void config_tests(void)
 {
     kube_config cfg;
-    char err[512];
+    char err[512] = "";
     IS_INT(kube_config_load_file(&cfg, KDIR "data.yaml", NULL, err, sizeof err), 0, "data.yaml loads (%s)", err);
     IS_STR(cfg.server, "https://127.0.0.1:6443", "server, trailing slash dropped");
     IS_STR(cfg.context, "dev", "current-context");

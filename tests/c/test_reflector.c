@@ -1,0 +1,210 @@
+/* core/reflector against the scripted "refl" namespace of
+ * tests/c/fake_apiserver.py: paginated list, watch from the list RV, events
+ * cut across chunks, bookmarks, clean end -> rewatch from the last RV, ERROR
+ * 410 event -> relist with synthesised deletes, dropped stream -> backoff and
+ * resume, HTTP 410 -> relist; then the cache and its indexes, resync and
+ * stopping from inside a callback. The server answers 400 to a watch from any
+ * other resourceVersion than the expected one. */
+#include "transport_tap.h"
+#include "transport_server.h"
+#include "reflector.h"
+#include "loop.h"
+
+static struct ev_loop *loop;
+static char events[2048];
+static char errors[2048];
+static int synced_count, synced3, managed_fields_seen;
+
+static void on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)r;
+    (void)ud;
+    static const char *names[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
+    json_t *meta = json_object_get(obj, "metadata");
+    if (json_object_get(meta, "managedFields"))
+        managed_fields_seen++;
+    size_t n = strlen(events);
+    snprintf(events + n, sizeof events - n, "%s:%s:%s%s ", names[ev], json_string_value(json_object_get(meta, "name")),
+             json_string_value(json_object_get(meta, "resourceVersion")),
+             ev == REFLECTOR_MODIFIED && old ? "(old ok)" : "");
+}
+
+static void on_synced(reflector *r, void *ud)
+{
+    (void)r;
+    (void)ud;
+    synced_count++;
+    if (synced_count == 3)
+        synced3 = 1;
+}
+
+static void on_error(reflector *r, const char *what, void *ud)
+{
+    (void)r;
+    (void)ud;
+    size_t n = strlen(errors);
+    snprintf(errors + n, sizeof errors - n, "%s\n", what);
+}
+
+static char each_names[256];
+static void collect(json_t *obj, void *ud)
+{
+    (void)ud;
+    size_t n = strlen(each_names);
+    snprintf(each_names + n, sizeof each_names - n, "%s ",
+             json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
+}
+
+static int resyncs, stop_seen, stopped_flag;
+static void on_event_resync(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)r;
+    (void)obj;
+    (void)ud;
+    if (ev == REFLECTOR_RESYNC && obj == old)
+        resyncs++;
+}
+
+static void on_event_stop(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)ev;
+    (void)obj;
+    (void)old;
+    (void)ud;
+    stop_seen++;
+    reflector_stop(r);
+    stopped_flag = 1;
+}
+
+typedef struct res {
+    int done;
+    json_t *body;
+} res;
+static void on_done(const kube_result *r, void *ud)
+{
+    res *o = ud;
+    o->done = 1;
+    o->body = json_incref(r->body);
+}
+
+int main(void)
+{
+    char err[256];
+    loop = ev_loop_new(EVFLAG_AUTO);
+    int port = server_start();
+    if (port <= 0) {
+        OK(0, "fake apiserver started");
+        return DONE_TESTING();
+    }
+    char server[64];
+    snprintf(server, sizeof server, "https://127.0.0.1:%d", port);
+    kube_config cfg = {.server = server, .ca_file = TLS_DIR "/ca.crt", .qps = 0};
+    kube_client *c = kube_client_new(loop, &cfg, err, sizeof err);
+    OK(c != NULL, "client");
+
+    OK(reflector_start(NULL, &kube_kind_configmap, NULL, on_event, NULL, err, sizeof err) == NULL,
+       "reflector_start without a client fails");
+    IS_STR(err, "reflector_start: client, kind and on_event are required", "error text");
+
+    reflector_opts o = {.namespace = "refl", .page_limit = 2, .backoff_initial_s = 0.05, .backoff_max_s = 0.2,
+                        .watch_timeout_min_s = 60, .watch_timeout_max_s = 90, .on_synced = on_synced,
+                        .on_error = on_error};
+    reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
+    OK(r != NULL, "reflector_start");
+    OK(!reflector_has_synced(r) && reflector_len(r) == 0 && strcmp(events, "") == 0,
+       "nothing happens inside reflector_start");
+    OK(loop_run_until(loop, &synced3, 20) == 0, "three lists done");
+    int settle = 0;
+    loop_run_until(loop, &settle, 0.3);   /* let the last watch start */
+
+    IS_STR(events,
+           "ADDED:a:10 ADDED:b:11 ADDED:c:12 MODIFIED:a:101(old ok) ADDED:d:151 DELETED:c:160 ADDED:e:170 "
+           "DELETED:b:11 MODIFIED:e:201(old ok) ",
+           "events: list, watch (split event, bookmark), rewatch, 410 relist diff, drop + resume, 410 relist");
+    IS_INT(managed_fields_seen, 0, "no object handed out with managedFields");
+    IS_INT(reflector_list_count(r), 3, "list count 3");
+    OK(reflector_has_synced(r), "synced");
+    IS_STR(reflector_resource_version(r), "300", "RV from the last list/bookmark");
+    IS_INT(reflector_len(r), 3, "cache holds a, d, e");
+    json_t *a = reflector_get(r, "refl", "a");
+    IS_STR(json_string_value(json_object_get(json_object_get(a, "metadata"), "resourceVersion")), "101",
+           "a at RV 101");
+    OK(json_object_get(json_object_get(a, "metadata"), "managedFields") == NULL, "managedFields stripped in the cache");
+    OK(reflector_get(r, "refl", "b") == NULL && reflector_get(r, "refl", "c") == NULL, "b and c gone");
+    each_names[0] = '\0';
+    IS_INT(reflector_by_owner_uid(r, "uid-fc1", collect, NULL), 1, "one object owned by uid-fc1");
+    IS_STR(each_names, "a ", "it is a");
+    each_names[0] = '\0';
+    IS_INT(reflector_by_cluster(r, "refl", "fc2", collect, NULL), 1, "one object labelled cluster=fc2 (b was deleted)");
+    IS_STR(each_names, "d ", "it is d");
+    IS_INT(reflector_by_cluster(r, "other", "fc2", collect, NULL), 0, "label index is per namespace");
+    IS_INT(reflector_foreach(r, collect, NULL), 3, "foreach visits 3");
+
+    char key[128];
+    IS_INT(reflector_owner_key(a, "FlinkCluster", key, sizeof key), 1, "a has an owner key");
+    IS_STR(key, "refl/fc1", "owner key from the controller ownerReference");
+    IS_INT(reflector_owner_key(reflector_get(r, "refl", "d"), "FlinkCluster", key, sizeof key), 1, "d has one");
+    IS_STR(key, "refl/fc2", "owner key from the cluster label");
+    IS_INT(reflector_owner_key(reflector_get(r, "refl", "e"), "FlinkCluster", key, sizeof key), 0, "e has none");
+    json_t *fc = json_pack("{s:s,s:{s:s,s:s}}", "kind", "FlinkCluster", "metadata", "name", "fc9", "namespace", "n");
+    IS_INT(reflector_owner_key(fc, "FlinkCluster", key, sizeof key), 1, "a FlinkCluster keys itself");
+    IS_STR(key, "n/fc9", "its own namespace/name");
+    json_decref(fc);
+
+    OK(strstr(errors, "error event 410 Expired") != NULL, "ERROR event reported");
+    OK(strstr(errors, "watch /api/v1/namespaces/refl/configmaps: status 200:") != NULL, "dropped stream reported");
+    OK(strstr(errors, "status 400") == NULL, "no watch from an unexpected resourceVersion");
+
+    res cnt = {0};
+    kube_get(c, "/count", on_done, &cnt, err, sizeof err);
+    loop_run_until(loop, &cnt.done, 10);
+    IS_INT(json_integer_value(json_object_get(cnt.body, "refl-list")), 3, "server saw 3 lists");
+    IS_INT(json_integer_value(json_object_get(cnt.body, "refl-watch")), 5, "server saw 5 watches");
+    json_decref(cnt.body);
+    res lg = {0};
+    kube_get(c, "/log?ns=refl", on_done, &lg, err, sizeof err);
+    loop_run_until(loop, &lg.done, 10);
+    size_t i;
+    json_t *e;
+    int bookmarks_on = 0, watches = 0, timeout_ok = 0, pages = 0;
+    json_array_foreach(json_object_get(lg.body, "log"), i, e) {
+        json_t *q = json_object_get(e, "q");
+        if (json_object_get(q, "watch")) {
+            watches++;
+            const char *ab = json_string_value(json_object_get(q, "allowWatchBookmarks"));
+            bookmarks_on += ab && strcmp(ab, "true") == 0;
+            long t = atol(json_string_value(json_object_get(q, "timeoutSeconds")));
+            timeout_ok += t >= 60 && t < 90;
+        } else if (json_object_get(q, "continue")) {
+            pages++;
+        }
+    }
+    json_decref(lg.body);
+    OK(watches == 5 && bookmarks_on == 5, "every watch asks for bookmarks");
+    IS_INT(timeout_ok, 5, "timeoutSeconds drawn in [60, 90)");
+    IS_INT(pages, 3, "each list of 3 took a second page (limit 2)");
+    reflector_stop(r);
+
+    /* resync re-delivers every cached object */
+    reflector_opts ro = {.namespace = "pages", .resync_s = 0.1, .backoff_initial_s = 0.05, .backoff_max_s = 0.1};
+    reflector *r2 = reflector_start(c, &kube_kind_configmap, &ro, on_event_resync, NULL, err, sizeof err);
+    int five = 0;
+    for (int t = 0; t < 400 && resyncs < 5; t++)
+        ev_run(loop, EVRUN_ONCE);
+    five = resyncs >= 5;
+    OK(five, "resync delivered each of the 5 objects (obj == old)");
+    reflector_stop(r2);
+
+    /* stop from inside the event callback */
+    reflector *r3 = reflector_start(c, &kube_kind_configmap, &ro, on_event_stop, NULL, err, sizeof err);
+    (void)r3;
+    loop_run_until(loop, &stopped_flag, 10);
+    settle = 0;
+    loop_run_until(loop, &settle, 0.2);
+    IS_INT(stop_seen, 1, "no event after reflector_stop from the callback");
+
+    kube_client_free(c);
+    server_stop();
+    ev_loop_destroy(loop);
+    return DONE_TESTING();
+}
