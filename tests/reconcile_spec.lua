@@ -204,6 +204,17 @@ describe("fc.diff", function()
     o.spec.template.spec.containers[2] = { name = "sidecar" }
     assert.equal("spec.template.spec.containers", diff.differs(desired, o))
   end)
+  it("finds changes Kubernetes refuses in place", function()
+    local sts = { kind = "StatefulSet", spec = { replicas = 2, serviceName = "a", podManagementPolicy = "Parallel" } }
+    local o = { kind = "StatefulSet", spec = { replicas = 1, serviceName = "a", podManagementPolicy = "Parallel" } }
+    assert.is_false(diff.immutable_change(sts, o))
+    o.spec.podManagementPolicy = "OrderedReady"
+    assert.equal("spec.podManagementPolicy", diff.immutable_change(sts, o))
+    local svc = { kind = "Service", spec = { clusterIP = "None" } }
+    assert.equal("spec.clusterIP", diff.immutable_change(svc, { kind = "Service", spec = { clusterIP = "10.0.0.1" } }))
+    assert.is_false(diff.immutable_change({ kind = "Service", spec = {} }, { spec = { clusterIP = "10.0.0.1" } }))
+  end)
+
   it("says an absent object differs", function()
     assert.equal("", diff.differs(desired, nil))
   end)
@@ -410,6 +421,17 @@ describe("reconcile.run with policies-min", function()
     local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
     assert.same({ "delete ControllerRevision wordcount-old00001", "delete ControllerRevision wordcount-old00002",
       "flink GET /jobs/overview" }, ops(r))
+  end)
+
+  it("recreates a StatefulSet whose immutable fields changed: delete now, apply next pass", function()
+    local c, _, r2, objs = bring_up()
+    local ch = children_of(objs, true)
+    ch.StatefulSet["wordcount-taskmanager"].spec.podManagementPolicy = "OrderedReady"
+    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    assert.same({ "delete StatefulSet wordcount-taskmanager", "flink GET /jobs/overview" }, ops(r))
+    ch.StatefulSet["wordcount-taskmanager"] = nil
+    r = reconcile.run({ cluster = with_status(c, r.status), children = ch, flink = {}, now = T0 + 61 })
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "flink GET /jobs/overview" }, ops(r))
   end)
 
   it("does nothing for a FlinkCluster being deleted", function()

@@ -80,4 +80,38 @@ function diff.differs(desired, observed)
   return first_difference(desired, observed, "", false) or false
 end
 
+--- Fields Kubernetes refuses to change in place, per kind (apps/v1 StatefulSet validation
+-- ValidateStatefulSetUpdate: only replicas, template, updateStrategy, minReadySeconds,
+-- persistentVolumeClaimRetentionPolicy and ordinals may change; core/v1 Service: clusterIP is
+-- immutable once set, so a switch to or from `clusterIP: None` (Headless) needs a new Service).
+diff.IMMUTABLE = {
+  StatefulSet = { { "spec", "selector" }, { "spec", "serviceName" }, { "spec", "volumeClaimTemplates" },
+    { "spec", "podManagementPolicy" } },
+  Service = { { "spec", "clusterIP" } },
+}
+
+local function get(t, path)
+  for _, k in ipairs(path) do
+    if type(t) ~= "table" then return nil end
+    t = t[k]
+  end
+  return t
+end
+
+--- diff.immutable_change(desired, observed) -> false | "<path>": the first field of
+-- diff.IMMUTABLE[desired.kind] that we set and that differs from the observed object, i.e. the
+-- object must be deleted and created again instead of applied. A `clusterIP` we do not set is
+-- not compared (the server assigns one).
+function diff.immutable_change(desired, observed)
+  if observed == nil then return false end
+  for _, path in ipairs(diff.IMMUTABLE[desired.kind] or {}) do
+    local d = get(desired, path)
+    if d ~= nil then
+      local p = first_difference(d, get(observed, path), table.concat(path, "."), false)
+      if p then return p end
+    end
+  end
+  return false
+end
+
 return diff

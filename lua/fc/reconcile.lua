@@ -306,7 +306,12 @@ local function run(host, snapshot)
     else
       changed = diff.differs(o, observed)
     end
-    if changed then result.actions[#result.actions + 1] = { op = "apply", object = o } end
+    if changed and diff.immutable_change(o, observed) then
+      -- cannot be changed in place: deleted below, created again by the next pass
+      by_kind[o.kind][o.metadata.name] = nil
+    elseif changed then
+      result.actions[#result.actions + 1] = { op = "apply", object = o }
+    end
   end
   for _, kind in ipairs(reconcile.DELETABLE) do
     for _, n in ipairs(util.sorted_keys(children[kind] or {})) do
