@@ -442,6 +442,21 @@ describe("reconcile.run with policies-min", function()
     assert.same({ actions = {}, events = {} }, r)
   end)
 
+  it("treats a malformed Flink call or condition as a policy error, not a crash", function()
+    local bad_job = read(ROOT .. "/policies/job.lua"):gsub("d%.requeue_after = job%.POLL_SECONDS",
+      "d.requeue_after = job.POLL_SECONDS; d.flink[#d.flink + 1] = { method = 'GET' }")
+    host.configure({ policy_dir = policy_dir({ ["job.lua"] = bad_job }) })
+    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal("job.lua: decide: flink[1] needs method and path strings", r.events[1].message)
+    local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
+      'type = "Ready", status = false')
+    host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })
+    r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal("status.lua: compute: conditions[1] needs a type and a status", r.events[1].message)
+  end)
+
   it("deletes children that are no longer desired", function()
     local c, _, r2, objs = bring_up()
     local ch = children_of(objs, true)

@@ -333,8 +333,13 @@ local function run(host, snapshot)
   local function flink_action(method, path, body)
     result.actions[#result.actions + 1] = reconcile.flink_action(base, method, path, body)
   end
-  for _, list in ipairs({ sd.flink or {}, jd.flink or {} }) do
-    for _, f in ipairs(list) do flink_action(f.method, f.path, f.body) end
+  for _, from in ipairs({ { "savepoint", "decide", sd.flink }, { "job", "decide", jd.flink } }) do
+    expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
+    for i, f in ipairs(from[3] or {}) do
+      expect(is_table(f) and type(f.method) == "string" and type(f.path) == "string"
+        and (f.body == nil or is_table(f.body)), from[1], from[2], "flink[" .. i .. "] needs method and path strings")
+      flink_action(f.method, f.path, f.body)
+    end
   end
   local js = is_job and jd.job.state or nil
   if is_job and components.jobManagerService and components.jobManagerService.state == "Ready"
@@ -358,7 +363,12 @@ local function run(host, snapshot)
     control = jd.control or old_status.control, cleanup = cleanup,
     updating = new_current ~= next_rev, revision = { current = new_current, next = next_rev }, now = now,
   })
-  expect(is_table(st) and type(st.state) == "string", "status", "compute", "must return a status with a state")
+  expect(is_table(st) and type(st.state) == "string" and (st.conditions == nil or is_table(st.conditions)),
+    "status", "compute", "must return a status with a state")
+  for i, c in ipairs(st.conditions or {}) do
+    expect(is_table(c) and type(c.type) == "string" and (c.status == "True" or c.status == "False"
+      or c.status == "Unknown"), "status", "compute", "conditions[" .. i .. "] needs a type and a status")
+  end
   local new = util.deepcopy(st)
   new.conditions = {}
   for _, c in ipairs(st.conditions or {}) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
