@@ -143,7 +143,8 @@ end
 --   savepoint.lua>, flink_state=<string>, savepoint=<status.savepoint after savepoint.lua>,
 --   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
 --   children=<observed>, components=<status.components from status.components()>,
---   update={pending=bool, current=<revision name or "">, next=<revision name>}, now=<unix s>}.
+--   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool
+--   (spec.job.fromSavepoint differs from the current revision's)}, now=<unix s>}.
 -- decision: {job=<status.components.job>, submit=bool (apply the submitter Job now),
 --   resubmit=bool (delete the observed submitter so that a new one is submitted; its uid is kept
 --   in job.staleSubmitterUID (ours) until it is gone, so that a cache that still shows it cannot
@@ -265,7 +266,9 @@ function job.decide(input)
       retire_submitter()
       j.state = "Updating"
       j.id = nil
-      d.from_savepoint = j.savepointLocation or spec.fromSavepoint
+      -- a fromSavepoint the user just changed wins (ours: resume a cancelled job from it)
+      d.from_savepoint = update.from_savepoint_changed and spec.fromSavepoint
+        or j.savepointLocation or spec.fromSavepoint
     end
   end
 

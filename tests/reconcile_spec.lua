@@ -634,6 +634,21 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.same({}, w.pass())
     assert.equal("Stopped", w.cluster.status.state)
     assert.equal("/cache/savepoints/sp-cancel", w.cluster.status.components.job.savepointLocation)
+    -- ours: resume the cancelled job from a savepoint the user names, with cancelRequested false
+    w.cluster.spec.job.cancelRequested = false
+    w.cluster.spec.job.fromSavepoint = "/cache/savepoints/sp-user"
+    w.cluster.metadata.generation = 3
+    local o = w.pass()
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply StatefulSet wordcount-jobmanager",
+      "apply Service wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager",
+      "apply ControllerRevision " .. w.cluster.status.nextRevision, "delete Job wordcount-job-submitter" }, o)
+    w.children.Pod = nil
+    w.flink = { reachable = true, jobs = { { jid = ID, state = "CANCELED" } } }
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass())
+    local args = w.children.Job["wordcount-job-submitter"].spec.template.spec.containers[1].args
+    assert.same({ "--fromSavepoint", "/cache/savepoints/sp-user" }, { args[3], args[4] })
+    assert.equal(w.cluster.status.nextRevision, w.cluster.status.currentRevision)
+    assert.equal("Pending", w.cluster.status.components.job.state)
   end)
 
   it("update of a running job: savepoint, cancel, new components, resubmit from it", function()

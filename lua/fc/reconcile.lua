@@ -227,7 +227,8 @@ local function run(host, snapshot)
   expect(is_table(defaulted) and is_table(defaulted.spec) and is_table(defaulted.metadata),
     "defaults", "apply", "must return the FlinkCluster with metadata and spec")
   defaulted.status = util.deepcopy(old_status)
-  local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = previous(defaulted, children) })
+  local old = previous(defaulted, children)
+  local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
   expect(is_table(v) and is_table(v.errors or {}) and is_table(v.warnings or {}),
     "validate", "check", "must return {errors=, warnings=}")
   if v.errors and #v.errors > 0 then return invalid_result(cluster, v.errors, now) end
@@ -241,7 +242,11 @@ local function run(host, snapshot)
   -- 2. revision
   local next_rev = revision.name(defaulted)
   local current = old_status.currentRevision or next_rev
-  local update = { pending = current ~= next_rev, current = current, next = next_rev }
+  local update = { pending = current ~= next_rev, current = current, next = next_rev,
+    from_savepoint_changed = false }
+  local new_from = is_table(defaulted.spec.job) and defaulted.spec.job.fromSavepoint or nil
+  local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
+  if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
 
   -- 3. job and savepoint decisions (job clusters)
   local components = call(host, "status", "components",
