@@ -1,0 +1,348 @@
+-- Specs of fc.codec and fc.render (pure Lua, with the fc.host fallback) and of
+-- `flink-controller render` (#bin: the binary from FC_BIN, default build/flink-controller).
+local cjson = require("cjson")
+local lyaml = require("lyaml")
+
+local ROOT = os.getenv("FC_ROOT") or "."
+local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
+local INPUTS = ROOT .. "/tests/testdata/render/"
+local POLICIES = ROOT .. "/tests/testdata/policies/"
+
+local codec = require("fc.codec")
+local render = require("fc.render")
+local host = dofile(ROOT .. "/lua/fc/host.lua")
+
+local function quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Runs the binary with `args`; returns {code=, stdout=, stderr=, ms=<wall milliseconds>}.
+local function run(args, stdin)
+  local out, err = os.tmpname(), os.tmpname()
+  local q = {}
+  for i, a in ipairs(args) do q[i] = quote(a) end
+  local cmd = string.format("s=$(date +%%s%%N); %s %s >%s 2>%s <%s; rc=$?; e=$(date +%%s%%N); "
+    .. "echo $rc $(( (e - s) / 1000000 ))", quote(BIN), table.concat(q, " "), out, err,
+    stdin and quote(stdin) or "/dev/null")
+  local p = assert(io.popen(cmd))
+  local line = p:read("l")
+  p:close()
+  local code, ms = line:match("^(%d+) (%d+)$")
+  local res = { code = tonumber(code), ms = tonumber(ms), stdout = slurp(out), stderr = slurp(err) }
+  os.remove(out)
+  os.remove(err)
+  return res
+end
+
+-- "<kind> <name>" of each object of a YAML stream, in order.
+local function kinds_names(docs)
+  local out = {}
+  for i, d in ipairs(docs) do out[i] = d.kind .. " " .. d.metadata.name end
+  return out
+end
+
+describe("fc.codec", function()
+  it("quotes strings that would read back as something else", function()
+    for _, s in ipairs({ "1", "0755", "1.10", "-1", "+1", ".5", "1e3", "0x1F", "1:20", "true", "True", "yes",
+      "No", "on", "OFF", "y", "n", "null", "Null", "~", "", ".inf", "-.Inf", ".NaN", "2001-12-14", "<<" }) do
+      assert.is_true(codec.needs_quotes(s), s)
+    end
+    for _, s in ipairs({ "flink:1.9.2", "wordcount", "a b", "x1", "yesterday", "nullable", "v1" }) do
+      assert.is_false(codec.needs_quotes(s), s)
+    end
+  end)
+
+  it("writes a YAML stream with sorted keys, quoted look-alikes, literal blocks and {}", function()
+    local text = codec.encode_yaml_stream({
+      { kind = "ConfigMap", data = { b = "2", a = "x\ny\n", c = "yes" }, metadata = { annotations = {} } },
+      { list = { 1, true, 2.5, "on" }, empty = codec.array({}) },
+    })
+    assert.equal(table.concat({
+      "---",
+      "data:",
+      "  a: |",
+      "    x",
+      "    y",
+      '  b: "2"',
+      '  c: "yes"',
+      "kind: ConfigMap",
+      "metadata:",
+      "  annotations: {}",
+      "---",
+      "empty: []",
+      "list:",
+      "- 1",
+      "- true",
+      "- 2.5",
+      '- "on"',
+      "",
+    }, "\n"), text)
+    assert.same({ { data = { a = "x\ny\n", b = "2", c = "yes" }, kind = "ConfigMap",
+      metadata = { annotations = {} } }, { empty = {}, list = { 1, true, 2.5, "on" } } },
+      lyaml.load(text, { all = true }))
+    assert.equal("", codec.encode_yaml_stream({}))
+  end)
+
+  it("refuses values YAML or JSON cannot hold", function()
+    assert.has_error(function() codec.encode_yaml({ f = print }) end, "encode_yaml: cannot encode a function")
+    assert.has_error(function() codec.encode_yaml({ x = 0 / 0 }) end, "encode_yaml: not a finite number")
+    assert.has_error(function() codec.encode_json({ big = 1 << 60 }) end,
+      "encode_json: big: integer 1152921504606846976 has more digits than the JSON encoder keeps")
+    assert.equal('{"a":[1,2]}', codec.encode_json({ a = { 1, 2 } }))
+    assert.equal("{}", codec.encode_json({}))
+  end)
+
+  it("decodes YAML streams: empty documents are nil, nulls dropped, integral floats are integers", function()
+    local docs = assert(codec.decode_documents("---\n---\na: 1.0\nb: ~\nc: [x, 2]\n3: three\n---\nx\n"))
+    assert.equal(3, #docs)
+    assert.same({ index = 1 }, docs[1])
+    assert.same({ a = 1, c = { "x", 2 }, ["3"] = "three" }, docs[2].value)
+    assert.equal("integer", math.type(docs[2].value.a))
+    assert.equal("x", docs[3].value)
+    local bad = assert(codec.decode_documents("a: [1, null]\n"))
+    assert.equal("a[1]: null is not allowed in a list", bad[1].error)
+    local nothing, err = codec.decode_documents("a: [\n")
+    assert.is_nil(nothing)
+    assert.equal("invalid YAML: 1:4: did not find expected node content", err)
+  end)
+
+  it("decodes JSON: one document, or a top-level array of documents", function()
+    local docs = assert(codec.decode_documents('  {"a": 2.0, "n": null}'))
+    assert.same({ { index = 1, value = { a = 2 } } }, docs)
+    assert.equal("integer", math.type(docs[1].value.a))
+    docs = assert(codec.decode_documents('[{"a": 1}, {"b": 2}]'))
+    assert.same({ a = 1 }, docs[1].value)
+    assert.same({ b = 2 }, docs[2].value)
+    local nothing, err = codec.decode_documents("{nope")
+    assert.is_nil(nothing)
+    assert.truthy(err:find("^invalid JSON: "), err)
+    assert.same({ x = { 1 } }, codec.decode_json('{"x": [1.0]}'))
+    assert.has_error(function() codec.decode_json("[") end)
+  end)
+end)
+
+describe("fc.render (pure-Lua host)", function()
+  local function render_file(name, policies, output)
+    return render.run({ text = slurp(INPUTS .. name), source = name, output = output,
+      policy_dir = POLICIES .. (policies or "basic"), host = host })
+  end
+
+  it("renders every FlinkCluster of a stream in order, skipping empty documents", function()
+    local r = render_file("good.yaml")
+    assert.same({ "good: warning: spec.extraField: unknown field" }, r.stderr)
+    assert.equal(0, r.code)
+    local docs = lyaml.load(r.stdout, { all = true })
+    assert.same({ "ConfigMap good-configmap", "StatefulSet good-taskmanager", "ConfigMap second-configmap",
+      "StatefulSet second-taskmanager" }, kinds_names(docs))
+    assert.equal("team-a", docs[3].metadata.namespace)
+    assert.equal("2", docs[1].data.replicas)
+    assert.equal("yes", docs[1].data.yes)
+  end)
+
+  it("prints a v1 List for -o json", function()
+    local r = render_file("good.json", "basic", "json")
+    assert.equal(0, r.code)
+    local list = cjson.decode(r.stdout)
+    assert.equal("v1", list.apiVersion)
+    assert.equal("List", list.kind)
+    assert.equal("jsonic-configmap", list.items[1].metadata.name)
+    assert.equal(3, list.items[2].spec.replicas)
+  end)
+
+  it("reports every invalid document and prints nothing", function()
+    -- (failures.yaml holds a memory hog: the fallback has no budgets, the #bin specs run it)
+    local r = render_file("invalid.yaml")
+    assert.same({ "wordcount: spec.taskManager.replicas: must be >= 1" }, r.stderr)
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+    r = render.run({ text = slurp(INPUTS .. "not_flinkcluster.yaml"), source = "x", host = host,
+      policy_dir = POLICIES .. "basic" })
+    assert.same({ "nginx: kind: document 2 is a Deployment (apps/v1), not a FlinkCluster " ..
+      "(flinkoperator.k8s.io/v1beta1)" }, r.stderr)
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+  end)
+
+  it("keeps going after a policy failure and names the policy", function()
+    local calls = {}
+    local fake = {
+      configure = function() end,
+      call = function(policy, hook, input)
+        local name = (input.metadata or input.cluster.metadata).name
+        calls[#calls + 1] = policy .. "." .. hook .. " " .. name
+        if name == "evil" then return false, "defaults.lua:11: policy exceeded its time budget (200 ms)" end
+        return host.call(policy, hook, input)
+      end,
+    }
+    local r = render.run({ text = slurp(INPUTS .. "evil_good.yaml"), source = "x", host = fake,
+      policy_dir = POLICIES .. "basic" })
+    assert.same({ "evil: policy: defaults.lua:11: policy exceeded its time budget (200 ms)",
+      "good: warning: spec.bogus: unknown field" }, r.stderr)
+    assert.same({ "defaults.apply evil", "defaults.apply good", "validate.check good", "cluster.desired good" },
+      calls)
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+  end)
+
+  it("treats a wrong output shape as a policy error", function()
+    local r = render_file("good.yaml", "badshape")
+    assert.equal(1, r.code)
+    assert.same({ "good: warning: spec.extraField: unknown field",
+      "good: policy: cluster.lua: desired: objects[0] must have apiVersion, kind and metadata.name strings",
+      "second: policy: cluster.lua: desired: objects[0] must have apiVersion, kind and metadata.name strings",
+    }, r.stderr)
+    assert.is_nil(render.shape.validate({ errors = { { path = "a", message = "b" } } }))
+    assert.equal("warnings[0] must be {path=<string>, message=<string>}",
+      render.shape.validate({ warnings = { { path = 1 } } }))
+    assert.equal("must return a FlinkCluster of flinkoperator.k8s.io/v1beta1", render.shape.defaults({ kind = "Pod" }))
+  end)
+
+  it("rejects an input without FlinkCluster documents and a cluster given twice", function()
+    local r = render.run({ text = "---\n", source = "empty.yaml", host = host })
+    assert.same({ "empty.yaml: no FlinkCluster documents" }, r.stderr)
+    assert.equal(1, r.code)
+    local doc = slurp(INPUTS .. "invalid.yaml"):gsub("replicas: 0", "replicas: 1")
+    r = render.run({ text = doc .. "---\n" .. doc, source = "twice.yaml", host = host,
+      policy_dir = POLICIES .. "basic" })
+    assert.same({ "wordcount: metadata.name: document 2 renders the same cluster as document 1" }, r.stderr)
+    assert.equal(1, r.code)
+  end)
+end)
+
+describe("flink-controller render #bin", function()
+  local BASIC = POLICIES .. "basic"
+
+  it("renders and exits 0, warnings on stderr", function()
+    local r = run({ "render", "-f", INPUTS .. "good.yaml", "--policy-dir", BASIC })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal("good: warning: spec.extraField: unknown field\n", r.stderr)
+    assert.same({ "ConfigMap good-configmap", "StatefulSet good-taskmanager", "ConfigMap second-configmap",
+      "StatefulSet second-taskmanager" }, kinds_names(lyaml.load(r.stdout, { all = true })))
+    assert.truthy(r.stdout:find('\n  "yes": "yes"\n', 1, true), r.stdout)
+  end)
+
+  it("reads stdin with -f - and writes a List with -o json", function()
+    local r = run({ "render", "-f", "-", "-o", "json", "--policy-dir", BASIC }, INPUTS .. "good.json")
+    assert.equal(0, r.code, r.stderr)
+    local list = cjson.decode(r.stdout)
+    assert.equal("List", list.kind)
+    assert.equal(2, #list.items)
+  end)
+
+  it("exits 1 for an invalid spec, naming cluster, field and rule, with nothing on stdout", function()
+    local r = run({ "render", "-f", INPUTS .. "invalid.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    assert.equal("wordcount: spec.taskManager.replicas: must be >= 1\n", r.stderr)
+    assert.equal("", r.stdout)
+  end)
+
+  it("exits 1 for bad YAML and for a document that is not a FlinkCluster", function()
+    local r = run({ "render", "-f", INPUTS .. "bad.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    assert.equal(INPUTS .. "bad.yaml: invalid YAML: 4:10: did not find expected ',' or ']'\n", r.stderr)
+    assert.equal("", r.stdout)
+    r = run({ "render", "-f", INPUTS .. "not_flinkcluster.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    assert.equal("nginx: kind: document 2 is a Deployment (apps/v1), not a FlinkCluster " ..
+      "(flinkoperator.k8s.io/v1beta1)\n", r.stderr)
+    assert.equal("", r.stdout)
+  end)
+
+  it("exits 2 for usage and I/O errors", function()
+    local cases = {
+      { { "render", "-f", "/nonexistent/x.yaml" }, "render: /nonexistent/x.yaml: No such file or directory\n" },
+      { { "render", "-f", INPUTS .. "good.yaml", "--bogus" },
+        "render: bad or incomplete option '--bogus' (see --help)\n" },
+      { { "render", "-f", INPUTS .. "good.yaml", "-o", "xml" }, "render: -o: expected yaml or json, got 'xml'\n" },
+      { { "render", "-f", INPUTS .. "good.yaml", "--policy-dir", "/nonexistent" },
+        "render: --policy-dir: /nonexistent: No such file or directory\n" },
+      { { "render", "-f", INPUTS .. "good.yaml", "extra" }, "render: unexpected argument 'extra' (see --help)\n" },
+      { { "render", "-f" }, "render: bad or incomplete option '-f' (see --help)\n" },
+    }
+    for _, c in ipairs(cases) do
+      local r = run(c[1])
+      assert.equal(2, r.code, table.concat(c[1], " "))
+      assert.equal(c[2], r.stderr)
+      assert.equal("", r.stdout)
+    end
+    local r = run({ "render" })
+    assert.equal(2, r.code)
+    assert.truthy(r.stderr:find("^render: %-f FILE is required"), r.stderr)
+    r = run({ "render", "--help" })
+    assert.equal(0, r.code)
+    assert.truthy(r.stdout:find("^usage: flink%-controller render %-f FILE|%-"), r.stdout)
+  end)
+
+  it("checks the next document after a policy loops forever, in under a second", function()
+    local r = run({ "render", "-f", INPUTS .. "evil_good.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    assert.equal("evil: policy: defaults.lua:11: policy exceeded its time budget (200 ms)\n" ..
+      "good: warning: spec.bogus: unknown field\n", r.stderr)
+    assert.equal("", r.stdout)
+    assert.is_true(r.ms < 1000, "took " .. r.ms .. " ms")
+  end)
+
+  it("reports a raising policy, a memory hog and an invalid spec together", function()
+    local r = run({ "render", "-f", INPUTS .. "failures.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    local lines = {}
+    for l in r.stderr:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.equal(3, #lines, r.stderr)
+    assert.equal("boom: policy: defaults.lua:17: boom requested", lines[1])
+    assert.truthy(lines[2]:find("^hog: policy: defaults%.lua:%d+: policy exceeded its memory cap %(64 MiB%)$"),
+      lines[2])
+    assert.equal("fine: spec.taskManager.replicas: must be >= 1", lines[3])
+    assert.equal("", r.stdout)
+  end)
+
+  it("reports a wrong output shape as a policy error", function()
+    local r = run({ "render", "-f", INPUTS .. "invalid.yaml", "--policy-dir", POLICIES .. "badshape" })
+    assert.equal(1, r.code)
+    assert.equal("wordcount: spec.taskManager.replicas: must be >= 1\n", r.stderr)
+    local doc = INPUTS .. "good.json"
+    r = run({ "render", "-f", doc, "--policy-dir", POLICIES .. "badshape" })
+    assert.equal(1, r.code)
+    assert.equal("jsonic: policy: cluster.lua: desired: objects[0] must have apiVersion, kind and " ..
+      "metadata.name strings\n", r.stderr)
+  end)
+end)
+
+describe("flink-controller render with the project's policies #bin", function()
+  local EXAMPLE = ROOT .. "/deploy/examples/wordcount.yaml"
+  local have_policies = io.open(ROOT .. "/policies/cluster.lua") ~= nil
+
+  it("renders deploy/examples/wordcount.yaml in apply order", function()
+    if not have_policies then return pending("policies/cluster.lua is not in the tree yet") end
+    local r = run({ "render", "-f", EXAMPLE })
+    assert.equal(0, r.code, r.stderr)
+    assert.same({ "ConfigMap wordcount-configmap", "StatefulSet wordcount-jobmanager",
+      "Service wordcount-jobmanager", "StatefulSet wordcount-taskmanager", "Job wordcount-job-submitter" },
+      kinds_names(lyaml.load(r.stdout, { all = true })))
+    local j = run({ "render", "-f", EXAMPLE, "-o", "json" })
+    assert.equal(0, j.code, j.stderr)
+    local list = cjson.decode(j.stdout)
+    assert.equal("List", list.kind)
+    assert.equal(5, #list.items)
+    assert.equal("wordcount-job-submitter", list.items[5].metadata.name)
+  end)
+
+  it("rejects replicas 0 with the field path", function()
+    if not have_policies then return pending("policies/validate.lua is not in the tree yet") end
+    local bad = os.tmpname()
+    local f = assert(io.open(bad, "w"))
+    f:write((slurp(EXAMPLE):gsub("replicas: 1", "replicas: 0")))
+    f:close()
+    local r = run({ "render", "-f", bad })
+    os.remove(bad)
+    assert.equal(1, r.code)
+    assert.truthy(r.stderr:find("^wordcount: spec%.taskManager%.replicas: "), r.stderr)
+    assert.equal("", r.stdout)
+  end)
+end)
