@@ -83,14 +83,13 @@ build_kwok() {
   (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
 }
 
-# Flink: jars resolved by our pom into lib/, classpath in classpath.txt, and
+# Flink: jars resolved by our pom into lib/ (the classpath is lib/*.jar), and
 # the example/test jobs under jobs/ built into jobs.jar.
 build_flink() {
   local out=$1 mvnq=(mvn -B -q -Dflink.version="$FLINK_VERSION" -Dlog4j.version="$LOG4J_VERSION")
   mkdir -p "$out/lib"
   "${mvnq[@]}" -f "$TESTENV_SRC/flink/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$out/lib" -DincludeScope=runtime
-  (cd "$out/lib" && ls -1 "$PWD"/*.jar | sort | paste -sd: -) >"$out/classpath.txt"
   rm -rf "$out/jobs-build"; cp -r "$TESTENV_SRC/jobs" "$out/jobs-build"
   "${mvnq[@]}" -f "$out/jobs-build/pom.xml" package
   cp "$out"/jobs-build/target/testenv-jobs.jar "$out/jobs.jar"
@@ -103,7 +102,7 @@ build_one() {
   command -v "$( [ "$name" = flink ] && echo mvn || echo go)" >/dev/null ||
     { log "$name: toolchain missing"; return 1; }
   local tmp=$dir.tmp.$$ start=$SECONDS
-  rm -rf "$tmp"; mkdir -p "$tmp"
+  mkdir -p "$tmp"
   log "$name: building into $dir (log $dir.log)"
   local rc=0
   # a subshell outside any condition, so set -e stops at the first failure
@@ -116,8 +115,19 @@ build_one() {
   echo "$((SECONDS - start))" >"$tmp/.build-seconds"
   date -u +%FT%TZ >"$tmp/.done"
   rm -rf "$dir"; mv "$tmp" "$dir"
+  # older builds of this component (earlier pins) are not used any more
+  local old; for old in "$TESTENV_CACHE/$name"-*; do
+    [ "$old" = "$dir" ] || [ "$old" = "$dir.log" ] || rm -rf "$old"
+  done
   log "$name: built in $((SECONDS - start))s"
 }
+
+# one build at a time per cache (two `make test` runs in parallel: the second
+# waits, then finds the first one's results); then drop half-built leftovers
+mkdir -p "$TESTENV_CACHE"
+exec 8>"$TESTENV_CACHE/.build.lock"
+flock 8
+rm -rf "$TESTENV_CACHE"/*.tmp.*
 
 comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink)
 rc=0

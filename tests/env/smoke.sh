@@ -191,13 +191,14 @@ t_wordcount() {
 check "WordCount uploaded (POST /jars/upload), run (POST /jars/<id>/run), FINISHED" t_wordcount
 
 # 10+11: the unbounded Ticker job runs, and stop-with-savepoint writes one
-jid=""
+# (check runs each test in a subshell: the job id goes through a file)
 t_ticker_runs() {
-  local jar
+  local jar jid
   jar=$(upload_jar) || return 1
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":2}' \
     "$FLINK_REST_URL/jars/$jar/run" >"$TMP/run2.json" || return 1
   jid=$(jget jobid <"$TMP/run2.json") || return 1
+  echo "$jid" >"$TMP/ticker.jid"
   running() {
     curl -sf "$FLINK_REST_URL/jobs/$jid" >"$TMP/job2.json" &&
       [ "$(jget state <"$TMP/job2.json")" = RUNNING ] &&
@@ -209,8 +210,9 @@ t_ticker_runs() {
 check "Ticker (unbounded) job RUNNING with all tasks running" t_ticker_runs
 
 t_savepoint() {
+  local tid jid
+  jid=$(cat "$TMP/ticker.jid" 2>/dev/null)
   [ -n "$jid" ] || { echo "no Ticker job"; return 1; }
-  local tid
   curl -sf -X POST -H 'Content-Type: application/json' -d '{"drain":false}' \
     "$FLINK_REST_URL/jobs/$jid/stop" >"$TMP/stop.json" || return 1
   tid=$(jget request-id <"$TMP/stop.json") || return 1

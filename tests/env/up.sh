@@ -167,7 +167,7 @@ io.tmp.dirs: $FDATA/tmp
 execution.checkpointing.savepoint-dir: file://$FDATA/savepoints
 execution.checkpointing.dir: file://$FDATA/checkpoints
 EOF
-CP=$(cat "$FLINK/classpath.txt")
+CP=$(printf '%s\n' "$FLINK"/lib/*.jar | sort | paste -sd: -)
 # Java 17 module flags from Flink's dist config (env.java.opts.all)
 OPENS=(-XX:+IgnoreUnrecognizedVMOptions
   --add-exports=java.base/sun.net.util=ALL-UNNAMED --add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED
@@ -195,12 +195,14 @@ start etcd "$ETCD" --name=testenv --data-dir="$TESTENV_DIR/data/etcd" \
   --quota-backend-bytes=$((1024 * 1024 * 1024)) --auto-compaction-retention=1
 
 wait "$RJM" && wait "$RTM" || fail "BashJavaUtils failed" bash-java-utils
-[ "$(wc -l <"$FDATA/tm.params")" -eq 2 ] || fail "BashJavaUtils gave no TaskManager parameters" bash-java-utils
+[ "$(wc -l <"$FDATA/tm.params")" -eq 2 ] && [ "$(wc -l <"$FDATA/jm.params")" -eq 2 ] ||
+  fail "BashJavaUtils gave no memory parameters" bash-java-utils
 read -r -a JM_JVM < <(sed -n 1p "$FDATA/jm.params")
+read -r -a JM_DYN < <(sed -n 2p "$FDATA/jm.params")
 read -r -a TM_JVM < <(sed -n 1p "$FDATA/tm.params")
 read -r -a TM_DYN < <(sed -n 2p "$FDATA/tm.params")
 start flink-jobmanager java "${OPENS[@]}" "${JM_JVM[@]}" "${LOG4J[@]}" -cp "$CP" \
-  org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint --configDir "$FCONF"
+  org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint --configDir "$FCONF" "${JM_DYN[@]}"
 start flink-taskmanager java "${OPENS[@]}" "${TM_JVM[@]}" "${LOG4J[@]}" -cp "$CP" \
   org.apache.flink.runtime.taskexecutor.TaskManagerRunner --configDir "$FCONF" "${TM_DYN[@]}"
 
