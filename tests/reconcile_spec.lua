@@ -520,6 +520,7 @@ describe("reconcile.run with policies-min", function()
     local r = reconcile.run({ cluster = cc, children = ch, flink = flink, now = T0 + 100 })
     assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
     assert.equal("Progressing", r.status.control.state)
+    assert.same({ type = "Normal", reason = "UserControl", message = "savepoint Progressing" }, r.events[#r.events])
     -- the core recorded the request-id, then the completed operation
     flink.savepoint_triggers[ID] = { request_id = "7e2a0000000000000000000000000001", time = T0 + 101 }
     r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 102 })

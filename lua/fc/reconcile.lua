@@ -46,10 +46,11 @@ end
 
 local function is_table(v) return type(v) == "table" end
 
---- reconcile.set_condition(status, cond, now, generation) -> status (changed in place)
--- Sets `cond` ({type, status, reason, message}) in status.conditions (metav1.Condition):
--- lastTransitionTime is kept from the previous condition of the same type when its status did
--- not change, else `now` (RFC 3339); observedGeneration = `generation`.
+--- reconcile.set_condition(status, cond, now, generation [, previous]) -> status (changed in place)
+-- Sets `cond` ({type, status, reason, message}) in status.conditions (metav1.Condition shape):
+-- lastTransitionTime is kept from the previous condition of the same type (looked up in the list
+-- `previous`, default status.conditions) when its status did not change, else `now` (unix
+-- seconds, written RFC 3339); observedGeneration = `generation`.
 function reconcile.set_condition(status, cond, now, generation, previous)
   status.conditions = status.conditions or {}
   local prev
@@ -183,6 +184,11 @@ local function transition_events(old, new, events)
     if ns.state == "Succeeded" and nj and nj.savepointLocation then msg = msg .. ": " .. nj.savepointLocation end
     if bad and ns.message then msg = msg .. ": " .. ns.message end
     events[#events + 1] = { type = bad and "Warning" or "Normal", reason = "SavepointStateChanged", message = msg }
+  end
+  local oc_, nc = old.control or {}, new.control
+  if nc and (oc_.name ~= nc.name or oc_.state ~= nc.state or oc_.updateTime ~= nc.updateTime) then
+    events[#events + 1] = { type = nc.state == "Failed" and "Warning" or "Normal", reason = "UserControl",
+      message = tostring(nc.name) .. " " .. tostring(nc.state) .. (nc.message and (": " .. nc.message) or "") }
   end
   local oc = find_condition(old, "PolicyError")
   if oc and oc.status == "True" then
