@@ -559,6 +559,7 @@ struct kube_call {
     ev_timer wait;            /* rate limiter or Retry-After delay */
     http_request *req;
     int attempts, retried_401, in_cb, cancelled, done;
+    long http_version;
     /* list */
     char *selector;
     long limit;
@@ -769,6 +770,7 @@ static void call_finish(kube_call *k, long status, const char *error, const char
     res.raw_len = raw ? raw_len : 0;
     res.body = body;
     res.attempts = k->attempts;
+    res.http_version = k->http_version;
     res.reason = "";
     res.message = res.error;
     const char *kind = json_string_value(json_object_get(body, "kind"));
@@ -956,6 +958,7 @@ static void http_done(http_request *req, const http_response *resp, void *ud)
     kube_call *k = ud;
     kube_client *c = k->client;
     k->req = NULL;
+    k->http_version = resp->http_version;
     int retryable = resp->status == 429 || (resp->status >= 500 && resp->status <= 599);
     if (retryable && resp->retry_after_s >= 0 && k->attempts <= KUBE_MAX_RETRIES) {
         call_schedule(k, resp->retry_after_s);

@@ -135,6 +135,7 @@ typedef struct kube_result {
     const char *raw;       /* raw body bytes (NUL-terminated), "" for lists */
     size_t raw_len;
     int attempts;          /* HTTP attempts made (retries + 1) */
+    long http_version;     /* of the last attempt: 1 (HTTP/1.x), 2 (HTTP/2), 0 */
 } kube_result;
 
 typedef void (*kube_done_fn)(const kube_result *res, void *ud);

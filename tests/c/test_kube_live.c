@@ -18,7 +18,7 @@ static kube_client *c;
 
 typedef struct res {
     int done;
-    long status;
+    long status, version;
     char reason[64], message[512];
     json_t *body;
 } res;
@@ -28,6 +28,7 @@ static void on_done(const kube_result *r, void *ud)
     res *o = ud;
     o->done = 1;
     o->status = r->status;
+    o->version = r->http_version;
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);
     snprintf(o->message, sizeof o->message, "%s", r->message);
     o->body = json_incref(r->body);
@@ -104,6 +105,7 @@ int main(void)
     IS_INT(o.status, 200, "GET /version over verified TLS with the kubeconfig's credentials");
     OK(json_string_value(json_object_get(o.body, "gitVersion")) != NULL, "gitVersion %s",
        json_string_value(json_object_get(o.body, "gitVersion")));
+    IS_INT(o.version, 2, "HTTP/2 negotiated with the apiserver (ALPN)");
     json_decref(o.body);
 
     char ns[64], buf[2048];
