@@ -748,3 +748,32 @@ describe("reconcile.run with the real policies/", function()
     assert.equal("InvalidSpec", condition(r.status, "Ready").reason)
   end)
 end)
+
+describe("the reconcile policies inside the binary's sandbox #bin", function()
+  local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
+
+  it("job, savepoint and status load and decide under the C host (budgets, allowlist)", function()
+    local dir = io.popen("mktemp -d"):read("l")
+    made[#made + 1] = dir
+    assert(os.execute("mkdir -p '" .. dir .. "/lib' && cp '" .. ROOT .. "'/policies/lib/*.lua '" .. dir .. "/lib/'"))
+    for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
+      write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
+    end
+    for _, f in ipairs({ "defaults.lua", "validate.lua" }) do
+      write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
+    end
+    write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))
+    write(dir .. "/in.yaml", table.concat({
+      "apiVersion: flinkoperator.k8s.io/v1beta1", "kind: FlinkCluster", "metadata: {name: sm, namespace: default}",
+      "spec:", "  image: {name: 'flink:1.17.2'}", "  taskManager: {replicas: 1}",
+      "  job: {jarFile: /j.jar, savepointsDir: /sp, autoSavepointSeconds: 300}", "" }, "\n"))
+    local p = io.popen("'" .. BIN .. "' render -o json -f '" .. dir .. "/in.yaml' --policy-dir '" .. dir .. "' 2>&1")
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    local cm = require("cjson").decode(out)
+    cm = cm.items and cm.items[1] or cm[1] or cm
+    assert.same({ state = "Creating", job = "Running", savepoint = "InProgress, scheduled initial",
+      trigger = "POST /jobs/8c2d6f0e4a1b3c5d7e9f00112233aabb/savepoints", time = "2023-11-14T22:18:20Z" }, cm.data)
+  end)
+end)
