@@ -480,19 +480,23 @@ const kube_kind kube_kind_pod = {"v1", "Pod", "pods", 1};
 const kube_kind kube_kind_event = {"v1", "Event", "events", 1};
 const kube_kind kube_kind_lease = {"coordination.k8s.io/v1", "Lease", "leases", 1};
 const kube_kind kube_kind_namespace = {"v1", "Namespace", "namespaces", 0};
+const kube_kind kube_kind_controllerrevision = {"apps/v1", "ControllerRevision", "controllerrevisions", 1};
+const kube_kind kube_kind_deployment = {"apps/v1", "Deployment", "deployments", 1};
+const kube_kind kube_kind_secret = {"v1", "Secret", "secrets", 1};
 
 static const kube_kind *const all_kinds[] = {
     &kube_kind_flinkcluster, &kube_kind_statefulset, &kube_kind_service, &kube_kind_configmap,
     &kube_kind_ingress, &kube_kind_job, &kube_kind_pod, &kube_kind_event, &kube_kind_lease,
-    &kube_kind_namespace,
+    &kube_kind_namespace, &kube_kind_controllerrevision, &kube_kind_deployment, &kube_kind_secret,
 };
 
 const kube_kind *kube_kind_find(const char *api_version, const char *kind)
 {
-    if (!api_version || !kind)
+    if (!kind)
         return NULL;
     for (size_t i = 0; i < sizeof all_kinds / sizeof all_kinds[0]; i++)
-        if (strcmp(all_kinds[i]->api_version, api_version) == 0 && strcmp(all_kinds[i]->kind, kind) == 0)
+        if ((!api_version || strcmp(all_kinds[i]->api_version, api_version) == 0) &&
+            strcmp(all_kinds[i]->kind, kind) == 0)
             return all_kinds[i];
     return NULL;
 }
@@ -1183,25 +1187,34 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
     return call;
 }
 
+kube_call *kube_patch(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                      const char *subresource, const char *content_type, const char *patch_json,
+                      kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    char path[1024];
+    if (!k || !name || !*name || !patch_json || !content_type || kube_path(path, sizeof path - 64, k, ns, name, subresource) != 0) {
+        set_err(err, errlen, "kube_patch: kind, name, content type and patch are required");
+        return NULL;
+    }
+    if (strcmp(content_type, "application/apply-patch+yaml") == 0)
+        strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
+    kube_req r = {.method = "PATCH", .path = path, .content_type = content_type, .body = patch_json};
+    return kube_request(c, &r, cb, ud, err, errlen);
+}
+
 kube_call *kube_patch_status(kube_client *c, const kube_kind *k, const char *ns, const char *name,
                              const char *merge_patch_json, kube_done_fn cb, void *ud, char *err,
                              size_t errlen)
 {
-    char path[1024];
-    if (!k || !merge_patch_json || kube_path(path, sizeof path, k, ns, name, "status") != 0) {
-        set_err(err, errlen, "kube_patch_status: kind, name and patch are required");
-        return NULL;
-    }
-    kube_req r = {.method = "PATCH", .path = path, .content_type = "application/merge-patch+json",
-                  .body = merge_patch_json};
-    return kube_request(c, &r, cb, ud, err, errlen);
+    return kube_patch(c, k, ns, name, "status", "application/merge-patch+json", merge_patch_json, cb, ud, err,
+                      errlen);
 }
 
 kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const char *name,
                        const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
     char path[1024];
-    if (!k || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
+    if (!k || !name || !*name || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
         set_err(err, errlen, "kube_delete: kind and name are required");
         return NULL;
     }

@@ -104,10 +104,11 @@ typedef struct kube_kind {
 
 extern const kube_kind kube_kind_flinkcluster, kube_kind_statefulset, kube_kind_service,
     kube_kind_configmap, kube_kind_ingress, kube_kind_job, kube_kind_pod, kube_kind_event,
-    kube_kind_lease, kube_kind_namespace;
+    kube_kind_lease, kube_kind_namespace, kube_kind_controllerrevision, kube_kind_deployment,
+    kube_kind_secret;
 
-/* Looks a kind up by apiVersion + kind among the kube_kind_* above; NULL when
- * unknown. */
+/* Looks a kind up by apiVersion + kind among the kube_kind_* above
+ * (`api_version` NULL: by kind alone, first match); NULL when unknown. */
 const kube_kind *kube_kind_find(const char *api_version, const char *kind);
 
 /* Writes the URL path of a collection (name NULL) or an object, with an
@@ -207,6 +208,15 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
  * metadata.namespace. Bad JSON or an unknown kind fails at once (NULL, err). */
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
                       size_t errlen);
+
+/* PATCH of an object (`subresource` NULL) or of a subresource ("status")
+ * with `content_type` "application/merge-patch+json" (RFC 7386: null
+ * deletes a key, lists are replaced whole), "application/json-patch+json"
+ * (RFC 6902) or "application/apply-patch+yaml" (then fieldManager and force
+ * are added to the query). `patch_json` is sent as given. */
+kube_call *kube_patch(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                      const char *subresource, const char *content_type, const char *patch_json,
+                      kube_done_fn cb, void *ud, char *err, size_t errlen);
 
 /* PATCH of the /status subresource with an RFC 7386 merge patch (JSON text,
  * e.g. {"status":{...}}); keep observedGeneration in it. */

@@ -171,6 +171,7 @@ static void path_tests(void)
     IS_INT(kube_path(p, sizeof p, &kube_kind_pod, "ns", "", NULL), -1, "empty name -> -1");
     OK(kube_kind_find("networking.k8s.io/v1", "Ingress") == &kube_kind_ingress, "kind lookup");
     OK(kube_kind_find("v1", "Nope") == NULL, "unknown kind -> NULL");
+    OK(kube_kind_find(NULL, "ControllerRevision") == &kube_kind_controllerrevision, "lookup by kind alone");
 }
 
 static int watch_events;
@@ -267,6 +268,18 @@ static void net_tests(int port)
     IS_STR(jstr(o.body, "path"), "/apis/flinkoperator.k8s.io/v1beta1/namespaces/echo/flinkclusters/fc1/status",
            "status: /status subresource");
     IS_STR(jstr(o.body, "contentType"), "application/merge-patch+json", "status: merge patch");
+
+    reset(&o);
+    kube_patch(c, &kube_kind_flinkcluster, "echo", "fc1", NULL, "application/merge-patch+json",
+               "{\"metadata\":{\"annotations\":{\"x\":null}}}", on_done, &o, err, sizeof err);
+    wait_done(&o);
+    IS_STR(jstr(o.body, "path"), "/apis/flinkoperator.k8s.io/v1beta1/namespaces/echo/flinkclusters/fc1",
+           "patch: main resource");
+    IS_STR(jstr(o.body, "body"), "{\"metadata\":{\"annotations\":{\"x\":null}}}", "patch: body as given");
+    OK(kube_patch(c, &kube_kind_pod, "echo", NULL, NULL, "application/merge-patch+json", "{}", on_done, &o, err,
+                  sizeof err) == NULL, "patch without a name refused");
+    OK(kube_delete(c, &kube_kind_pod, "echo", NULL, NULL, on_done, &o, err, sizeof err) == NULL,
+       "delete without a name refused (never a collection delete)");
 
     reset(&o);
     kube_delete(c, &kube_kind_pod, "echo", "tm-1", "Foreground", on_done, &o, err, sizeof err);
