@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -571,38 +572,42 @@ static void lhost_push_env(lua_State *L, const char *label)
     lua_setmetatable(L, env);
 }
 
-/* Reads a whole file into a Lua string (pushed); -1 with err on failure. */
+/* Reads a whole file into a Lua string (pushed); -1 with err on failure.  The buffer is a
+ * userdata allocated before the file is opened, so that a memory error (which unwinds) can
+ * never leave a FILE open. */
 static int lhost_push_file(lua_State *L, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    size_t total = 0;
-    char chunk[8192];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        total += n;
-        if (total > LHOST_POLICY_FILE_MAX) {
-            fclose(f);
-            luaL_pushresult(&b);
-            lua_pop(L, 1);
-            snprintf(err, errlen, "%s: larger than %u bytes", path, LHOST_POLICY_FILE_MAX);
-            return -1;
-        }
-        luaL_addlstring(&b, chunk, n);
-    }
-    int bad = ferror(f);
-    fclose(f);
-    luaL_pushresult(&b);
-    if (bad) {
-        lua_pop(L, 1);
-        snprintf(err, errlen, "cannot read %s", path);
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "cannot open %s: not a regular file", path);
         return -1;
     }
+    if ((unsigned long long)st.st_size > LHOST_POLICY_FILE_MAX) {
+        snprintf(err, errlen, "%s: larger than %u bytes", path, LHOST_POLICY_FILE_MAX);
+        return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    char *buf = lua_newuserdatauv(L, size + 1, 0);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t n = fread(buf, 1, size + 1, f);
+    int bad = ferror(f) || n > size;
+    fclose(f);
+    if (bad) {
+        lua_pop(L, 1);
+        snprintf(err, errlen, "cannot read %s%s", path, n > size ? ": it changed while read" : "");
+        return -1;
+    }
+    lua_pushlstring(L, buf, n);
+    lua_remove(L, -2);
     return 0;
 }
 
