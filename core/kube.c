@@ -313,9 +313,10 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
         }
         const char *token = yscalar(ymap_get(d, u, "token"));
         const char *token_file = yscalar(ymap_get(d, u, "tokenFile"));
+        /* both may be set: the file's last good read wins (client-go rest.Config) */
         if (token)
             cfg->token = strdup(token);
-        else if (token_file)
+        if (token_file)
             cfg->token_file = resolve_path(path, token_file);
     }
     cfg->namespace = strdup(ns ? ns : "default");
@@ -1253,6 +1254,12 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
     char msg[1025];
     snprintf(msg, sizeof msg, "%s", message);
+    size_t ml = strlen(msg);
+    if (ml == sizeof msg - 1) {           /* truncated: do not cut a UTF-8 sequence */
+        while (ml > 0 && ((unsigned char)message[ml] & 0xC0) == 0x80)
+            ml--;                         /* message[ml] would start the next part */
+        msg[ml] = '\0';
+    }
     char gen[300];
     snprintf(gen, sizeof gen, "%.240s.", name);
     json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s},"

@@ -40,7 +40,8 @@ typedef struct kube_config {
     size_t key_pem_len;
     char *token;             /* static bearer token (kubeconfig user.token) */
     char *token_file;        /* bearer token file, re-read every
-                                KUBE_TOKEN_RELOAD_S seconds and on a 401 */
+                                KUBE_TOKEN_RELOAD_S seconds and on a 401;
+                                when set it wins over `token` */
     int insecure;            /* insecure-skip-tls-verify */
     char *namespace;         /* context namespace, in-cluster namespace file,
                                 else "default" */
@@ -234,7 +235,7 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
 /* Creates a core/v1 Event in the object's namespace about `involved` (an
  * object with apiVersion, kind, metadata.name/namespace/uid): `type` "Normal"
  * or "Warning", `reason` CamelCase, `message` free text (truncated to 1024
- * bytes). source.component is "flink-controller". */
+ * bytes, never inside a UTF-8 sequence). source.component is "flink-controller". */
 kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type, const char *reason,
                              const char *message, kube_done_fn cb, void *ud, char *err,
                              size_t errlen);

@@ -74,6 +74,15 @@ static void config_tests(void)
     IS_STR(cfg.server, "http://127.0.0.1:8080", "http server accepted");
     kube_config_clear(&cfg);
 
+    IS_INT(kube_config_load_file(&cfg, KDIR "both-tokens.yaml", NULL, err, sizeof err), 0, "both-tokens.yaml");
+    OK(strcmp(cfg.token, "static") == 0 && strcmp(cfg.token_file, KDIR "token") == 0, "token and tokenFile both kept");
+    {
+        kube_client *bc = kube_client_new(loop, &cfg, err, sizeof err);
+        IS_STR(kube_client_token(bc), "file-token-1", "the token file wins over the static token");
+        kube_client_free(bc);
+    }
+    kube_config_clear(&cfg);
+
     struct { const char *file, *ctx, *want; } bad[] = {
         {"bad-base64.yaml", NULL, "kubeconfig " KDIR "bad-base64.yaml: users[name=dev].user.client-key-data: invalid base64"},
         {"missing-server.yaml", NULL, "kubeconfig " KDIR "missing-server.yaml: clusters[name=c].cluster.server: missing"},
@@ -304,6 +313,23 @@ static void net_tests(int port)
            strcmp(jstr(json_object_get(b, "metadata"), "generateName"), "fc1.") == 0,
        "event body: reason, type, involvedObject, generateName");
     json_decref(b);
+
+    {
+        char longmsg[1400] = "x";              /* 1 byte, then 2-byte characters: 1024 cuts one */
+        for (int i = 0; i < 600; i++)
+            strcat(longmsg, "\xc3\xa9");
+        json_t *inv2 = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name",
+                                 "p", "namespace", "echo");
+        reset(&o);
+        OK(kube_event_create(c, inv2, "Normal", "Long", longmsg, on_done, &o, err, sizeof err) != NULL,
+           "event with a 1201-byte UTF-8 message accepted");
+        json_decref(inv2);
+        wait_done(&o);
+        json_t *eb = json_loads(jstr(o.body, "body"), 0, NULL);
+        IS_INT(strlen(jstr(eb, "message") ? jstr(eb, "message") : ""), 1023,
+               "message cut to 1023 bytes at a character boundary");
+        json_decref(eb);
+    }
 
     /* list: pages, selector, expired continue */
     reset(&o);
