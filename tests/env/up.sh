@@ -38,10 +38,15 @@ fi
 find "$TESTENV_DIR" -mindepth 1 -maxdepth 1 ! -name .lock -exec rm -rf {} +
 mkdir -p "$LOGS" "$TESTENV_DIR/pki" "$TESTENV_DIR/data"
 
-for tool in go java mvn openssl curl; do
-  command -v "$tool" >/dev/null || { echo "testenv: $tool not found: cannot build the test environment" >&2; exit 2; }
+# need TOOL WHY: exit 2 (the caller may skip) when TOOL is missing
+need() { command -v "$1" >/dev/null || { echo "testenv: $1 not found ($2)" >&2; exit 2; }; }
+for tool in java openssl curl flock; do need "$tool" "needed to run the test environment"; done
+for c in etcd kwok k8s; do
+  [ -f "$(component_dir "$c")/.done" ] || need go "needed to build $c; not cached"
 done
+[ -f "$(component_dir flink)/.done" ] || need mvn "needed to resolve the Flink jars; not cached"
 "$TESTENV_SRC/build.sh" || { echo "testenv: build failed" >&2; exit 1; }
+log "binaries ready (+$((SECONDS - T0)) s)"
 K8S=$(component_dir k8s)/bin ETCD=$(component_dir etcd)/bin/etcd
 KWOK=$(component_dir kwok)/bin/kwok FLINK=$(component_dir flink)
 KUBECTL=$K8S/kubectl KC=$TESTENV_DIR/kubeconfig PKI=$TESTENV_DIR/pki
@@ -207,6 +212,7 @@ start flink-taskmanager java "${OPENS[@]}" "${TM_JVM[@]}" "${LOG4J[@]}" -cp "$CP
   org.apache.flink.runtime.taskexecutor.TaskManagerRunner --configDir "$FCONF" "${TM_DYN[@]}"
 
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
+log "etcd ready (+$((SECONDS - T0)) s)"
 
 start kube-apiserver "$K8S/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
@@ -218,6 +224,7 @@ start kube-apiserver "$K8S/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETC
   --profiling=false
 curl_api() { curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$API_PORT$1"; }
 wait_for kube-apiserver 90 curl_api /readyz
+log "kube-apiserver ready (+$((SECONDS - T0)) s)"
 
 start kube-controller-manager "$K8S/kube-controller-manager" --kubeconfig="$KC" \
   --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
@@ -237,10 +244,12 @@ CRD_NAMES=$(kc apply -f "$CRD" --dry-run=server -o name 2>>"$LOGS/apply-crd.log"
 for c in $CRD_NAMES; do
   kc wait --for=condition=Established --timeout=30s "$c" >>"$LOGS/apply-crd.log" 2>&1 || fail "$c not Established" apply-crd
 done
+log "CRD Established (+$((SECONDS - T0)) s)"
 kc wait --for=condition=Ready --timeout=60s node/testenv-node-0 >"$LOGS/node-ready.log" 2>&1 ||
   fail "fake node not Ready (kwok)" kwok
 wait_for kube-controller-manager 30 curl -skf "https://127.0.0.1:$KCM_PORT/healthz"
 wait_for kube-scheduler 30 curl -skf "https://127.0.0.1:$SCHED_PORT/healthz"
+log "node Ready, controller-manager and scheduler healthy (+$((SECONDS - T0)) s)"
 
 # --- Flink: REST up and the TaskManager registered with its slots
 flink_ready() {
@@ -249,6 +258,7 @@ flink_ready() {
 }
 wait_for flink-jobmanager 90 flink_ready
 alive flink-taskmanager
+log "Flink TaskManager registered (+$((SECONDS - T0)) s)"
 
 # --- env.sh (written last, atomically: its presence means "ready")
 {
