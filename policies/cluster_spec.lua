@@ -393,6 +393,69 @@ describe("cluster.desired", function()
   end)
 end)
 
+-- The test environment's settings (tests/env/up.sh writes $TESTENV_DIR/env.sh), or nil. Only
+-- when TESTENV_DIR is set explicitly: a shared build/testenv may be brought down by another
+-- run (tests/env/smoke.sh) in the middle of this test. Run it with
+--   TESTENV_DIR=build/testenv bash tests/run.sh busted      (after make testenv-up)
+local function testenv()
+  local dir = os.getenv("TESTENV_DIR")
+  if not dir then return nil end
+  local f = io.open(dir .. "/env.sh")
+  if not f then return nil end
+  local env = {}
+  for line in f:lines() do
+    local k, v = line:match("^export ([%w_]+)=(.*)$")
+    if k then env[k] = v end
+  end
+  f:close()
+  if not (env.KUBECONFIG and env.TESTENV_KUBECTL) then return nil end
+  return env
+end
+
+describe("cluster objects on a live API server", function()
+  it("creates each fixture's FlinkCluster and server-side applies its objects #testenv", function()
+    local env = testenv()
+    if not env then
+      pending("no test environment (TESTENV_DIR unset or without env.sh)")
+      return
+    end
+    local cjson = require("cjson")
+    local function kubectl(args, stdin_path)
+      local cmd = string.format("%s --kubeconfig=%s %s%s 2>&1", env.TESTENV_KUBECTL, env.KUBECONFIG, args,
+        stdin_path and (" -f " .. stdin_path) or "")
+      local p = io.popen(cmd)
+      local out = p:read("a")
+      local ok = p:close()
+      return ok, out
+    end
+    if not kubectl("get --raw /readyz") then
+      pending("the test environment in " .. os.getenv("TESTENV_DIR") .. " does not answer")
+      return
+    end
+    local tmp = io.popen("mktemp -d"):read("l")
+    local namespaces = {}
+    for i, case in ipairs(CASES) do
+      local ns = string.format("cluster-spec-%d-%d", os.time() % 100000, i)
+      namespaces[#namespaces + 1] = ns
+      assert(kubectl("create namespace " .. ns))
+      local manifest = load_yaml(TESTDATA .. "/" .. case .. "/input.yaml")
+      manifest.metadata.namespace = ns
+      write(tmp .. "/fc.json", cjson.encode(manifest))
+      local ok, out = kubectl("create -o json", tmp .. "/fc.json")
+      assert(ok, case .. ": FlinkCluster rejected: " .. out)
+      local live = cjson.decode(out)                      -- with the uid the server gave it
+      local objects = cluster.desired({ cluster = defaults.apply(live) }).objects
+      write(tmp .. "/objects.json", cjson.encode({ apiVersion = "v1", kind = "List", items = objects }))
+      ok, out = kubectl("apply --server-side --field-manager=flink-controller", tmp .. "/objects.json")
+      assert(ok, case .. ": " .. out)
+      local _, applied = out:gsub("serverside%-applied", "")
+      assert.equal(#objects, applied, case .. ": " .. out)
+    end
+    for _, ns in ipairs(namespaces) do kubectl("delete namespace --wait=false " .. ns) end
+    os.execute("rm -rf " .. tmp)
+  end)
+end)
+
 describe("lib.names", function()
   it("names the children", function()
     assert.equal("wc-configmap", names.configmap("wc"))
