@@ -434,15 +434,21 @@ int kube_config_load_default(kube_config *cfg, const char *path, char *err, size
         if (*first)
             return kube_config_load_file(cfg, first, NULL, err, errlen);
     }
+    char home_cfg[4096] = "";
     const char *home = getenv("HOME");
+    struct stat st;
     if (home && *home) {
-        char p[4096];
-        struct stat st;
-        snprintf(p, sizeof p, "%s/.kube/config", home);
-        if (stat(p, &st) == 0)
-            return kube_config_load_file(cfg, p, NULL, err, errlen);
+        snprintf(home_cfg, sizeof home_cfg, "%s/.kube/config", home);
+        if (stat(home_cfg, &st) != 0)
+            home_cfg[0] = '\0';
     }
-    return kube_config_load_incluster(cfg, NULL, err, errlen);
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    if ((host && *host) || !home_cfg[0]) {
+        int rc = kube_config_load_incluster(cfg, NULL, err, errlen);
+        if (rc == 0 || !home_cfg[0])
+            return rc;
+    }
+    return kube_config_load_file(cfg, home_cfg, NULL, err, errlen);
 }
 
 /* ---- rate limit ------------------------------------------------------ */

@@ -69,8 +69,9 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
  * `sa_dir` NULL means KUBE_SA_DIR. */
 int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen);
 
-/* `path` if given, else the first entry of $KUBECONFIG (a ':' list), else
- * ~/.kube/config when it exists, else in-cluster. */
+/* The order controller-runtime uses: `path` if given, else the first entry
+ * of $KUBECONFIG (a ':' list), else in-cluster when KUBERNETES_SERVICE_HOST
+ * is set, else ~/.kube/config (also when in-cluster fails and it exists). */
 int kube_config_load_default(kube_config *cfg, const char *path, char *err, size_t errlen);
 
 /* Frees the strings of `cfg` and zeroes it. Safe on a zeroed config. */

@@ -1,6 +1,7 @@
 /* core/reflector: keeps a local cache of one kind in step with the API
  * server, the way client-go's reflector does:
- *   LIST (paginated) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
+ *   LIST (paginated, resourceVersion unset: a consistent read, so pages form
+ *   one snapshot) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
  *   against what was cached) -> WATCH from the list's resourceVersion with
  *   allowWatchBookmarks and a random timeoutSeconds in [min, max).
  *   Every event's and bookmark's resourceVersion becomes the resume point.

@@ -8,6 +8,8 @@
 #include "kube.h"
 #include "loop.h"
 
+#include <sys/stat.h>
+
 #define KDIR "tests/testdata/kube/"
 
 static struct ev_loop *loop;
@@ -138,6 +140,34 @@ static void config_tests(void)
     IS_STR(cfg.context, "dev", "loaded data.yaml");
     kube_config_clear(&cfg);
     unsetenv("KUBECONFIG");
+
+    char home[] = "/tmp/fc-kube-home-XXXXXX";
+    OK(mkdtemp(home) != NULL, "empty HOME");
+    setenv("HOME", home, 1);
+    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), -1, "nothing configured");
+    IS_STR(err, "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set",
+           "then the in-cluster error is reported");
+    char kdir[128], kfile[160];
+    snprintf(kdir, sizeof kdir, "%s/.kube", home);
+    snprintf(kfile, sizeof kfile, "%s/config", kdir);
+    mkdir(kdir, 0700);
+    FILE *f = fopen(kfile, "w");
+    fputs("apiVersion: v1\ncurrent-context: h\ncontexts: [{name: h, context: {cluster: c}}]\n"
+          "clusters: [{name: c, cluster: {server: 'https://home:6443'}}]\n", f);
+    fclose(f);
+    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), 0, "~/.kube/config used outside a cluster");
+    IS_STR(cfg.server, "https://home:6443", "home kubeconfig server");
+    kube_config_clear(&cfg);
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), 0, "in a pod without a token: falls back to home");
+    IS_STR(cfg.server, "https://home:6443", "home kubeconfig after the in-cluster failure");
+    kube_config_clear(&cfg);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    unlink(kfile);
+    rmdir(kdir);
+    rmdir(home);
 }
 
 static void limiter_tests(void)
