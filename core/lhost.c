@@ -121,8 +121,13 @@ static void lhost_hook(lua_State *L, lua_Debug *ar)
     lua_error(L);
 }
 
-/* The counting allocator.  Growth beyond the hard cap always fails; inside a call window
- * growth beyond call_base + call_cap fails and trips the call.  Shrinking never fails. */
+/* The counting allocator.  Growth beyond the hard cap always fails.  Inside a call window,
+ * growth beyond call_base + call_cap trips the call and arms the hook; the allocation itself
+ * still succeeds while the overshoot stays within LHOST_MEM_SLACK, so that the hook raises at
+ * the very next instruction with the exact file:line (an allocation failure unwinds without
+ * any position).  Larger requests fail at once.  Shrinking never fails. */
+#define LHOST_MEM_SLACK ((size_t)1 << 20)
+
 static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct lhost *h = ud;
@@ -134,14 +139,14 @@ static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (nsize > old) {
         size_t grow = nsize - old;
-        int over_call = h->in_call && h->used + grow > h->call_base + h->call_cap;
-        if (h->used + grow > h->hard_cap || over_call) {
-            if (h->in_call) {
-                if (!h->tripped)
-                    h->tripped = LHOST_TRIP_MEMORY;
-                lhost_arm_every_instruction(h);
-            }
+        if (h->used + grow > h->hard_cap)
             return NULL;
+        if (h->in_call && h->used + grow > h->call_base + h->call_cap) {
+            if (!h->tripped)
+                h->tripped = LHOST_TRIP_MEMORY;
+            lhost_arm_every_instruction(h);
+            if (h->used + grow > h->call_base + h->call_cap + LHOST_MEM_SLACK)
+                return NULL;
         }
     }
     void *p = realloc(ptr, nsize);

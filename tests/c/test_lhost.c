@@ -71,10 +71,11 @@ int main(void)
        "an endless chunk fails with its position and the budget", err);
 
     size_t before = lhost_mem_used(h);
-    const char *hog = "local t = {}\nfor i = 1, 1e9 do t[i] = i end";
+    const char *hog = "local t, mib = {}, string.rep(string.rep('x', 1024), 1024)\n"
+                      "for i = 1, 1e9 do t[i] = mib .. i end";
     rc = lhost_run_chunk_json(h, "hog.lua", hog, strlen(hog), NULL, &out, err, sizeof err);
     ok(rc == 1 && streq(err, "hog.lua:2: policy exceeded its memory cap (8 MiB)"),
-       "a growing table fails at the memory cap", err);
+       "a table of 1 MiB strings fails at the memory cap", err);
     char detail[128];
     snprintf(detail, sizeof detail, "before %zu after %zu peak %zu", before, lhost_mem_used(h),
              lhost_mem_peak(h));
