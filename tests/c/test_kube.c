@@ -170,6 +170,61 @@ static void config_tests(void)
     rmdir(home);
 }
 
+/* Mutated copies of data.yaml (fixed seed): each load either succeeds or
+ * fails with a "kubeconfig <path>: ..." message; never a crash (run under
+ * ASan/valgrind to check memory). */
+static void mutation_tests(void)
+{
+    size_t len = 0;
+    char *orig = slurp(KDIR "data.yaml", &len);
+    char path[] = "/tmp/fc-kube-mut-XXXXXX";
+    int fd = mkstemp(path);
+    OK(orig && fd >= 0, "fixture and temp file");
+    if (!orig || fd < 0)
+        return;
+    close(fd);
+    unsigned seed = 12345;
+    int loaded = 0, failed_ok = 0, total = 300;
+    char *buf = malloc(len + 64);
+    const char pool[] = ":-[]{}\"'#&*!|>% \n\t\x00\xff";
+    for (int i = 0; i < total; i++) {
+        memcpy(buf, orig, len);
+        size_t n = len;
+        for (int m = 0; m < 1 + i % 4; m++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % n;
+            seed = seed * 1103515245u + 12345u;
+            char ch = pool[(seed >> 8) % (sizeof pool - 1)];
+            if (i % 3 == 0)
+                buf[at] = ch;                                  /* replace */
+            else if (i % 3 == 1 && n + 1 < len + 64) {
+                memmove(buf + at + 1, buf + at, n - at);       /* insert */
+                buf[at] = ch;
+                n++;
+            } else if (n > 1) {
+                memmove(buf + at, buf + at + 1, n - at - 1);   /* delete */
+                n--;
+            }
+        }
+        FILE *f = fopen(path, "wb");
+        fwrite(buf, 1, n, f);
+        fclose(f);
+        kube_config cfg;
+        char err[512] = "";
+        if (kube_config_load_file(&cfg, path, NULL, err, sizeof err) == 0) {
+            loaded += cfg.server != NULL;
+            kube_config_clear(&cfg);
+        } else {
+            failed_ok += strncmp(err, "kubeconfig /tmp/fc-kube-mut-", 28) == 0 && cfg.server == NULL;
+        }
+    }
+    IS_INT(loaded + failed_ok, total, "300 mutated kubeconfigs: each loads or fails with a message (%d loaded)", loaded);
+    OK(failed_ok > 0, "some mutations are rejected (%d)", failed_ok);
+    free(buf);
+    free(orig);
+    unlink(path);
+}
+
 static void limiter_tests(void)
 {
     kube_limiter l;
@@ -435,6 +490,7 @@ int main(void)
 {
     loop = ev_loop_new(EVFLAG_AUTO);
     config_tests();
+    mutation_tests();
     limiter_tests();
     path_tests();
     int port = server_start();
