@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for tests/env/*.sh (sourced, not run).
 # Defines TESTENV_SRC (this folder), TESTENV_CACHE (binary cache root) and
 # component_dir NAME, which prints the cache folder of one component:

@@ -40,7 +40,7 @@ mkdir -p "$LOGS" "$TESTENV_DIR/pki" "$TESTENV_DIR/data"
 
 # need TOOL WHY: exit 2 (the caller may skip) when TOOL is missing
 need() { command -v "$1" >/dev/null || { echo "testenv: $1 not found ($2)" >&2; exit 2; }; }
-for tool in java openssl curl flock; do need "$tool" "needed to run the test environment"; done
+for tool in java openssl curl flock lua5.4; do need "$tool" "needed to run the test environment"; done
 for c in etcd kwok k8s; do
   [ -f "$(component_dir "$c")/.done" ] || need go "needed to build $c; not cached"
 done
@@ -93,7 +93,6 @@ start() {
   "$@" </dev/null >"$LOGS/$name.log" 2>&1 9>&- &
   local pid=$!
   echo "$name $pid $(proc_start "$pid")" >>"$PIDS"
-  eval "PID_$(echo "$name" | tr a-z- A-Z_)=$pid"
 }
 
 # alive NAME: fails with its log when the process NAME has exited.
@@ -253,8 +252,9 @@ log "node Ready, controller-manager and scheduler healthy (+$((SECONDS - T0)) s)
 
 # --- Flink: REST up and the TaskManager registered with its slots
 flink_ready() {
-  local o; o=$(curl -sf "http://127.0.0.1:$REST_PORT/overview") || return 1
-  [[ $o =~ \"taskmanagers\":([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 1 ]
+  local n
+  n=$(curl -sf "http://127.0.0.1:$REST_PORT/overview" | lua5.4 "$TESTENV_SRC/json.lua" taskmanagers) &&
+    [ "$n" -ge 1 ]
 }
 wait_for flink-jobmanager 90 flink_ready
 alive flink-taskmanager
