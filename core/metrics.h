@@ -1,0 +1,101 @@
+/* core/metrics: a small Prometheus registry (counters, gauges, histograms
+ * with labels) rendered in the text exposition format 0.0.4
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/):
+ *   # HELP <name> <help, with \\ and \n escaped>
+ *   # TYPE <name> counter|gauge|histogram
+ *   <name>{l1="v1",l2="v2"} <value>
+ * Label values escape \\, \" and \n. Histograms write cumulative
+ * <name>_bucket{...,le="<bound>"} lines ending with le="+Inf", then
+ * <name>_sum and <name>_count. Families render in registration order,
+ * series in first-use order. Values print as the shortest %g that reads
+ * back exactly; +Inf, -Inf, NaN as Prometheus spells them.
+ *
+ * Each family has fixed label names (given at registration) and a cap on
+ * label combinations (series). An update that would create a series beyond
+ * the cap is dropped (returns -1) and counted; the registry then renders
+ * `<dropped_name>{family="<name>"}` (a counter) when a dropped name was set.
+ *
+ * Memory: families and series are malloc'd and live until
+ * metrics_registry_free. No threads: callers are on the one loop.
+ */
+#ifndef FC_METRICS_H
+#define FC_METRICS_H
+
+#include <stddef.h>
+
+#define METRICS_MAX_LABELS 8
+#define METRICS_DEFAULT_MAX_SERIES 200   /* per family */
+
+typedef enum metrics_type {
+    METRICS_COUNTER = 0,
+    METRICS_GAUGE = 1,
+    METRICS_HISTOGRAM = 2
+} metrics_type;
+
+typedef struct metrics_registry metrics_registry;
+typedef struct metrics_family metrics_family;
+
+/* `max_series` per family (0 = METRICS_DEFAULT_MAX_SERIES). `dropped_name`:
+ * the counter family counting refused series per family, NULL for none.
+ * Returns NULL on out-of-memory. */
+metrics_registry *metrics_registry_new(size_t max_series, const char *dropped_name);
+void metrics_registry_free(metrics_registry *r);
+
+/* Registers a family. `name` and label names must match
+ * [a-zA-Z_:][a-zA-Z0-9_:]* (labels: no ':', not starting "__"); histogram
+ * label names may not include "le". `nlabels` <= METRICS_MAX_LABELS.
+ * Histogram `buckets`: `nbuckets` finite upper bounds, strictly increasing
+ * (+Inf is implicit). A duplicate name, a bad name or bad buckets fail:
+ * NULL with the reason in err. The family belongs to the registry. */
+metrics_family *metrics_register(metrics_registry *r, metrics_type type, const char *name,
+                                 const char *help, size_t nlabels, const char *const *label_names,
+                                 const double *buckets, size_t nbuckets, char *err, size_t errlen);
+
+/* Updates; `values` holds one string per label name (NULL when the family
+ * has no labels). Return 0, or -1 on a NULL family, a NULL label value, a
+ * wrong type (add to a histogram, observe on a counter, set on a counter),
+ * a negative or NaN counter increment, or the series cap. */
+int metrics_inc(metrics_family *f, const char *const *values);                 /* +1 */
+int metrics_add(metrics_family *f, const char *const *values, double delta);   /* counter: delta >= 0 */
+int metrics_set(metrics_family *f, const char *const *values, double value);   /* gauge only */
+int metrics_observe(metrics_family *f, const char *const *values, double value); /* histogram */
+
+/* Reads back (tests, and the run command's own decisions): a counter's or
+ * gauge's value, a histogram's count; NaN when the series does not exist. */
+double metrics_get(const metrics_family *f, const char *const *values);
+/* Number of series of a family; refused updates because of the cap. */
+size_t metrics_series(const metrics_family *f);
+size_t metrics_dropped(const metrics_family *f);
+const metrics_family *metrics_find(const metrics_registry *r, const char *name);
+
+/* Renders the whole registry; returns a malloc'd NUL-terminated text (the
+ * caller frees) and its length in *len (may be NULL), or NULL on OOM. */
+char *metrics_render(const metrics_registry *r, size_t *len);
+
+/* ---- the controller's families, registered in one place ---------------- */
+
+/* Upper bounds (seconds) of flink_controller_reconcile_duration_seconds:
+ * Prometheus' DefBuckets (client_golang) plus 30 and 60. */
+#define METRICS_RECONCILE_BUCKETS \
+    { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 }
+
+typedef struct metrics_controller {
+    metrics_family *reconcile_total;        /* counter {result}: "success"|"error"|"requeue"|... */
+    metrics_family *reconcile_duration;     /* histogram {result}, seconds */
+    metrics_family *workqueue_depth;        /* gauge, keys ready in the queue */
+    metrics_family *watch_events_total;     /* counter {kind,type}: kind "StatefulSet",
+                                               type "ADDED"|"MODIFIED"|"DELETED"|"BOOKMARK"|"ERROR" */
+    metrics_family *watch_restarts_total;   /* counter {kind} */
+    metrics_family *api_requests_total;     /* counter {code,verb}: code "200".."599" or "0"
+                                               (no response), verb "GET"|"PATCH"|... */
+    metrics_family *policy_errors_total;    /* counter {policy}: "defaults", "job", ... */
+    metrics_family *leader;                 /* gauge 0/1: this replica leads */
+} metrics_controller;
+
+/* Registers the families above in `r` (names flink_controller_*) and
+ * fills `m`; the unlabelled gauges start at 0 so they render at once.
+ * Returns 0, or -1 with err (e.g. already registered). */
+int metrics_register_controller(metrics_registry *r, metrics_controller *m, char *err,
+                                size_t errlen);
+
+#endif
