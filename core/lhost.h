@@ -13,8 +13,11 @@
  *   - every call (and the loading of a policy file) runs under a CPU-time budget (count hook
  *     every LHOST_HOOK_EVERY instructions; once tripped the hook fires before every instruction
  *     and raises again, so pcall/xpcall/handlers/__close cannot swallow it; __gc metamethods
- *     are refused by the sandbox's setmetatable) and a memory cap (allocations beyond
- *     `call base + memory cap` fail; the allocator then arms the same hook);
+ *     are refused by the sandbox's setmetatable) and a memory cap (growth beyond
+ *     `call base + memory cap` trips the call and arms the same hook; small allocations may
+ *     overshoot by 1 MiB so that the hook names the exact line, larger ones fail at once;
+ *     an allocation failure that unwinds uncaught is reported at the hook function's first
+ *     line, e.g. "rep.lua:1: policy exceeded its memory cap (64 MiB)");
  *   - C-side loops that the hook cannot see are capped where practical: string.rep with an
  *     empty result, table.move over more than LHOST_MOVE_MAX elements, and pattern functions
  *     whose (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3

@@ -84,11 +84,12 @@ static char *main_read(const char *cmd, const char *path, size_t *len)
             buf = nb;
             cap *= 2;
         }
+        errno = 0;
         size_t r = fread(buf + n, 1, cap - n - 1, f);
         n += r;
         if (r == 0) {
             if (ferror(f)) {
-                fprintf(stderr, "%s: %s: read error\n", cmd, path);
+                fprintf(stderr, "%s: %s: %s\n", cmd, path, errno ? strerror(errno) : "read error");
                 free(buf);
                 buf = NULL;
             }

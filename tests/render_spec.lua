@@ -210,6 +210,17 @@ describe("fc.render (pure-Lua host)", function()
     assert.equal("must return a FlinkCluster of flinkoperator.k8s.io/v1beta1", render.shape.defaults({ kind = "Pod" }))
   end)
 
+  it("renders the items of a v1 List (kubectl get -o json)", function()
+    local item = cjson.decode(slurp(INPUTS .. "good.json"))
+    local second = cjson.decode(slurp(INPUTS .. "good.json"))
+    second.metadata.name = "other"
+    local r = render.run({ text = cjson.encode({ apiVersion = "v1", kind = "List", items = { item, second } }),
+      source = "list.json", host = host, policy_dir = POLICIES .. "basic" })
+    assert.same({}, r.stderr)
+    assert.same({ "ConfigMap jsonic-configmap", "StatefulSet jsonic-taskmanager", "ConfigMap other-configmap",
+      "StatefulSet other-taskmanager" }, kinds_names(lyaml.load(r.stdout, { all = true })))
+  end)
+
   it("rejects an input without FlinkCluster documents and a cluster given twice", function()
     local r = render.run({ text = "---\n", source = "empty.yaml", host = host })
     assert.same({ "empty.yaml: no FlinkCluster documents" }, r.stderr)
@@ -271,6 +282,7 @@ describe("flink-controller render #bin", function()
         "render: --policy-dir: /nonexistent: No such file or directory\n" },
       { { "render", "-f", INPUTS .. "good.yaml", "extra" }, "render: unexpected argument 'extra' (see --help)\n" },
       { { "render", "-f" }, "render: bad or incomplete option '-f' (see --help)\n" },
+      { { "render", "-f", INPUTS }, "render: " .. INPUTS .. ": Is a directory\n" },
     }
     for _, c in ipairs(cases) do
       local r = run(c[1])

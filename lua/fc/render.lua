@@ -116,6 +116,21 @@ function render.document(doc, index, host)
   return out
 end
 
+--- Replaces each `v1` `List` document (what `kubectl get -o yaml|json` prints) by its items,
+-- which keep the List's document index.
+function render.expand_lists(docs)
+  local out = {}
+  for _, d in ipairs(docs) do
+    local v = d.value
+    if type(v) == "table" and v.kind == "List" and v.apiVersion == "v1" and type(v.items) == "table" then
+      for _, item in ipairs(v.items) do out[#out + 1] = { index = d.index, value = item } end
+    else
+      out[#out + 1] = d
+    end
+  end
+  return out
+end
+
 --- Runs a whole render.
 -- opts: text (the input), source (its name for messages, e.g. the file or "<stdin>"),
 -- output "yaml" (default) | "json", policy_dir (optional: fc.host.configure), host (optional,
@@ -136,6 +151,7 @@ function render.run(opts)
     err(source .. ": " .. derr)
     return res
   end
+  docs = render.expand_lists(docs)
   local objects, seen, count = {}, {}, 0
   for _, d in ipairs(docs) do
     if d.error then
