@@ -19,6 +19,7 @@ static kube_client *c;
 typedef struct res {
     int done;
     long status, version;
+    int attempts;
     char reason[64], message[512];
     json_t *body;
 } res;
@@ -29,6 +30,7 @@ static void on_done(const kube_result *r, void *ud)
     o->done = 1;
     o->status = r->status;
     o->version = r->http_version;
+    o->attempts = r->attempts;
     snprintf(o->reason, sizeof o->reason, "%s", r->reason);
     snprintf(o->message, sizeof o->message, "%s", r->message);
     o->body = json_incref(r->body);
@@ -74,6 +76,74 @@ static void wait_events(int n)
         int never = 0;
         loop_run_until(loop, &never, 0.1);
     }
+}
+
+/* Bearer token from a rotating token file, against the real server: a
+ * ServiceAccount token from `kubectl create token` (needs TESTENV_KUBECTL). */
+static void token_tests(const char *ns)
+{
+    const char *kubectl = getenv("TESTENV_KUBECTL");
+    const char *kc = getenv("KUBECONFIG");
+    if (!kubectl || !kc) {
+        printf("# no TESTENV_KUBECTL/KUBECONFIG: token tests skipped\n");
+        return;
+    }
+    char cmd[2048], token[4096] = "";
+    snprintf(cmd, sizeof cmd,
+             "'%s' --kubeconfig='%s' -n %s create serviceaccount reader >/dev/null && "
+             "'%s' --kubeconfig='%s' -n %s create rolebinding reader --clusterrole=view "
+             "--serviceaccount=%s:reader >/dev/null && '%s' --kubeconfig='%s' -n %s create token reader",
+             kubectl, kc, ns, kubectl, kc, ns, ns, kubectl, kc, ns);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(token, 1, sizeof token - 1, p) : 0;
+    if (p)
+        pclose(p);
+    token[n] = '\0';
+    OK(n > 100, "kubectl create token: a %zu-byte service-account token", n);
+    char dir[] = "/tmp/fc-live-token-XXXXXX", tokfile[64];
+    if (!mkdtemp(dir))
+        return;
+    snprintf(tokfile, sizeof tokfile, "%s/token", dir);
+    FILE *f = fopen(tokfile, "w");
+    fputs("not-a-valid-token", f);
+    fclose(f);
+    kube_config full, cfg;
+    char err[512];
+    kube_config_load_default(&full, kc, err, sizeof err);
+    memset(&cfg, 0, sizeof cfg);
+    cfg.server = full.server;             /* server and CA only: no client cert */
+    cfg.ca_pem = full.ca_pem;
+    cfg.ca_pem_len = full.ca_pem_len;
+    cfg.token_file = tokfile;
+    kube_client *tc = kube_client_new(loop, &cfg, err, sizeof err);
+    f = fopen(tokfile, "w");              /* rotated before the first call */
+    fputs(token, f);
+    fclose(f);
+    char path[256];
+    kube_path(path, sizeof path, &kube_kind_configmap, ns, NULL, NULL);
+    res o;
+    CALL(o, kube_list(tc, path, NULL, 0, on_done, &o, E));
+    IS_INT(o.status, 200, "list as the service account after rotation (%s)", o.message);
+    json_decref(o.body);
+    CALL(o, kube_get(tc, "/api/v1/namespaces/kube-system/secrets", on_done, &o, E));
+    IS_INT(o.status, 403, "RBAC applies to the token's identity (%s)", o.reason);
+    json_decref(o.body);
+    f = fopen(tokfile, "w");
+    fputs("garbage", f);
+    fclose(f);
+    CALL(o, kube_list(tc, path, NULL, 0, on_done, &o, E));
+    IS_INT(o.status, 200, "a good token is cached for up to a minute after the file changes");
+    json_decref(o.body);
+    kube_client_free(tc);
+    tc = kube_client_new(loop, &cfg, err, sizeof err);
+    CALL(o, kube_list(tc, path, NULL, 0, on_done, &o, E));
+    OK(o.status == 401 && o.attempts == 2, "a bad token: re-read once on 401, then reported (%ld after %d attempts)",
+       o.status, o.attempts);
+    json_decref(o.body);
+    kube_client_free(tc);
+    kube_config_clear(&full);
+    unlink(tokfile);
+    rmdir(dir);
 }
 
 int main(void)
@@ -175,6 +245,8 @@ int main(void)
         json_decref(o.body);
     }
     json_decref(fc);
+
+    token_tests(ns);
 
     reflector_stop(r);
     CALL(o, kube_delete(c, &kube_kind_namespace, NULL, ns, "Background", on_done, &o, E));
