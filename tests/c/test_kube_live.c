@@ -1,7 +1,7 @@
 /* core/kube + core/reflector against a REAL kube-apiserver (the test
- * environment of tests/env: `make testenv-up`). Uses $KUBECONFIG, else
- * build/testenv/kubeconfig when build/testenv/env.sh exists; skips (1..0)
- * otherwise. Works in its own namespace fc-transport-<pid>, deleted at the
+ * environment of tests/env: `make testenv-up`). Uses
+ * $TESTENV_DIR/kubeconfig (default build/testenv) when env.sh is there;
+ * skips (1..0) otherwise. Works in its own namespace fc-transport-<pid>, deleted at the
  * end: server-side apply (create + update), reflector events, paginated list,
  * status patch of a FlinkCluster, Event create, DELETE with propagation. */
 #include "transport_tap.h"
@@ -148,16 +148,18 @@ static void token_tests(const char *ns)
 
 int main(void)
 {
-    const char *kc = getenv("KUBECONFIG");
+    /* only ever the test environment, never whatever $KUBECONFIG points at */
+    const char *tdir = getenv("TESTENV_DIR");
+    char kcbuf[1024], envsh[1024];
     struct stat st;
-    if (!kc || !*kc) {
-        if (stat("build/testenv/env.sh", &st) == 0)
-            kc = "build/testenv/kubeconfig";
-    }
+    snprintf(envsh, sizeof envsh, "%s/env.sh", tdir && *tdir ? tdir : "build/testenv");
+    snprintf(kcbuf, sizeof kcbuf, "%s/kubeconfig", tdir && *tdir ? tdir : "build/testenv");
+    const char *kc = stat(envsh, &st) == 0 ? kcbuf : NULL;
     if (!kc) {
         printf("1..0 # SKIP no test environment (make testenv-up; . build/testenv/env.sh)\n");
         return 0;
     }
+    setenv("KUBECONFIG", kc, 1);          /* for kubectl in token_tests */
     char err[512] = "";
     kube_config cfg;
     loop = ev_loop_new(EVFLAG_AUTO);
