@@ -991,12 +991,18 @@ static int lhost_setup(lua_State *L)
     lua_pop(L, 1);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
-    /* package.path: the framework first, then the compiled-in system paths */
+    /* package.path: the framework first, then the compiled-in system paths, never the
+     * current directory (./?.lua, ./?.so) */
     lua_getglobal(L, "package");
     lua_getfield(L, -1, "path");
+    luaL_gsub(L, lua_tostring(L, -1), ";./?.lua;./?/init.lua", "");
     lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s", h->datadir, h->datadir,
                     lua_tostring(L, -1));
-    lua_setfield(L, -3, "path");
+    lua_setfield(L, -4, "path");
+    lua_pop(L, 2);
+    lua_getfield(L, -1, "cpath");
+    luaL_gsub(L, lua_tostring(L, -1), ";./?.so", "");
+    lua_setfield(L, -3, "cpath");
     lua_pop(L, 1);
     lua_getfield(L, -1, "preload");
     for (const luaL_Reg *m = lhost_cmodules; m->name; m++) {

@@ -24,7 +24,7 @@ static int streq(const char *a, const char *b) { return a && b && strcmp(a, b) =
 
 int main(void)
 {
-    printf("1..14\n");
+    printf("1..15\n");
     char err[1024] = "";
     unsetenv("FLINK_CONTROLLER_HOME");
     struct lhost_opts o = {.timeout_ms = 50, .memory_mib = 8};
@@ -37,6 +37,17 @@ int main(void)
     snprintf(want, sizeof want, "%s/policies", FC_DATADIR);
     ok(streq(lhost_policy_dir(h), want), "policy dir defaults to <datadir>/policies",
        lhost_policy_dir(h));
+
+    lua_State *S = lhost_state(h);
+    lua_getglobal(S, "package");
+    lua_getfield(S, -1, "path");
+    lua_getfield(S, -2, "cpath");
+    const char *path = lua_tostring(S, -2), *cpath = lua_tostring(S, -1);
+    snprintf(want, sizeof want, "%s/lua/?.lua;%s/lua/?/init.lua;", FC_DATADIR, FC_DATADIR);
+    ok(path && cpath && strncmp(path, want, strlen(want)) == 0 && !strstr(path, "./?") &&
+           !strstr(cpath, "./?"),
+       "package.path starts with <datadir>/lua, no current-directory entries", path);
+    lua_pop(S, 3);
 
     char *out = NULL;
     int rc = lhost_call_json(h, "fc.util", "sorted_keys", "{\"b\":1,\"a\":2,\"c\":3}", &out, err,
