@@ -146,7 +146,7 @@ describe("fc.host (pure-Lua fallback)", function()
 end)
 
 describe("the policy sandbox of the binary #bin", function()
-  -- hostile file -> pattern of its error (after "<file>:<line>: ")
+  -- hostile file -> accepted patterns of its error (after "<file>:<line>: ")
   local HOSTILE_CASES = {
     { "os_execute.lua", "attempt to call a nil value %(field 'execute'%)" },
     { "io_open.lua", "undefined global 'io' %(not available to policies%)" },
@@ -168,7 +168,8 @@ describe("the policy sandbox of the binary #bin", function()
     { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
     { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
     { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
-    { "deep_recursion.lua", "stack overflow" },
+    -- Lua's stack limit, or the time budget first on a slow (sanitizer) build
+    { "deep_recursion.lua", "stack overflow", "policy exceeded its time budget %(200 ms%)" },
     { "error_table.lua", "%(error object is a table value%)" },
   }
 
@@ -177,12 +178,16 @@ describe("the policy sandbox of the binary #bin", function()
   end
 
   for _, case in ipairs(HOSTILE_CASES) do
-    local file, pattern = case[1], case[2]
+    local file = case[1]
     it("contains " .. file .. " in under a second and keeps working", function()
       local r = run({ "sandbox-run", HOSTILE .. file, HOSTILE .. "ok.lua", "--input", '{"values":[1,2,3]}' })
       assert.equal(1, r.code, r.stderr)
       local first = r.stderr:match("^[^\n]*")
-      assert.truthy(first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. pattern), first)
+      local matched = false
+      for i = 2, #case do
+        matched = matched or first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. case[i]) ~= nil
+      end
+      assert.is_true(matched, first)
       -- the next chunk in the same process still runs, with the same libraries
       assert.same({ values = { 1, 2, 3 }, sum = 6, upper = "ABC" }, ok_result(r.stdout))
       assert.is_true(r.cpu_ms < 1000, file .. " took " .. r.cpu_ms .. " ms of CPU")
