@@ -16,8 +16,10 @@
  *
  * Keys "ts", "level" and "msg" given by the caller are written as
  * "field.ts", "field.level", "field.msg" so they never clobber the record's
- * own. A NULL value is written as JSON null / text `k=<nil>`; an odd key
- * without value gets the value "(MISSING)".
+ * own. In log_kv a NULL value is written as JSON null / text `k=<nil>`; in
+ * the variadic forms NULL ends the list, so a key left without a value
+ * gets "(MISSING)". Invalid UTF-8 in JSON output becomes '?' per byte
+ * >= 0x80.
  *
  * The logger is process-wide state (the controller has one loop, no
  * threads). Nothing here aborts: on out-of-memory or an encoding failure

@@ -1,0 +1,289 @@
+/* core/log: structured logs (see log.h for the formats). */
+#include "log.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOG_MAX_PAIRS 32
+
+static struct {
+    log_format format;
+    log_level threshold;
+    FILE *out;                       /* NULL = stderr */
+    double (*now)(void *ud);
+    void *now_ud;
+} g_log = { LOG_FORMAT_TEXT, LOG_INFO, NULL, NULL, NULL };
+
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
+
+int log_parse_format(const char *s, log_format *out)
+{
+    if (!s || !out) return -1;
+    if (strcmp(s, "text") == 0) { *out = LOG_FORMAT_TEXT; return 0; }
+    if (strcmp(s, "json") == 0) { *out = LOG_FORMAT_JSON; return 0; }
+    return -1;
+}
+
+int log_parse_level(const char *s, log_level *out)
+{
+    if (!s || !out) return -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, level_names[i]) == 0) { *out = (log_level)i; return 0; }
+    if (strcmp(s, "warning") == 0) { *out = LOG_WARN; return 0; }
+    return -1;
+}
+
+const char *log_level_name(log_level level)
+{
+    return ((int)level >= 0 && (int)level < 4) ? level_names[level] : "?";
+}
+
+void log_configure(log_format format, log_level threshold)
+{
+    g_log.format = format == LOG_FORMAT_JSON ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT;
+    g_log.threshold = threshold;
+}
+
+void log_set_output(FILE *f) { g_log.out = f; }
+
+void log_set_clock(double (*now)(void *ud), void *ud)
+{
+    g_log.now = now;
+    g_log.now_ud = ud;
+}
+
+int log_enabled(log_level level) { return level >= g_log.threshold; }
+
+static double wall_now(void)
+{
+    if (g_log.now) return g_log.now(g_log.now_ud);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* "2026-11-30T07:00:42.123Z" (RFC 3339, UTC, milliseconds, truncated). */
+static void format_ts(double t, char *buf, size_t n)
+{
+    if (!isfinite(t) || t < 0) t = 0;
+    time_t sec = (time_t)floor(t);
+    long ms = (long)floor((t - (double)sec) * 1000.0);
+    if (ms > 999) ms = 999;
+    if (ms < 0) ms = 0;
+    struct tm tm;
+    if (!gmtime_r(&sec, &tm)) {
+        snprintf(buf, n, "1970-01-01T00:00:00.000Z");
+        return;
+    }
+    char base[32];
+    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03ldZ", base, ms);
+}
+
+/* ---- text: a growing buffer ------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 128;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) { b->oom = 1; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static int needs_quotes(const char *s)
+{
+    if (!*s) return 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '=' || *p == '\\') return 1;
+    return 0;
+}
+
+/* A msg or value in the text format: bare when safe, else quoted. */
+static void sb_text_value(sbuf *b, const char *s)
+{
+    if (!s) { sb_str(b, "<nil>"); return; }
+    if (!needs_quotes(s)) { sb_str(b, s); return; }
+    sb_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        switch (*p) {
+        case '"': sb_put(b, "\\\"", 2); break;
+        case '\\': sb_put(b, "\\\\", 2); break;
+        case '\n': sb_put(b, "\\n", 2); break;
+        case '\r': sb_put(b, "\\r", 2); break;
+        case '\t': sb_put(b, "\\t", 2); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f) {
+                snprintf(esc, sizeof esc, "\\x%02x", *p);
+                sb_str(b, esc);
+            } else {
+                sb_put(b, (const char *)p, 1);
+            }
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+/* A key in the text format: keys are the caller's identifiers; anything
+ * unsafe in one is replaced by '_' so `k=v` stays parseable. */
+static void sb_text_key(sbuf *b, const char *k)
+{
+    if (!*k) { sb_str(b, "_"); return; }
+    for (const unsigned char *p = (const unsigned char *)k; *p; p++) {
+        char c = (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '=' || *p == '\\') ? '_' : (char)*p;
+        sb_put(b, &c, 1);
+    }
+}
+
+static int reserved_key(const char *k)
+{
+    return strcmp(k, "ts") == 0 || strcmp(k, "level") == 0 || strcmp(k, "msg") == 0;
+}
+
+static char *format_text(const char *ts, log_level level, const char *msg, size_t npairs,
+                         const char *const *kvs)
+{
+    sbuf b = {0};
+    sb_str(&b, ts);
+    sb_put(&b, " ", 1);
+    sb_str(&b, log_level_name(level));
+    sb_put(&b, " ", 1);
+    sb_text_value(&b, msg);
+    for (size_t i = 0; i < npairs; i++) {
+        const char *k = kvs[2 * i] ? kvs[2 * i] : "(MISSING)";
+        sb_put(&b, " ", 1);
+        if (reserved_key(k)) sb_str(&b, "field.");
+        sb_text_key(&b, k);
+        sb_put(&b, "=", 1);
+        sb_text_value(&b, kvs[2 * i + 1]);
+    }
+    sb_put(&b, "\n", 1);
+    if (b.oom) { free(b.p); return NULL; }
+    return b.p;
+}
+
+/* A JSON string of `s`; invalid UTF-8 (which jansson refuses) becomes a
+ * copy with every byte >= 0x80 replaced by '?'. NULL on OOM. */
+static json_t *json_string_lossy(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j) return j;
+    size_t n = strlen(s);
+    char *c = malloc(n + 1);
+    if (!c) return NULL;
+    for (size_t i = 0; i < n; i++) c[i] = ((unsigned char)s[i] >= 0x80) ? '?' : s[i];
+    c[n] = '\0';
+    j = json_string(c);
+    free(c);
+    return j;
+}
+
+static char *format_json(const char *ts, log_level level, const char *msg, size_t npairs,
+                         const char *const *kvs)
+{
+    json_t *o = json_object();
+    if (!o) return NULL;
+    int bad = 0;
+    bad |= json_object_set_new(o, "ts", json_string(ts));
+    bad |= json_object_set_new(o, "level", json_string(log_level_name(level)));
+    bad |= json_object_set_new(o, "msg", json_string_lossy(msg));
+    for (size_t i = 0; i < npairs && !bad; i++) {
+        const char *k = kvs[2 * i] ? kvs[2 * i] : "(MISSING)";
+        const char *v = kvs[2 * i + 1];
+        char key[256];
+        snprintf(key, sizeof key, "%s%s", reserved_key(k) ? "field." : "", k);
+        json_t *jk = json_string_lossy(key);   /* a valid UTF-8 key */
+        if (!jk) { bad = 1; break; }
+        bad |= json_object_set_new(o, json_string_value(jk), v ? json_string_lossy(v) : json_null());
+        json_decref(jk);
+    }
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!text) return NULL;
+    size_t n = strlen(text);
+    char *line = realloc(text, n + 2);
+    if (!line) { free(text); return NULL; }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    return line;
+}
+
+char *log_format_line(log_format format, double ts, log_level level, const char *msg,
+                      size_t npairs, const char *const *kvs)
+{
+    if (!msg || (npairs && !kvs)) return NULL;
+    char tsbuf[40];
+    format_ts(ts, tsbuf, sizeof tsbuf);
+    return format == LOG_FORMAT_JSON ? format_json(tsbuf, level, msg, npairs, kvs)
+                                     : format_text(tsbuf, level, msg, npairs, kvs);
+}
+
+void log_kv(log_level level, const char *msg, size_t npairs, const char *const *kvs)
+{
+    if (!log_enabled(level)) return;
+    char *line = log_format_line(g_log.format, wall_now(), level, msg, npairs, kvs);
+    if (!line) return;
+    FILE *out = g_log.out ? g_log.out : stderr;
+    fwrite(line, 1, strlen(line), out);
+    fflush(out);
+    free(line);
+}
+
+static void log_va(log_level level, const char *msg, va_list ap)
+{
+    if (!log_enabled(level)) return;
+    const char *kvs[2 * LOG_MAX_PAIRS];
+    size_t n = 0;
+    for (;;) {
+        const char *k = va_arg(ap, const char *);
+        if (!k) break;
+        if (n / 2 >= LOG_MAX_PAIRS) continue;   /* drain the rest, keep the first 32 */
+        kvs[n++] = k;
+        const char *v = va_arg(ap, const char *);
+        if (!v) { kvs[n++] = "(MISSING)"; break; }
+        kvs[n++] = v;
+    }
+    log_kv(level, msg, n / 2, kvs);
+}
+
+void log_msg(log_level level, const char *msg, ...)
+{
+    va_list ap;
+    va_start(ap, msg);
+    log_va(level, msg, ap);
+    va_end(ap);
+}
+
+#define LOG_LEVEL_FN(fn, lvl) \
+    void fn(const char *msg, ...) \
+    { \
+        va_list ap; \
+        va_start(ap, msg); \
+        log_va(lvl, msg, ap); \
+        va_end(ap); \
+    }
+
+LOG_LEVEL_FN(log_debug, LOG_DEBUG)
+LOG_LEVEL_FN(log_info, LOG_INFO)
+LOG_LEVEL_FN(log_warn, LOG_WARN)
+LOG_LEVEL_FN(log_error, LOG_ERROR)

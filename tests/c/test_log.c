@@ -1,0 +1,137 @@
+/* TAP tests of core/log: both formats byte for byte with a fixed clock,
+ * quoting, reserved keys, thresholds and the variadic forms. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "transport_tap.h"
+
+static double fixed_clock(void *ud) { return *(double *)ud; }
+
+/* Reads what was written to the tmpfile since the last call. */
+static char *drain(FILE *f)
+{
+    static long pos;
+    fflush(f);
+    long end = ftell(f);
+    char *buf = calloc(1, (size_t)(end - pos) + 1);
+    fseek(f, pos, SEEK_SET);
+    size_t got = fread(buf, 1, (size_t)(end - pos), f);
+    buf[got] = '\0';
+    fseek(f, end, SEEK_SET);
+    pos = end;
+    return buf;
+}
+
+int main(void)
+{
+    /* 2026-11-30T07:00:42.123Z */
+    double t = 1796022042.1234;
+    char *line;
+
+    line = log_format_line(LOG_FORMAT_TEXT, t, LOG_INFO, "reconciled", 2,
+                           (const char *[]){ "cluster", "default/wc", "duration_ms", "12" });
+    IS_STR(line, "2026-11-30T07:00:42.123Z info reconciled cluster=default/wc duration_ms=12\n",
+           "text: bare words");
+    free(line);
+
+    line = log_format_line(LOG_FORMAT_TEXT, t, LOG_WARN, "apply failed", 3,
+                           (const char *[]){ "err", "a \"b\"\\c\nd", "empty", "", "eq", "a=b" });
+    IS_STR(line,
+           "2026-11-30T07:00:42.123Z warn \"apply failed\" err=\"a \\\"b\\\"\\\\c\\nd\" empty=\"\" "
+           "eq=\"a=b\"\n",
+           "text: quoting of msg and values");
+    free(line);
+
+    line = log_format_line(LOG_FORMAT_TEXT, 0.9999, LOG_ERROR, "x", 2,
+                           (const char *[]){ "ctl", "\x01\t", "nil", NULL });
+    IS_STR(line, "1970-01-01T00:00:00.999Z error x ctl=\"\\x01\\t\" nil=<nil>\n",
+           "text: control bytes, NULL value, ms truncated not rounded");
+    free(line);
+
+    line = log_format_line(LOG_FORMAT_TEXT, t, LOG_DEBUG, "m", 2,
+                           (const char *[]){ "msg", "shadow", "bad key", "v" });
+    IS_STR(line, "2026-11-30T07:00:42.123Z debug m field.msg=shadow bad_key=v\n",
+           "text: reserved key prefixed, unsafe key bytes replaced");
+    free(line);
+
+    line = log_format_line(LOG_FORMAT_JSON, t, LOG_INFO, "reconciled", 2,
+                           (const char *[]){ "cluster", "default/wc", "duration_ms", "12" });
+    IS_STR(line,
+           "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"info\",\"msg\":\"reconciled\","
+           "\"cluster\":\"default/wc\",\"duration_ms\":\"12\"}\n",
+           "json: one compact object per line, keys in order");
+    free(line);
+
+    line = log_format_line(LOG_FORMAT_JSON, t, LOG_ERROR, "quote \" and \n", 3,
+                           (const char *[]){ "level", "x", "bad", "\xff\xfe ok", "nil", NULL });
+    json_error_t jerr;
+    json_t *o = line ? json_loads(line, 0, &jerr) : NULL;
+    OK(o != NULL, "json: line parses back");
+    IS_STR(json_string_value(json_object_get(o, "msg")), "quote \" and \n", "json: msg round-trips");
+    IS_STR(json_string_value(json_object_get(o, "level")), "error", "json: level not clobbered");
+    IS_STR(json_string_value(json_object_get(o, "field.level")), "x", "json: caller's level kept aside");
+    IS_STR(json_string_value(json_object_get(o, "bad")), "?? ok", "json: invalid UTF-8 made lossy");
+    OK(json_is_null(json_object_get(o, "nil")), "json: NULL value is null");
+    OK(line && strchr(line, '\n') == line + strlen(line) - 1, "json: exactly one newline, at the end");
+    json_decref(o);
+    free(line);
+
+    OK(log_format_line(LOG_FORMAT_TEXT, t, LOG_INFO, NULL, 0, NULL) == NULL, "NULL msg refused");
+
+    log_format fmt;
+    log_level lvl;
+    OK(log_parse_format("json", &fmt) == 0 && fmt == LOG_FORMAT_JSON, "parse format json");
+    OK(log_parse_format("text", &fmt) == 0 && fmt == LOG_FORMAT_TEXT, "parse format text");
+    OK(log_parse_format("xml", &fmt) == -1, "parse format refuses xml");
+    OK(log_parse_level("warning", &lvl) == 0 && lvl == LOG_WARN, "parse level warning");
+    OK(log_parse_level("debug", &lvl) == 0 && lvl == LOG_DEBUG, "parse level debug");
+    OK(log_parse_level("trace", &lvl) == -1, "parse level refuses trace");
+
+    /* the process logger */
+    FILE *f = tmpfile();
+    log_set_output(f);
+    log_set_clock(fixed_clock, &t);
+    log_configure(LOG_FORMAT_TEXT, LOG_INFO);
+    log_debug("hidden", "k", "v", NULL);
+    OK(!log_enabled(LOG_DEBUG) && log_enabled(LOG_WARN), "threshold info: debug off, warn on");
+    char *out = drain(f);
+    IS_STR(out, "", "debug below threshold writes nothing");
+    free(out);
+    log_info("cache synced", "kind", "StatefulSet", "objects", "3", NULL);
+    log_warn("odd", "cluster", "ns/a", "dangling", NULL);
+    out = drain(f);
+    IS_STR(out,
+           "2026-11-30T07:00:42.123Z info \"cache synced\" kind=StatefulSet objects=3\n"
+           "2026-11-30T07:00:42.123Z warn odd cluster=ns/a dangling=(MISSING)\n",
+           "variadic forms, missing value");
+    free(out);
+    log_configure(LOG_FORMAT_JSON, LOG_DEBUG);
+    log_debug("d", NULL);
+    log_msg(LOG_ERROR, "e", "cluster", "ns/b", NULL);
+    out = drain(f);
+    IS_STR(out,
+           "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"debug\",\"msg\":\"d\"}\n"
+           "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"error\",\"msg\":\"e\",\"cluster\":\"ns/b\"}\n",
+           "json through the process logger");
+    free(out);
+    /* more than 32 pairs: the first 32 are kept */
+    log_info("many", "k0", "0", "k1", "1", "k2", "2", "k3", "3", "k4", "4", "k5", "5", "k6", "6",
+             "k7", "7", "k8", "8", "k9", "9", "k10", "10", "k11", "11", "k12", "12", "k13", "13",
+             "k14", "14", "k15", "15", "k16", "16", "k17", "17", "k18", "18", "k19", "19", "k20",
+             "20", "k21", "21", "k22", "22", "k23", "23", "k24", "24", "k25", "25", "k26", "26",
+             "k27", "27", "k28", "28", "k29", "29", "k30", "30", "k31", "31", "k32", "32", "k33",
+             "33", NULL);
+    out = drain(f);
+    o = json_loads(out, 0, &jerr);
+    IS_INT(json_object_size(o), 3 + 32, "33 pairs: 32 kept");
+    IS_STR(json_string_value(json_object_get(o, "k31")), "31", "last kept pair");
+    OK(json_object_get(o, "k32") == NULL, "33rd pair dropped");
+    json_decref(o);
+    free(out);
+    log_set_output(NULL);
+    log_set_clock(NULL, NULL);
+    fclose(f);
+    return DONE_TESTING();
+}
