@@ -22,6 +22,7 @@
 #include <lua.h>
 
 #include "lhost.h"
+#include "run.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -45,7 +46,7 @@ static const struct main_command commands[] = {
     {"render", cmd_render, "print the objects a FlinkCluster manifest becomes (no cluster needed)"},
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
     {"version", cmd_version, "print the version"},
-    /* {"run", run_main, "run the controller"},   core/run.c adds its line here */
+    {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
     {NULL, NULL, NULL}};
 
 static void main_usage(FILE *out)

@@ -1,0 +1,1081 @@
+/* core/run: `flink-controller run` (see run.h and docs/contracts.md, "Reconcile"/"Transport"). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <jansson.h>
+#include <lua.h>
+
+#include "http.h"
+#include "kube.h"
+#include "lhost.h"
+#include "log.h"
+#include "reflector.h"
+#include "run.h"
+#include "workqueue.h"
+
+/* ---- pure helpers (exported for tests) ---------------------------------------------------- */
+
+json_t *run_merge_patch(json_t *old, json_t *new)
+{
+    if (!json_is_object(old) || !json_is_object(new))
+        return new ? json_incref(new) : json_null();
+    json_t *patch = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(old, k, v)
+    {
+        if (!json_object_get(new, k))
+            json_object_set_new(patch, k, json_null());
+    }
+    json_object_foreach(new, k, v)
+    {
+        json_t *o = json_object_get(old, k);
+        if (!o) {
+            json_object_set(patch, k, v);
+        } else if (json_is_object(o) && json_is_object(v)) {
+            json_t *sub = run_merge_patch(o, v);
+            if (json_object_size(sub) > 0)
+                json_object_set(patch, k, sub);
+            json_decref(sub);
+        } else if (!json_equal(o, v)) {
+            json_object_set(patch, k, v);
+        }
+    }
+    return patch;
+}
+
+/* "<HTTP status or transport error>: <Flink errors list>", for savepoint_triggers[].error. */
+static void run_flink_error_text(char *buf, size_t n, long status, json_t *body, const char *error)
+{
+    size_t off = 0;
+    if (error && *error)
+        off = (size_t)snprintf(buf, n, "%s", error);
+    else
+        off = (size_t)snprintf(buf, n, "HTTP %ld", status);
+    json_t *errs = json_object_get(body, "errors");
+    size_t i;
+    json_t *e;
+    json_array_foreach(errs, i, e)
+    {
+        if (off >= n || !json_is_string(e))
+            break;
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i == 0 ? ": " : "; ", json_string_value(e));
+    }
+}
+
+int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
+                     long status, const char *body, const char *error, double now)
+{
+    if (!json_is_object(st))
+        return -1;
+    if (!result || !*result)
+        return 0;
+    json_t *doc = body && *body ? json_loads(body, JSON_DECODE_ANY, NULL) : NULL;
+    int ok = status >= 200 && status < 300 && !(error && *error);
+    char text[1024];
+    if (strcmp(result, "jobs") == 0) {
+        json_t *jobs = json_object_get(doc, "jobs");
+        if (ok && json_is_array(jobs)) {
+            json_object_set_new(st, "reachable", json_true());
+            json_object_set(st, "jobs", jobs);
+        } else {
+            json_object_set_new(st, "reachable", json_false());
+        }
+    } else if ((strcmp(result, "savepoint_trigger") == 0 || strcmp(result, "savepoint_status") == 0) &&
+               job_id && *job_id) {
+        json_t *trs = json_object_get(st, "savepoint_triggers");
+        if (!json_is_object(trs)) {
+            trs = json_object();
+            json_object_set_new(st, "savepoint_triggers", trs);
+        }
+        json_t *t = json_object();
+        json_object_set_new(t, "time", json_integer((json_int_t)now));
+        int trigger = strcmp(result, "savepoint_trigger") == 0;
+        const char *rid = NULL;
+        if (trigger) {
+            rid = json_string_value(json_object_get(doc, "request-id"));
+        } else {
+            const char *slash = path ? strrchr(path, '/') : NULL;
+            rid = slash ? slash + 1 : NULL;
+        }
+        if (rid && *rid)
+            json_object_set_new(t, "request_id", json_string(rid));
+        if (ok && trigger && rid) {
+            json_object_set_new(t, "status", json_string("IN_PROGRESS"));
+        } else if (ok && !trigger && json_is_object(doc)) {
+            const char *sid = json_string_value(json_object_get(json_object_get(doc, "status"), "id"));
+            json_object_set_new(t, "status", json_string(sid ? sid : "IN_PROGRESS"));
+            json_t *op = json_object_get(doc, "operation");
+            const char *loc = json_string_value(json_object_get(op, "location"));
+            if (loc)
+                json_object_set_new(t, "location", json_string(loc));
+            json_t *fc = json_object_get(op, "failure-cause");
+            if (json_is_object(fc)) {
+                const char *cls = json_string_value(json_object_get(fc, "class"));
+                const char *st_ = json_string_value(json_object_get(fc, "stack-trace"));
+                size_t line = st_ ? strcspn(st_, "\r\n") : 0;
+                if (line > 400)
+                    line = 400;
+                if (st_ && line)
+                    snprintf(text, sizeof text, "%.*s", (int)line, st_);
+                else
+                    snprintf(text, sizeof text, "%s", cls ? cls : "savepoint failed");
+                json_object_set_new(t, "failure", json_string(text));
+            }
+        } else {
+            run_flink_error_text(text, sizeof text, status, doc, error);
+            json_object_set_new(t, "error", json_string(text));
+        }
+        json_object_set_new(trs, job_id, t);
+    }
+    json_decref(doc);
+    return 0;
+}
+
+/* ---- the controller ------------------------------------------------------------------------ */
+
+enum { RUN_NKINDS = 8 };
+static const kube_kind *const run_kinds[RUN_NKINDS] = {
+    &kube_kind_flinkcluster, &kube_kind_configmap, &kube_kind_statefulset, &kube_kind_service,
+    &kube_kind_ingress,      &kube_kind_job,       &kube_kind_controllerrevision, &kube_kind_pod};
+
+struct run_ns {
+    char *ns; /* NULL: all namespaces */
+    reflector *r[RUN_NKINDS];
+};
+
+struct run_opts {
+    const char *kubeconfig;
+    const char **namespaces;
+    size_t nns;
+    const char *metrics_addr;
+    const char *health_addr;
+    int leader_elect;
+    const char *leader_ns;
+    double qps;
+    int burst;
+    int json_logs;
+    log_level log_level;
+    int workers;
+    const char *flink_base;
+    struct lhost_opts host;
+};
+
+struct run_item;
+
+struct run_ctx {
+    struct ev_loop *loop;
+    struct run_opts o;
+    struct lhost *host;
+    kube_client *kc;
+    http_client *hc;
+    workqueue *q;
+    struct run_ns *nss;
+    size_t nns;
+    int inflight;
+    int stopping;
+    int synced;
+    int leading;
+    int exit_code;
+    json_t *flink;   /* "ns/name" -> the cluster's flink snapshot state */
+    json_t *emitted; /* "ns/name" -> {"type reason message": unix time emitted} */
+    struct run_item *items;
+    ev_signal sig_term, sig_int;
+    ev_timer stop_timer;
+    ev_idle pump_idle;
+    /* counters */
+    unsigned long reconciles, reconcile_errors, actions_done, action_errors;
+};
+
+enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_EVENTS, PHASE_DONE };
+
+struct run_item {
+    struct run_ctx *ctx;
+    struct run_item *next_item;
+    char *key;
+    char ns[254];
+    char name[254];
+    json_t *cluster; /* the FlinkCluster the snapshot was built from */
+    json_t *result;  /* fc.reconcile.run's answer */
+    enum run_phase phase;
+    size_t next;     /* next action / event index */
+    int failed;
+    int conflict;
+    kube_call *call;
+    http_request *hreq;
+    const char *what; /* the action in flight, for logs */
+    char flink_result[32];
+    char flink_job[80];
+    char flink_path[512];
+};
+
+static void run_item_step(struct run_item *it);
+static void run_pump(struct run_ctx *ctx);
+
+/* ---- logs --------------------------------------------------------------------------------- */
+
+/* One record through core/log: the message printf-formatted, then "cluster" = the key when the
+ * line is about one FlinkCluster (`key` NULL otherwise). */
+static void run_log(log_level level, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void run_log(log_level level, const char *key, const char *fmt, ...)
+{
+    if (!log_enabled(level))
+        return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (key)
+        log_msg(level, msg, "cluster", key, NULL);
+    else
+        log_msg(level, msg, NULL);
+}
+
+/* ---- snapshot ------------------------------------------------------------------------------ */
+
+static struct run_ns *run_ns_for(struct run_ctx *ctx, const char *ns)
+{
+    for (size_t i = 0; i < ctx->nns; i++)
+        if (!ctx->nss[i].ns || strcmp(ctx->nss[i].ns, ns) == 0)
+            return &ctx->nss[i];
+    return NULL;
+}
+
+/* A shallow copy of a cached object with apiVersion and kind set (list items of built-in
+ * kinds come without them). */
+static json_t *run_typed(json_t *obj, const kube_kind *k)
+{
+    json_t *c = json_copy(obj);
+    if (!c)
+        return NULL;
+    if (!json_is_string(json_object_get(c, "apiVersion")))
+        json_object_set_new(c, "apiVersion", json_string(k->api_version));
+    if (!json_is_string(json_object_get(c, "kind")))
+        json_object_set_new(c, "kind", json_string(k->kind));
+    return c;
+}
+
+struct run_collect {
+    json_t *into; /* name -> obj */
+    const kube_kind *kind;
+};
+
+static void run_collect_fn(json_t *obj, void *ud)
+{
+    struct run_collect *c = ud;
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+    if (name && !json_object_get(c->into, name))
+        json_object_set_new(c->into, name, run_typed(obj, c->kind));
+}
+
+static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
+{
+    json_t *st = json_object_get(ctx->flink, key);
+    if (!st) {
+        st = json_pack("{s:b, s:[], s:{}}", "reachable", 0, "jobs", "savepoint_triggers");
+        json_object_set_new(ctx->flink, key, st);
+    }
+    return st;
+}
+
+/* {cluster, children, flink, now} for the cluster `cluster` (cached) in `rn`. */
+static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *cluster)
+{
+    json_t *meta = json_object_get(cluster, "metadata");
+    const char *uid = json_string_value(json_object_get(meta, "uid"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    json_t *children = json_object();
+    for (int k = 1; k < RUN_NKINDS; k++) {
+        struct run_collect c = {json_object(), run_kinds[k]};
+        if (uid)
+            reflector_by_owner_uid(rn->r[k], uid, run_collect_fn, &c);
+        /* Pods belong to the StatefulSets and the Job: found by their cluster label */
+        if (run_kinds[k] == &kube_kind_pod)
+            reflector_by_cluster(rn->r[k], ns, name, run_collect_fn, &c);
+        json_object_set_new(children, run_kinds[k]->kind, c.into);
+    }
+    json_t *snap = json_object();
+    json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
+    json_object_set_new(snap, "children", children);
+    json_object_set(snap, "flink", run_flink_state(ctx, key));
+    json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
+    return snap;
+}
+
+/* ---- items: executing one key's result ----------------------------------------------------- */
+
+static void run_item_free(struct run_item *it)
+{
+    struct run_ctx *ctx = it->ctx;
+    for (struct run_item **p = &ctx->items; *p; p = &(*p)->next_item)
+        if (*p == it) {
+            *p = it->next_item;
+            break;
+        }
+    json_decref(it->cluster);
+    json_decref(it->result);
+    free(it->key);
+    free(it);
+}
+
+static void run_item_finish(struct run_item *it)
+{
+    struct run_ctx *ctx = it->ctx;
+    json_t *ra = json_object_get(it->result, "requeue_after");
+    double requeue = json_is_number(ra) ? json_number_value(ra) : 0;
+    if (it->conflict) {
+        run_log(LOG_INFO, it->key, "status conflict: requeued at once");
+        workqueue_add(ctx->q, it->key);
+    } else if (it->failed) {
+        ctx->reconcile_errors++;
+        double d = workqueue_add_rate_limited(ctx->q, it->key);
+        run_log(LOG_WARN, it->key, "reconcile failed: retry in %.3f s", d);
+    } else {
+        workqueue_forget(ctx->q, it->key);
+        if (requeue > 0)
+            workqueue_add_after(ctx->q, it->key, requeue);
+    }
+    ctx->reconciles++;
+    workqueue_done(ctx->q, it->key);
+    ctx->inflight--;
+    run_item_free(it);
+    run_pump(ctx);
+}
+
+static void run_kube_done(const kube_result *res, void *ud)
+{
+    struct run_item *it = ud;
+    it->call = NULL;
+    struct run_ctx *ctx = it->ctx;
+    int ok = res->status >= 200 && res->status < 300;
+    if (!ok && res->status == 404 && it->what && strncmp(it->what, "delete", 6) == 0)
+        ok = 1; /* already gone */
+    if (!ok && it->phase == PHASE_EVENTS) {
+        /* an Event that cannot be written is logged, never a reason to retry the key */
+        run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+    } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
+        it->conflict = 1;
+    } else if (!ok) {
+        ctx->action_errors++;
+        it->failed = 1;
+        run_log(LOG_ERROR, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+    } else {
+        ctx->actions_done++;
+        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, res->status);
+    }
+    run_item_step(it);
+}
+
+static void run_http_done(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    struct run_item *it = ud;
+    it->hreq = NULL;
+    double now = (double)time(NULL);
+    json_t *st = run_flink_state(it->ctx, it->key);
+    run_flink_record(st, it->flink_result, it->flink_job, it->flink_path, resp->status, resp->body,
+                     resp->error, now);
+    if (resp->status < 200 || resp->status >= 300)
+        run_log(LOG_WARN, it->key, "%s: %s", it->what,
+                resp->error && *resp->error ? resp->error : resp->body ? resp->body : "failed");
+    else
+        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, resp->status);
+    run_item_step(it);
+}
+
+static char run_what[1024];
+
+/* Starts one action; 1 when started (its callback continues the item), 0 when it failed at
+ * once (recorded). */
+static int run_start_action(struct run_item *it, json_t *a)
+{
+    struct run_ctx *ctx = it->ctx;
+    const char *op = json_string_value(json_object_get(a, "op"));
+    char err[512] = "";
+    op = op ? op : "?";
+    if (strcmp(op, "apply") == 0) {
+        json_t *obj = json_object_get(a, "object");
+        json_t *meta = json_object_get(obj, "metadata");
+        snprintf(run_what, sizeof run_what, "apply %s %s",
+                 json_string_value(json_object_get(obj, "kind")) ?: "?",
+                 json_string_value(json_object_get(meta, "name")) ?: "?");
+        it->what = run_what;
+        /* children live in the cluster's namespace */
+        if (json_is_object(meta) && !json_object_get(meta, "namespace"))
+            json_object_set_new(meta, "namespace", json_string(it->ns));
+        char *text = json_dumps(obj, JSON_COMPACT);
+        if (text)
+            it->call = kube_apply(ctx->kc, text, run_kube_done, it, err, sizeof err);
+        free(text);
+        if (it->call)
+            return 1;
+    } else if (strcmp(op, "delete") == 0) {
+        const char *kind = json_string_value(json_object_get(a, "kind"));
+        const char *name = json_string_value(json_object_get(a, "name"));
+        snprintf(run_what, sizeof run_what, "delete %s %s", kind ?: "?", name ?: "?");
+        it->what = run_what;
+        const kube_kind *k = kube_kind_find(NULL, kind);
+        if (!k || !name)
+            snprintf(err, sizeof err, "unknown kind or no name");
+        else
+            it->call = kube_delete(ctx->kc, k, it->ns, name, "Background", run_kube_done, it, err, sizeof err);
+        if (it->call)
+            return 1;
+    } else if (strcmp(op, "patch_annotations") == 0) {
+        snprintf(run_what, sizeof run_what, "patch annotations");
+        it->what = run_what;
+        json_t *ann = json_object();
+        size_t i;
+        json_t *k;
+        json_array_foreach(json_object_get(a, "remove"), i, k)
+        {
+            if (json_is_string(k))
+                json_object_set_new(ann, json_string_value(k), json_null());
+        }
+        json_t *patch = json_pack("{s:{s:o}}", "metadata", "annotations", ann);
+        char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        json_decref(patch);
+        if (text)
+            it->call = kube_patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+                                  "application/merge-patch+json", text, run_kube_done, it, err, sizeof err);
+        free(text);
+        if (it->call)
+            return 1;
+    } else if (strcmp(op, "flink") == 0) {
+        const char *method = json_string_value(json_object_get(a, "method"));
+        const char *path = json_string_value(json_object_get(a, "path"));
+        const char *base = ctx->o.flink_base ? ctx->o.flink_base : json_string_value(json_object_get(a, "base"));
+        const char *result = json_string_value(json_object_get(a, "result"));
+        const char *job = json_string_value(json_object_get(a, "job_id"));
+        snprintf(run_what, sizeof run_what, "flink %s %s", method ?: "?", path ?: "?");
+        it->what = run_what;
+        snprintf(it->flink_result, sizeof it->flink_result, "%s", result ? result : "");
+        snprintf(it->flink_job, sizeof it->flink_job, "%s", job ? job : "");
+        snprintf(it->flink_path, sizeof it->flink_path, "%s", path ? path : "");
+        if (!method || !path || !base) {
+            snprintf(err, sizeof err, "needs method, path and base");
+        } else {
+            char url[2048];
+            size_t bl = strlen(base);
+            while (bl > 0 && base[bl - 1] == '/')
+                bl--;
+            snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
+            json_t *body = json_object_get(a, "body");
+            char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+            static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json",
+                                               NULL};
+            http_opts ho = {.method = method,
+                            .url = url,
+                            .headers = hdrs,
+                            .body = text,
+                            .body_len = text ? strlen(text) : 0,
+                            .timeout_ms = RUN_FLINK_TIMEOUT_MS,
+                            .max_body = (size_t)16 << 20,
+                            .on_done = run_http_done,
+                            .ud = it};
+            it->hreq = http_request_start(ctx->hc, &ho, err, sizeof err);
+            free(text);
+            if (it->hreq)
+                return 1;
+        }
+        /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
+        run_flink_record(run_flink_state(ctx, it->key), it->flink_result, it->flink_job, it->flink_path, 0,
+                         NULL, err, (double)time(NULL));
+        run_log(LOG_WARN, it->key, "%s: %s", it->what, err);
+        return 0;
+    } else {
+        snprintf(run_what, sizeof run_what, "action %s", op);
+        it->what = run_what;
+        snprintf(err, sizeof err, "unknown op");
+    }
+    it->failed = 1;
+    ctx->action_errors++;
+    run_log(LOG_ERROR, it->key, "%s: %s", it->what, err);
+    return 0;
+}
+
+static int run_start_status(struct run_item *it, json_t *status)
+{
+    struct run_ctx *ctx = it->ctx;
+    json_t *meta = json_object_get(it->cluster, "metadata");
+    json_t *diff = run_merge_patch(json_object_get(it->cluster, "status"), status);
+    json_t *patch = json_object();
+    json_t *rv = json_object_get(meta, "resourceVersion");
+    if (rv)
+        json_object_set_new(patch, "metadata", json_pack("{s:O}", "resourceVersion", rv));
+    json_object_set_new(patch, "status", diff);
+    char *text = json_dumps(patch, JSON_COMPACT);
+    json_decref(patch);
+    char err[512] = "";
+    it->what = "patch status";
+    if (text)
+        it->call = kube_patch_status(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, text, run_kube_done, it,
+                                     err, sizeof err);
+    free(text);
+    if (it->call)
+        return 1;
+    it->failed = 1;
+    run_log(LOG_ERROR, it->key, "patch status: %s", err);
+    return 0;
+}
+
+/* 1 when the same Event was emitted for this cluster within RUN_EVENT_DEDUP_S (then skipped). */
+static int run_event_seen(struct run_ctx *ctx, const char *key, const char *type, const char *reason,
+                          const char *message)
+{
+    json_t *m = json_object_get(ctx->emitted, key);
+    if (!m) {
+        m = json_object();
+        json_object_set_new(ctx->emitted, key, m);
+    }
+    double now = (double)time(NULL);
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(m, tmp, k, v)
+    {
+        if (now - json_number_value(v) > RUN_EVENT_DEDUP_S)
+            json_object_del(m, k);
+    }
+    char id[1400];
+    snprintf(id, sizeof id, "%s\x1f%s\x1f%.1200s", type, reason, message);
+    if (json_object_get(m, id))
+        return 1;
+    json_object_set_new(m, id, json_real(now));
+    return 0;
+}
+
+static int run_start_event(struct run_item *it, json_t *ev)
+{
+    struct run_ctx *ctx = it->ctx;
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *reason = json_string_value(json_object_get(ev, "reason"));
+    const char *message = json_string_value(json_object_get(ev, "message"));
+    if (!type || !reason || !message)
+        return 0;
+    run_log(strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO, it->key, "event %s %s: %s", type, reason, message);
+    if (run_event_seen(ctx, it->key, type, reason, message))
+        return 0;
+    char err[512] = "";
+    json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
+    it->what = "create event";
+    it->call = kube_event_create(ctx->kc, inv, type, reason, message, run_kube_done, it, err, sizeof err);
+    json_decref(inv);
+    if (it->call)
+        return 1;
+    run_log(LOG_WARN, it->key, "create event: %s", err);
+    return 0;
+}
+
+static void run_item_step(struct run_item *it)
+{
+    for (;;) {
+        switch (it->phase) {
+        case PHASE_ACTIONS: {
+            json_t *actions = json_object_get(it->result, "actions");
+            if (it->next < json_array_size(actions)) {
+                if (run_start_action(it, json_array_get(actions, it->next++)))
+                    return;
+                continue;
+            }
+            it->phase = PHASE_STATUS;
+            it->next = 0;
+            json_t *status = json_object_get(it->result, "status");
+            if (json_is_object(status) && run_start_status(it, status))
+                return;
+            continue;
+        }
+        case PHASE_STATUS:
+            it->phase = PHASE_EVENTS;
+            continue;
+        case PHASE_EVENTS: {
+            json_t *events = json_object_get(it->result, "events");
+            if (it->next < json_array_size(events)) {
+                if (run_start_event(it, json_array_get(events, it->next++)))
+                    return;
+                continue;
+            }
+            it->phase = PHASE_DONE;
+            continue;
+        }
+        case PHASE_DONE:
+            run_item_finish(it);
+            return;
+        }
+    }
+}
+
+/* Takes `key` from the queue and starts working on it. */
+static void run_process(struct run_ctx *ctx, const char *key)
+{
+    struct run_item *it = calloc(1, sizeof *it);
+    char *k = strdup(key);
+    if (!it || !k) {
+        free(it);
+        free(k);
+        workqueue_add_rate_limited(ctx->q, key);
+        workqueue_done(ctx->q, key);
+        return;
+    }
+    it->ctx = ctx;
+    it->key = k;
+    ctx->inflight++;
+    it->next_item = ctx->items;
+    ctx->items = it;
+    const char *slash = strchr(key, '/');
+    if (slash) {
+        snprintf(it->ns, sizeof it->ns, "%.*s", (int)(slash - key), key);
+        snprintf(it->name, sizeof it->name, "%s", slash + 1);
+    }
+    struct run_ns *rn = slash ? run_ns_for(ctx, it->ns) : NULL;
+    json_t *cluster = rn ? reflector_get(rn->r[0], it->ns, it->name) : NULL;
+    if (!cluster) {
+        /* deleted: the garbage collector removes the children; forget what we kept */
+        json_object_del(ctx->flink, key);
+        json_object_del(ctx->emitted, key);
+        it->phase = PHASE_DONE;
+        run_item_step(it);
+        return;
+    }
+    it->cluster = json_incref(cluster);
+    json_t *snap = run_snapshot(ctx, rn, key, cluster);
+    char *in = json_dumps(snap, JSON_COMPACT);
+    json_decref(snap);
+    char *out = NULL;
+    char err[4096] = "";
+    double t0 = ev_time();
+    int rc = in ? lhost_call_json(ctx->host, "fc.reconcile", "run", in, &out, err, sizeof err) : -1;
+    free(in);
+    double dt = ev_time() - t0;
+    if (rc == 0)
+        it->result = json_loads(out, 0, NULL);
+    free(out);
+    if (rc != 0 || !json_is_object(it->result)) {
+        run_log(LOG_ERROR, key, "reconcile framework error: %s", rc ? err : "result is not an object");
+        it->failed = 1;
+        it->phase = PHASE_DONE;
+        run_item_step(it);
+        return;
+    }
+    run_log(LOG_DEBUG, key, "reconcile: %zu actions, status %s, %zu events (%.1f ms)",
+            json_array_size(json_object_get(it->result, "actions")),
+            json_object_get(it->result, "status") ? "changed" : "unchanged",
+            json_array_size(json_object_get(it->result, "events")), dt * 1000);
+    it->phase = PHASE_ACTIONS;
+    run_item_step(it);
+}
+
+static int run_may_work(struct run_ctx *ctx)
+{
+    return !ctx->stopping && ctx->synced && (!ctx->o.leader_elect || ctx->leading);
+}
+
+static void run_pump(struct run_ctx *ctx)
+{
+    while (run_may_work(ctx) && ctx->inflight < ctx->o.workers) {
+        const char *key = workqueue_get(ctx->q);
+        if (!key)
+            break;
+        run_process(ctx, key);
+    }
+    if (ctx->stopping && ctx->inflight == 0)
+        ev_break(ctx->loop, EVBREAK_ALL);
+}
+
+static void run_pump_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+    (void)revents;
+    ev_idle_stop(loop, w);
+    run_pump(w->data);
+}
+
+static void run_on_ready(workqueue *q, void *ud)
+{
+    (void)q;
+    struct run_ctx *ctx = ud;
+    /* not from inside workqueue_add (called from reflector callbacks): on the next loop turn */
+    ev_idle_start(ctx->loop, &ctx->pump_idle);
+}
+
+/* ---- reflector callbacks ------------------------------------------------------------------- */
+
+static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)old;
+    struct run_ctx *ctx = ud;
+    char key[600];
+    int is_cluster = 0;
+    for (size_t i = 0; i < ctx->nns; i++)
+        if (ctx->nss[i].r[0] == r)
+            is_cluster = 1;
+    if (is_cluster) {
+        json_t *meta = json_object_get(obj, "metadata");
+        const char *ns = json_string_value(json_object_get(meta, "namespace"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        if (!ns || !name || snprintf(key, sizeof key, "%s/%s", ns, name) >= (int)sizeof key)
+            return;
+        if (ev == REFLECTOR_DELETED) {
+            json_object_del(ctx->flink, key);
+            json_object_del(ctx->emitted, key);
+        }
+    } else if (!reflector_owner_key(obj, "FlinkCluster", key, sizeof key)) {
+        return;
+    }
+    workqueue_add(ctx->q, key);
+}
+
+static void run_on_synced(reflector *r, void *ud)
+{
+    (void)r;
+    struct run_ctx *ctx = ud;
+    if (ctx->synced)
+        return;
+    for (size_t i = 0; i < ctx->nns; i++)
+        for (int k = 0; k < RUN_NKINDS; k++)
+            if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
+                return;
+    ctx->synced = 1;
+    run_log(LOG_INFO, NULL, "caches synced: ready");
+    ev_idle_start(ctx->loop, &ctx->pump_idle);
+}
+
+static void run_on_error(reflector *r, const char *what, void *ud)
+{
+    (void)r;
+    (void)ud;
+    run_log(LOG_WARN, NULL, "watch: %s", what);
+}
+
+/* ---- stop ---------------------------------------------------------------------------------- */
+
+static void run_stop_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)revents;
+    (void)w;
+    run_log(LOG_WARN, NULL, "stop: work still in flight after %.0f s; exiting", RUN_STOP_GRACE_S);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    struct run_ctx *ctx = w->data;
+    if (ctx->stopping) {
+        run_log(LOG_WARN, NULL, "second signal: exiting now");
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    ctx->stopping = 1;
+    run_log(LOG_INFO, NULL, "signal %d: stopping (%d keys in flight)", w->signum, ctx->inflight);
+    workqueue_shutdown(ctx->q);
+    for (size_t i = 0; i < ctx->nns; i++)
+        for (int k = 0; k < RUN_NKINDS; k++)
+            if (ctx->nss[i].r[k]) {
+                /* in-flight items hold their own references to what they need */
+                reflector_stop(ctx->nss[i].r[k]);
+                ctx->nss[i].r[k] = NULL;
+            }
+    ev_timer_init(&ctx->stop_timer, run_stop_timeout, RUN_STOP_GRACE_S, 0);
+    ev_timer_start(loop, &ctx->stop_timer);
+    run_pump(ctx);
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+static void run_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller run [--kubeconfig F] [--namespace NS]... [--policy-dir D]\n"
+            "         [--metrics-addr A] [--health-addr A] [--leader-elect]\n"
+            "         [--leader-election-namespace NS] [--qps N --burst N] [--log-format text|json]\n"
+            "         [--log-level debug|info|warn|error]\n"
+            "         [--workers N] [--flink-base-url URL] [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
+            "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
+            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n");
+}
+
+enum {
+    RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
+    RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL
+};
+
+static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || x < min || x > max) {
+        fprintf(stderr, "run: %s: expected a number %g..%g, got '%s'\n", flag, min, max, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+/* Returns -1 on a usage error (message printed), 1 for --help, 0 otherwise. */
+static int run_parse(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, RO_KUBECONFIG},
+        {"namespace", required_argument, NULL, RO_NAMESPACE},
+        {"policy-dir", required_argument, NULL, RO_POLICY_DIR},
+        {"metrics-addr", required_argument, NULL, RO_METRICS},
+        {"health-addr", required_argument, NULL, RO_HEALTH},
+        {"leader-elect", no_argument, NULL, RO_LEADER},
+        {"leader-election-namespace", required_argument, NULL, RO_LEADER_NS},
+        {"qps", required_argument, NULL, RO_QPS},
+        {"burst", required_argument, NULL, RO_BURST},
+        {"log-format", required_argument, NULL, RO_LOG_FORMAT},
+        {"log-level", required_argument, NULL, RO_LOG_LEVEL},
+        {"workers", required_argument, NULL, RO_WORKERS},
+        {"flink-base-url", required_argument, NULL, RO_FLINK_BASE},
+        {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
+        {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    double x;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            run_usage(stdout);
+            return 1;
+        case RO_KUBECONFIG:
+            o->kubeconfig = optarg;
+            break;
+        case RO_NAMESPACE: {
+            const char **n = realloc(o->namespaces, (o->nns + 1) * sizeof *n);
+            if (!n)
+                return -1;
+            o->namespaces = n;
+            o->namespaces[o->nns++] = optarg;
+            break;
+        }
+        case RO_POLICY_DIR:
+            o->host.policy_dir = optarg;
+            break;
+        case RO_METRICS:
+            o->metrics_addr = optarg;
+            break;
+        case RO_HEALTH:
+            o->health_addr = optarg;
+            break;
+        case RO_LEADER:
+            o->leader_elect = 1;
+            break;
+        case RO_LEADER_NS:
+            o->leader_ns = optarg;
+            break;
+        case RO_QPS:
+            if (run_parse_num("--qps", optarg, 0, 1e6, &o->qps))
+                return -1;
+            break;
+        case RO_BURST:
+            if (run_parse_num("--burst", optarg, 1, 1e6, &x))
+                return -1;
+            o->burst = (int)x;
+            break;
+        case RO_LOG_FORMAT:
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                fprintf(stderr, "run: --log-format: expected text or json, got '%s'\n", optarg);
+                return -1;
+            }
+            o->json_logs = strcmp(optarg, "json") == 0;
+            break;
+        case RO_LOG_LEVEL:
+            if (log_parse_level(optarg, &o->log_level)) {
+                fprintf(stderr, "run: --log-level: expected debug, info, warn or error, got '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case RO_WORKERS:
+            if (run_parse_num("--workers", optarg, 1, 1024, &x))
+                return -1;
+            o->workers = (int)x;
+            break;
+        case RO_FLINK_BASE:
+            if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
+                fprintf(stderr, "run: --flink-base-url: expected http:// or https://, got '%s'\n", optarg);
+                return -1;
+            }
+            o->flink_base = optarg;
+            break;
+        case RO_TIMEOUT:
+            if (run_parse_num("--policy-timeout-ms", optarg, 1, 3600000, &x))
+                return -1;
+            o->host.timeout_ms = (unsigned)x;
+            break;
+        case RO_MEMORY:
+            if (run_parse_num("--policy-memory-mib", optarg, 1, 65536, &x))
+                return -1;
+            o->host.memory_mib = (unsigned)x;
+            break;
+        default:
+            if (optopt)
+                fprintf(stderr, "run: bad or incomplete option '-%c' (see --help)\n", optopt);
+            else
+                fprintf(stderr, "run: bad or incomplete option '%s' (see --help)\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "run: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+static int run_start_reflectors(struct run_ctx *ctx)
+{
+    char err[512];
+    for (size_t i = 0; i < ctx->nns; i++) {
+        for (int k = 0; k < RUN_NKINDS; k++) {
+            reflector_opts ro = {.namespace = ctx->nss[i].ns,
+                                 .label_selector = k == 0 ? NULL : "app=flink",
+                                 .resync_s = k == 0 ? RUN_RESYNC_S : 0,
+                                 .on_synced = run_on_synced,
+                                 .on_error = run_on_error};
+            ctx->nss[i].r[k] = reflector_start(ctx->kc, run_kinds[k], &ro, run_on_event, ctx, err, sizeof err);
+            if (!ctx->nss[i].r[k]) {
+                run_log(LOG_ERROR, NULL, "watch %s: %s", run_kinds[k]->plural, err);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Loads fc.reconcile once so that a broken installation fails at start, not per key. */
+static int run_check_framework(struct run_ctx *ctx)
+{
+    char err[4096];
+    lua_State *L = lhost_state(ctx->host);
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "fc.reconcile");
+    if (lhost_pcall(ctx->host, 1, 1, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "cannot load the framework: %s", err);
+        return -1;
+    }
+    lua_pop(L, 1);
+    return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+    struct run_ctx ctx_ = {0}, *ctx = &ctx_;
+    ctx->o.qps = KUBE_DEFAULT_QPS;
+    ctx->o.burst = KUBE_DEFAULT_BURST;
+    ctx->o.workers = RUN_WORKERS_DEFAULT;
+    ctx->o.log_level = LOG_INFO;
+    int p = run_parse(argc, argv, &ctx->o);
+    if (p) {
+        free(ctx->o.namespaces);
+        return p > 0 ? 0 : 2;
+    }
+    log_configure(ctx->o.json_logs ? LOG_FORMAT_JSON : LOG_FORMAT_TEXT, ctx->o.log_level);
+    int code = 1;
+    char err[1024];
+    struct stat sb;
+    if (ctx->o.host.policy_dir && (stat(ctx->o.host.policy_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        fprintf(stderr, "run: --policy-dir: %s: not a directory\n", ctx->o.host.policy_dir);
+        free(ctx->o.namespaces);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    ctx->loop = ev_default_loop(EVFLAG_AUTO);
+    ctx->flink = json_object();
+    ctx->emitted = json_object();
+    ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
+    if (!ctx->host) {
+        run_log(LOG_ERROR, NULL, "lua host: %s", err);
+        goto out;
+    }
+    if (run_check_framework(ctx))
+        goto out;
+    kube_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (kube_config_load_default(&cfg, ctx->o.kubeconfig, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "kubernetes config: %s", err);
+        goto out;
+    }
+    cfg.qps = ctx->o.qps;
+    cfg.burst = ctx->o.burst;
+    ctx->kc = kube_client_new(ctx->loop, &cfg, err, sizeof err);
+    run_log(LOG_INFO, NULL, "API server %s (context %s), policies %s, %d workers", cfg.server ? cfg.server : "?",
+            cfg.context ? cfg.context : "?", lhost_policy_dir(ctx->host), ctx->o.workers);
+    kube_config_clear(&cfg);
+    if (!ctx->kc) {
+        run_log(LOG_ERROR, NULL, "kubernetes client: %s", err);
+        goto out;
+    }
+    ctx->hc = http_client_new(ctx->loop, err, sizeof err);
+    if (!ctx->hc) {
+        run_log(LOG_ERROR, NULL, "http client: %s", err);
+        goto out;
+    }
+    ctx->q = workqueue_new(ctx->loop, &(workqueue_opts){.on_ready = run_on_ready, .ready_ud = ctx});
+    ev_idle_init(&ctx->pump_idle, run_pump_cb);
+    ctx->pump_idle.data = ctx;
+    ctx->nns = ctx->o.nns ? ctx->o.nns : 1;
+    ctx->nss = calloc(ctx->nns, sizeof *ctx->nss);
+    if (!ctx->q || !ctx->nss)
+        goto out;
+    for (size_t i = 0; i < ctx->o.nns; i++)
+        ctx->nss[i].ns = strdup(ctx->o.namespaces[i]);
+    if (run_start_reflectors(ctx))
+        goto out;
+    ev_signal_init(&ctx->sig_term, run_on_signal, SIGTERM);
+    ev_signal_init(&ctx->sig_int, run_on_signal, SIGINT);
+    ctx->sig_term.data = ctx->sig_int.data = ctx;
+    ev_signal_start(ctx->loop, &ctx->sig_term);
+    ev_signal_start(ctx->loop, &ctx->sig_int);
+    ctx->leading = !ctx->o.leader_elect;
+    ev_run(ctx->loop, 0);
+    run_log(LOG_INFO, NULL, "stopped: %lu reconciles, %lu failed, %lu writes, %lu failed writes", ctx->reconciles,
+            ctx->reconcile_errors, ctx->actions_done, ctx->action_errors);
+    code = ctx->stopping ? 0 : 1;
+out:
+    /* items still in flight after the grace period: cancel their calls */
+    while (ctx->items) {
+        struct run_item *it = ctx->items;
+        if (it->call)
+            kube_cancel(it->call);
+        if (it->hreq)
+            http_request_cancel(it->hreq);
+        run_item_free(it);
+    }
+    for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
+        for (int k = 0; k < RUN_NKINDS; k++)
+            if (ctx->nss[i].r[k])
+                reflector_stop(ctx->nss[i].r[k]);
+        free(ctx->nss[i].ns);
+    }
+    free(ctx->nss);
+    if (ctx->q)
+        workqueue_free(ctx->q);
+    if (ctx->hc)
+        http_client_free(ctx->hc);
+    if (ctx->kc)
+        kube_client_free(ctx->kc);
+    lhost_free(ctx->host);
+    json_decref(ctx->flink);
+    json_decref(ctx->emitted);
+    free(ctx->o.namespaces);
+    return code;
+}
