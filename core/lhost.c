@@ -135,6 +135,10 @@ static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     if (nsize == 0) {
         free(ptr);
         h->used -= old;
+        /* the base follows the heap down: garbage from before the call that the collector
+         * frees during the call does not enlarge the policy's allowance */
+        if (h->in_call && h->used < h->call_base)
+            h->call_base = h->used;
         return NULL;
     }
     if (nsize > old) {
@@ -155,6 +159,8 @@ static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     h->used = h->used - old + nsize;
     if (h->used > h->peak)
         h->peak = h->used;
+    if (h->in_call && h->used < h->call_base)
+        h->call_base = h->used;
     return p;
 }
 
