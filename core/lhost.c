@@ -50,11 +50,11 @@ struct lhost {
     char policy_dir[PATH_MAX];
 };
 
-/* Registry keys (addresses of these statics). */
-static const char lhost_key_trip = 0;
-static const char lhost_key_pristine = 0;
-static const char lhost_key_policies = 0;
-static const char lhost_key_guarded_string = 0;
+/* Registry keys: the addresses of these (distinct, writable, so never merged) statics. */
+static char lhost_key_trip;
+static char lhost_key_pristine;
+static char lhost_key_policies;
+static char lhost_key_guarded_string;
 
 /* ---- the marked list of C Lua modules compiled into the binary ---- */
 static const luaL_Reg lhost_cmodules[] = {
@@ -117,7 +117,7 @@ static void lhost_hook(lua_State *L, lua_Debug *ar)
     if (!h->where[0] && lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
         snprintf(h->where, sizeof h->where, "%s:%d", ar->short_src, ar->currentline);
     lhost_arm_every_instruction(h);
-    lua_pushlightuserdata(L, (void *)&lhost_key_trip);
+    lua_pushlightuserdata(L, &lhost_key_trip);
     lua_error(L);
 }
 
