@@ -1,0 +1,506 @@
+/* core/metrics: counters, gauges and histograms with labels, rendered in the
+ * Prometheus text exposition format 0.0.4 (see metrics.h). */
+#include "metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct series {
+    char **values;          /* nlabels strings */
+    double value;           /* counter, gauge; histogram sum */
+    uint64_t count;         /* histogram */
+    uint64_t *buckets;      /* histogram, per bucket (not cumulative) */
+} series;
+
+struct metrics_family {
+    metrics_registry *reg;
+    metrics_type type;
+    char *name, *help;
+    size_t nlabels;
+    char *labels[METRICS_MAX_LABELS];
+    double *bounds;
+    size_t nbounds;
+    series *series;
+    size_t nseries, cap;
+    size_t dropped;
+    struct metrics_family *next;
+};
+
+struct metrics_registry {
+    size_t max_series;
+    metrics_family *head, *tail;
+    metrics_family *dropped;   /* counter {family}, or NULL */
+};
+
+static void set_err(char *err, size_t n, const char *fmt, ...)
+{
+    if (!err || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static void family_free(metrics_family *f)
+{
+    for (size_t i = 0; i < f->nseries; i++) {
+        for (size_t j = 0; j < f->nlabels; j++) free(f->series[i].values[j]);
+        free(f->series[i].values);
+        free(f->series[i].buckets);
+    }
+    free(f->series);
+    for (size_t j = 0; j < f->nlabels; j++) free(f->labels[j]);
+    free(f->bounds);
+    free(f->name);
+    free(f->help);
+    free(f);
+}
+
+metrics_registry *metrics_registry_new(size_t max_series, const char *dropped_name)
+{
+    metrics_registry *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->max_series = max_series ? max_series : METRICS_DEFAULT_MAX_SERIES;
+    if (dropped_name) {
+        const char *labels[] = { "family" };
+        r->dropped = metrics_register(r, METRICS_COUNTER, dropped_name,
+                                      "Label combinations refused because their family reached "
+                                      "its series cap.",
+                                      1, labels, NULL, 0, NULL, 0);
+        if (!r->dropped) {
+            metrics_registry_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+void metrics_registry_free(metrics_registry *r)
+{
+    if (!r) return;
+    metrics_family *f = r->head;
+    while (f) {
+        metrics_family *next = f->next;
+        family_free(f);
+        f = next;
+    }
+    free(r);
+}
+
+static int valid_metric_name(const char *s)
+{
+    if (!s || !*s) return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+        if (!alpha && !(p > s && c >= '0' && c <= '9')) return 0;
+    }
+    return 1;
+}
+
+static int valid_label_name(const char *s)
+{
+    if (!s || !*s || strncmp(s, "__", 2) == 0) return 0;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(p > s && c >= '0' && c <= '9')) return 0;
+    }
+    return 1;
+}
+
+/* Well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF):
+ * Prometheus refuses a scrape holding an invalid label value. */
+static int valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        size_t n;
+        unsigned cp;
+        if (c < 0x80) { p++; continue; }
+        if (c >= 0xc2 && c <= 0xdf) { n = 1; cp = c & 0x1f; }
+        else if (c >= 0xe0 && c <= 0xef) { n = 2; cp = c & 0x0f; }
+        else if (c >= 0xf0 && c <= 0xf4) { n = 3; cp = c & 0x07; }
+        else return 0;
+        for (size_t i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+metrics_family *metrics_register(metrics_registry *r, metrics_type type, const char *name,
+                                 const char *help, size_t nlabels, const char *const *label_names,
+                                 const double *buckets, size_t nbuckets, char *err, size_t errlen)
+{
+    if (!r) { set_err(err, errlen, "metrics_register: no registry"); return NULL; }
+    if (type != METRICS_COUNTER && type != METRICS_GAUGE && type != METRICS_HISTOGRAM) {
+        set_err(err, errlen, "metrics_register: unknown type %d", (int)type);
+        return NULL;
+    }
+    if (!valid_metric_name(name)) {
+        set_err(err, errlen, "metrics_register: bad metric name \"%s\"", name ? name : "(null)");
+        return NULL;
+    }
+    if (metrics_find(r, name)) {
+        set_err(err, errlen, "metrics_register: %s: already registered", name);
+        return NULL;
+    }
+    if (nlabels > METRICS_MAX_LABELS || (nlabels && !label_names)) {
+        set_err(err, errlen, "metrics_register: %s: at most %d labels", name, METRICS_MAX_LABELS);
+        return NULL;
+    }
+    for (size_t i = 0; i < nlabels; i++) {
+        if (!valid_label_name(label_names[i]) ||
+            (type == METRICS_HISTOGRAM && strcmp(label_names[i], "le") == 0)) {
+            set_err(err, errlen, "metrics_register: %s: bad label name \"%s\"", name,
+                    label_names[i] ? label_names[i] : "(null)");
+            return NULL;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(label_names[i], label_names[j]) == 0) {
+                set_err(err, errlen, "metrics_register: %s: duplicate label \"%s\"", name,
+                        label_names[i]);
+                return NULL;
+            }
+    }
+    if (type == METRICS_HISTOGRAM) {
+        if (!buckets || nbuckets == 0) {
+            set_err(err, errlen, "metrics_register: %s: a histogram needs buckets", name);
+            return NULL;
+        }
+        for (size_t i = 0; i < nbuckets; i++)
+            if (!isfinite(buckets[i]) || (i && buckets[i] <= buckets[i - 1])) {
+                set_err(err, errlen,
+                        "metrics_register: %s: buckets must be finite and strictly increasing",
+                        name);
+                return NULL;
+            }
+    }
+    metrics_family *f = calloc(1, sizeof *f);
+    if (!f) goto oom;
+    f->reg = r;
+    f->type = type;
+    f->name = strdup(name);
+    f->help = strdup(help ? help : "");
+    if (!f->name || !f->help) goto oom;
+    for (size_t i = 0; i < nlabels; i++) {
+        f->labels[i] = strdup(label_names[i]);
+        if (!f->labels[i]) goto oom;
+        f->nlabels = i + 1;
+    }
+    if (type == METRICS_HISTOGRAM) {
+        f->bounds = malloc(nbuckets * sizeof *f->bounds);
+        if (!f->bounds) goto oom;
+        memcpy(f->bounds, buckets, nbuckets * sizeof *f->bounds);
+        f->nbounds = nbuckets;
+    }
+    if (r->tail) r->tail->next = f;
+    else r->head = f;
+    r->tail = f;
+    return f;
+oom:
+    if (f) family_free(f);
+    set_err(err, errlen, "metrics_register: out of memory");
+    return NULL;
+}
+
+const metrics_family *metrics_find(const metrics_registry *r, const char *name)
+{
+    if (!r || !name) return NULL;
+    for (metrics_family *f = r->head; f; f = f->next)
+        if (strcmp(f->name, name) == 0) return f;
+    return NULL;
+}
+
+static series *lookup(const metrics_family *f, const char *const *values)
+{
+    for (size_t i = 0; i < f->nseries; i++) {
+        size_t j = 0;
+        while (j < f->nlabels && strcmp(f->series[i].values[j], values[j]) == 0) j++;
+        if (j == f->nlabels) return &f->series[i];
+    }
+    return NULL;
+}
+
+static int values_ok(const metrics_family *f, const char *const *values)
+{
+    if (f->nlabels && !values) return 0;
+    for (size_t j = 0; j < f->nlabels; j++)
+        if (!values[j] || !valid_utf8(values[j])) return 0;
+    return 1;
+}
+
+/* The series for `values`, created when new and under the cap. */
+static series *get_series(metrics_family *f, const char *const *values)
+{
+    if (!values_ok(f, values)) return NULL;
+    series *s = lookup(f, values);
+    if (s) return s;
+    if (f->nseries >= f->reg->max_series) {
+        f->dropped++;
+        metrics_family *d = f->reg->dropped;
+        if (d && d != f) {
+            const char *v[] = { f->name };
+            metrics_inc(d, v);
+        }
+        return NULL;
+    }
+    if (f->nseries == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 4;
+        series *ns = realloc(f->series, cap * sizeof *ns);
+        if (!ns) return NULL;
+        f->series = ns;
+        f->cap = cap;
+    }
+    series n = {0};
+    n.values = calloc(f->nlabels ? f->nlabels : 1, sizeof *n.values);
+    if (!n.values) return NULL;
+    if (f->type == METRICS_HISTOGRAM) {
+        n.buckets = calloc(f->nbounds, sizeof *n.buckets);
+        if (!n.buckets) { free(n.values); return NULL; }
+    }
+    for (size_t j = 0; j < f->nlabels; j++) {
+        n.values[j] = strdup(values[j]);
+        if (!n.values[j]) {
+            for (size_t k = 0; k < j; k++) free(n.values[k]);
+            free(n.values);
+            free(n.buckets);
+            return NULL;
+        }
+    }
+    f->series[f->nseries] = n;
+    return &f->series[f->nseries++];
+}
+
+int metrics_add(metrics_family *f, const char *const *values, double delta)
+{
+    if (!f || f->type == METRICS_HISTOGRAM || isnan(delta)) return -1;
+    if (f->type == METRICS_COUNTER && delta < 0) return -1;
+    series *s = get_series(f, values);
+    if (!s) return -1;
+    s->value += delta;
+    return 0;
+}
+
+int metrics_inc(metrics_family *f, const char *const *values) { return metrics_add(f, values, 1); }
+
+int metrics_set(metrics_family *f, const char *const *values, double value)
+{
+    if (!f || f->type != METRICS_GAUGE) return -1;
+    series *s = get_series(f, values);
+    if (!s) return -1;
+    s->value = value;
+    return 0;
+}
+
+int metrics_observe(metrics_family *f, const char *const *values, double value)
+{
+    if (!f || f->type != METRICS_HISTOGRAM || isnan(value)) return -1;
+    series *s = get_series(f, values);
+    if (!s) return -1;
+    for (size_t i = 0; i < f->nbounds; i++)
+        if (value <= f->bounds[i]) {
+            s->buckets[i]++;
+            break;
+        }
+    s->count++;
+    s->value += value;
+    return 0;
+}
+
+double metrics_get(const metrics_family *f, const char *const *values)
+{
+    if (!f || !values_ok(f, values)) return NAN;
+    const series *s = lookup(f, values);
+    if (!s) return NAN;
+    return f->type == METRICS_HISTOGRAM ? (double)s->count : s->value;
+}
+
+size_t metrics_series(const metrics_family *f) { return f ? f->nseries : 0; }
+size_t metrics_dropped(const metrics_family *f) { return f ? f->dropped : 0; }
+
+/* ---- rendering ---------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int oom;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        while (b->len + n + 1 > cap) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) { b->oom = 1; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* A sample value or bucket bound as Go's strconv.FormatFloat(v, 'g', -1, 64)
+ * would read: integers in full, else the shortest %g that reads back. */
+static void format_value(double v, char *buf, size_t n)
+{
+    if (isnan(v)) { snprintf(buf, n, "NaN"); return; }
+    if (isinf(v)) { snprintf(buf, n, v > 0 ? "+Inf" : "-Inf"); return; }
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {   /* 2^53 */
+        snprintf(buf, n, "%.0f", v);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+/* Label values escape backslash, double quote and newline; HELP text
+ * escapes backslash and newline (exposition format 0.0.4). */
+static void sb_escaped(sbuf *b, const char *s, int quote)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '\\') sb_put(b, "\\\\", 2);
+        else if (*p == '\n') sb_put(b, "\\n", 2);
+        else if (quote && *p == '"') sb_put(b, "\\\"", 2);
+        else sb_put(b, p, 1);
+    }
+}
+
+/* `{l1="v1",...[,le="x"]}` or nothing when there are no labels. */
+static void sb_labels(sbuf *b, const metrics_family *f, const series *s, const char *le)
+{
+    if (!f->nlabels && !le) return;
+    sb_put(b, "{", 1);
+    for (size_t j = 0; j < f->nlabels; j++) {
+        if (j) sb_put(b, ",", 1);
+        sb_str(b, f->labels[j]);
+        sb_put(b, "=\"", 2);
+        sb_escaped(b, s->values[j], 1);
+        sb_put(b, "\"", 1);
+    }
+    if (le) {
+        if (f->nlabels) sb_put(b, ",", 1);
+        sb_str(b, "le=\"");
+        sb_str(b, le);
+        sb_put(b, "\"", 1);
+    }
+    sb_put(b, "}", 1);
+}
+
+static void sb_sample(sbuf *b, const metrics_family *f, const series *s, const char *suffix,
+                      const char *le, double v)
+{
+    char num[40];
+    sb_str(b, f->name);
+    sb_str(b, suffix);
+    sb_labels(b, f, s, le);
+    sb_put(b, " ", 1);
+    format_value(v, num, sizeof num);
+    sb_str(b, num);
+    sb_put(b, "\n", 1);
+}
+
+char *metrics_render(const metrics_registry *r, size_t *len)
+{
+    static const char *const type_names[] = { "counter", "gauge", "histogram" };
+    sbuf b = {0};
+    sb_put(&b, "", 0);
+    for (const metrics_family *f = r ? r->head : NULL; f; f = f->next) {
+        sb_str(&b, "# HELP ");
+        sb_str(&b, f->name);
+        sb_put(&b, " ", 1);
+        sb_escaped(&b, f->help, 0);
+        sb_str(&b, "\n# TYPE ");
+        sb_str(&b, f->name);
+        sb_put(&b, " ", 1);
+        sb_str(&b, type_names[f->type]);
+        sb_put(&b, "\n", 1);
+        for (size_t i = 0; i < f->nseries; i++) {
+            const series *s = &f->series[i];
+            if (f->type != METRICS_HISTOGRAM) {
+                sb_sample(&b, f, s, "", NULL, s->value);
+                continue;
+            }
+            uint64_t cum = 0;
+            char le[40];
+            for (size_t k = 0; k < f->nbounds; k++) {
+                cum += s->buckets[k];
+                format_value(f->bounds[k], le, sizeof le);
+                sb_sample(&b, f, s, "_bucket", le, (double)cum);
+            }
+            sb_sample(&b, f, s, "_bucket", "+Inf", (double)s->count);
+            sb_sample(&b, f, s, "_sum", NULL, s->value);
+            sb_sample(&b, f, s, "_count", NULL, (double)s->count);
+        }
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    if (len) *len = b.len;
+    return b.p;
+}
+
+/* ---- the controller's families ------------------------------------------ */
+
+int metrics_register_controller(metrics_registry *r, metrics_controller *m, char *err,
+                                size_t errlen)
+{
+    static const double reconcile_buckets[] = METRICS_RECONCILE_BUCKETS;
+    const char *result[] = { "result" };
+    const char *kind_type[] = { "kind", "type" };
+    const char *kind[] = { "kind" };
+    const char *code_verb[] = { "code", "verb" };
+    const char *policy[] = { "policy" };
+    metrics_controller c = {0};
+    if (!r || !m) {
+        set_err(err, errlen, "metrics_register_controller: no registry");
+        return -1;
+    }
+#define REG(field, type, name, help, n, labels, b, nb) \
+    if (!(c.field = metrics_register(r, type, name, help, n, labels, b, nb, err, errlen))) return -1;
+    REG(reconcile_total, METRICS_COUNTER, "flink_controller_reconcile_total",
+        "Reconciles of FlinkCluster keys by result.", 1, result, NULL, 0);
+    REG(reconcile_duration, METRICS_HISTOGRAM, "flink_controller_reconcile_duration_seconds",
+        "Time from taking a key off the work queue to its last action's answer, in seconds.", 1,
+        result, reconcile_buckets, sizeof reconcile_buckets / sizeof reconcile_buckets[0]);
+    REG(workqueue_depth, METRICS_GAUGE, "flink_controller_workqueue_depth",
+        "Keys ready in the work queue.", 0, NULL, NULL, 0);
+    REG(watch_events_total, METRICS_COUNTER, "flink_controller_watch_events_total",
+        "Watch events received by kind and event type.", 2, kind_type, NULL, 0);
+    REG(watch_restarts_total, METRICS_COUNTER, "flink_controller_watch_restarts_total",
+        "Watches restarted (stream ended, error or 410 relist) by kind.", 1, kind, NULL, 0);
+    REG(api_requests_total, METRICS_COUNTER, "flink_controller_api_requests_total",
+        "Kubernetes API requests by HTTP status code (0: no response) and verb.", 2, code_verb,
+        NULL, 0);
+    REG(policy_errors_total, METRICS_COUNTER, "flink_controller_policy_errors_total",
+        "Policy calls that failed (Lua error, budget, wrong output shape) by policy.", 1, policy,
+        NULL, 0);
+    REG(leader, METRICS_GAUGE, "flink_controller_leader",
+        "1 while this replica holds the leader Lease, else 0.", 0, NULL, NULL, 0);
+#undef REG
+    if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0)) {
+        set_err(err, errlen, "metrics_register_controller: out of memory");
+        return -1;
+    }
+    *m = c;
+    return 0;
+}
