@@ -119,6 +119,22 @@ describe("fc.codec", function()
     assert.equal("invalid YAML: 1:4: did not find expected node content", err)
   end)
 
+  it("bounds alias expansion and nesting", function()
+    local lines = { "a0: &a0 [x, x, x, x, x, x, x, x, x, x]" }
+    for i = 1, 8 do
+      lines[#lines + 1] = string.format("a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]",
+        i, i, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1)
+    end
+    local max = codec.MAX_VALUES
+    codec.MAX_VALUES = 5000 -- the real bound is 1000000: same code path, faster test
+    local docs = assert(codec.decode_documents(table.concat(lines, "\n") .. "\n"))
+    codec.MAX_VALUES = max
+    assert.truthy(docs[1].error:find("more than 5000 values %(alias expansion%?%)$"), docs[1].error)
+    local deep = string.rep("[", 150) .. string.rep("]", 150)
+    docs = assert(codec.decode_documents("a: " .. deep .. "\n"))
+    assert.equal("a" .. string.rep("[0]", 100) .. ": nested deeper than 100 levels", docs[1].error)
+  end)
+
   it("decodes JSON: one document, or a top-level array of documents", function()
     local docs = assert(codec.decode_documents('  {"a": 2.0, "n": null}'))
     assert.same({ { index = 1, value = { a = 2 } } }, docs)

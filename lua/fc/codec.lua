@@ -38,8 +38,20 @@ local function path_key(path, k)
   return path .. "." .. tostring(k)
 end
 
-local function normalize(v, path)
+-- Bounds of one decoded document: YAML aliases can make a small text expand into a huge tree
+-- ("billion laughs"), and Kubernetes objects are neither that big nor that deep.
+codec.MAX_VALUES = 1000000
+codec.MAX_DEPTH = 100
+
+local function normalize(v, path, budget, depth)
   if is_null(v) then return nil end
+  budget.n = budget.n + 1
+  if budget.n > codec.MAX_VALUES then
+    error({ path = path, message = "more than " .. codec.MAX_VALUES .. " values (alias expansion?)" })
+  end
+  if depth > codec.MAX_DEPTH then
+    error({ path = path, message = "nested deeper than " .. codec.MAX_DEPTH .. " levels" })
+  end
   local t = type(v)
   if t == "number" then
     if math.type(v) == "float" and v == math.floor(v) and v >= -2^53 and v <= 2^53 then
@@ -58,7 +70,7 @@ local function normalize(v, path)
   if util.is_array(v) then
     for i, x in ipairs(v) do
       if is_null(x) then error({ path = path_key(path, i), message = "null is not allowed in a list" }) end
-      out[i] = normalize(x, path_key(path, i))
+      out[i] = normalize(x, path_key(path, i), budget, depth + 1)
     end
     return out
   end
@@ -75,7 +87,7 @@ local function normalize(v, path)
     if out[key] ~= nil then
       error({ path = path_key(path, key), message = "duplicate key" })
     end
-    out[key] = normalize(x, path_key(path, key))
+    out[key] = normalize(x, path_key(path, key), budget, depth + 1)
   end
   return out
 end
@@ -83,7 +95,7 @@ end
 --- Normalizes a decoded value (see the data rules above).
 -- Returns the value, or nil, "<path>: <message>" (path "" is the document itself).
 function codec.normalize(v)
-  local ok, res = pcall(normalize, v, "")
+  local ok, res = pcall(normalize, v, "", { n = 0 }, 0)
   if ok then return res end
   if type(res) == "table" then
     return nil, (res.path ~= "" and res.path .. ": " or "") .. res.message
