@@ -4,6 +4,7 @@
  *   flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
+ *   flink-controller run [options]            (core/run.c)
  *   flink-controller version
  *   flink-controller --help
  *
