@@ -7,6 +7,7 @@
 -- the example manifests and broken variants through the schema, the way the API server would
 -- (errors for invalid values, pruning for unknown fields).
 local lyaml = require("lyaml")
+local cjson = require("cjson")
 
 local ROOT = os.getenv("FC_ROOT") or "."
 
@@ -694,4 +695,149 @@ describe("the CRD schema against the validate policy's fixtures", function()
       end)
     end
   end
+end)
+
+-- Against a live kube-apiserver (the test environment, or FC_KUBECONFIG): the server agrees with
+-- the checks above. Pending when no API server answers. Needs kubectl ($TESTENV_KUBECTL or PATH).
+describe("deploy/crd.yaml on a live kube-apiserver #testenv", function()
+  local kubeconfig = os.getenv("FC_KUBECONFIG")
+  if not kubeconfig then
+    local f = io.open(ROOT .. "/build/testenv/kubeconfig")
+    if f then
+      f:close()
+      kubeconfig = ROOT .. "/build/testenv/kubeconfig"
+    end
+  end
+  local kubectl = (os.getenv("TESTENV_KUBECTL") or "kubectl") .. " --request-timeout=20s --kubeconfig="
+    .. (kubeconfig or "/nonexistent")
+
+  -- sh(args, stdin_file): kubectl's combined output and whether it exited 0.
+  local function sh(args)
+    local p = assert(io.popen(kubectl .. " " .. args .. " 2>&1; echo \"exit=$?\""))
+    local out = p:read("a")
+    p:close()
+    local rc = out:match("exit=(%d+)%s*$")
+    return out:gsub("exit=%d+%s*$", ""), rc == "0"
+  end
+
+  local live = kubeconfig ~= nil and select(2, sh("get --raw /readyz"))
+  if not live then
+    pending("no kube-apiserver (start one with `make testenv-up` or set FC_KUBECONFIG)")
+    return
+  end
+
+  -- FlinkCluster documents of the validate fixtures and the examples, with their verdicts.
+  local valid, invalid = {}, {}
+  local namespaces = {}
+  local function add(text, policy_ok)
+    local doc = lyaml.load(text)
+    if type(doc) ~= "table" or doc.kind ~= "FlinkCluster" or doc.apiVersion ~= "flinkoperator.k8s.io/v1beta1"
+      or type(doc.metadata) ~= "table" or type(doc.metadata.name) ~= "string" then
+      return
+    end
+    local ns = doc.metadata.namespace
+    if ns and ns:match("^[a-z0-9]([a-z0-9-]*[a-z0-9])?$") then namespaces[ns] = true end
+    local errs = validate(doc)
+    if #errs > 0 then
+      invalid[#invalid + 1] = { text = text, name = doc.metadata.name, errs = errs }
+    elseif policy_ok then
+      valid[#valid + 1] = text
+    end
+  end
+  local p = assert(io.popen("ls -d " .. ROOT .. "/policies/testdata/validate/*/ " .. ROOT
+    .. "/deploy/examples/*.yaml 2>/dev/null"))
+  for path in p:lines() do
+    if path:sub(-1) == "/" then
+      local f, e = io.open(path .. "input.yaml"), io.open(path .. "expected.yaml")
+      if f and e then
+        add(f:read("a"), #(lyaml.load(e:read("a")).errors or {}) == 0)
+        f:close()
+        e:close()
+      end
+    else
+      local f = assert(io.open(path))
+      add(f:read("a"), true)
+      f:close()
+    end
+  end
+  p:close()
+
+  local function write_stream(texts)
+    local tmp = os.tmpname()
+    local f = assert(io.open(tmp, "w"))
+    f:write(table.concat(texts, "\n---\n"))
+    f:close()
+    return tmp
+  end
+
+  local ready = false
+  local function setup()
+    if ready then return end
+    local out, ok = sh("apply -f " .. ROOT .. "/deploy/crd.yaml")
+    assert(ok, out)
+    out, ok = sh("wait --for=condition=Established --timeout=30s crd/flinkclusters.flinkoperator.k8s.io")
+    assert(ok, out)
+    for ns in pairs(namespaces) do sh("create namespace " .. ns) end
+    ready = true
+  end
+
+  it("is accepted, Established, with its names accepted", function()
+    setup()
+    local out = sh("get crd flinkclusters.flinkoperator.k8s.io -o jsonpath="
+      .. "'{.status.conditions[?(@.type==\"NamesAccepted\")].status}"
+      .. " {.status.conditions[?(@.type==\"Established\")].status}'")
+    assert.are.equal("True True", out)
+  end)
+
+  it("accepts every manifest validate accepts (server-side dry run)", function()
+    setup()
+    assert.is_true(#valid >= 10)
+    local tmp = write_stream(valid)
+    local out, ok = sh("apply --dry-run=server --validate=false -f " .. tmp)
+    os.remove(tmp)
+    assert.is_true(ok, out)
+    local n = 0
+    for _ in out:gmatch("%(server dry run%)") do n = n + 1 end
+    assert.are.equal(#valid, n, out)
+  end)
+
+  it("refuses what this spec's validator refuses, naming the same fields", function()
+    setup()
+    assert.is_true(#invalid >= 5)
+    for _, doc in ipairs(invalid) do
+      local tmp = write_stream({ doc.text })
+      local out, ok = sh("apply --dry-run=server --validate=false -f " .. tmp)
+      os.remove(tmp)
+      assert.is_false(ok, doc.name)
+      assert.is_not_nil(out:find('The FlinkCluster "' .. doc.name .. '" is invalid', 1, true), out)
+      for _, e in ipairs(doc.errs) do
+        local path = e:match("^(.-): ")
+        assert.is_not_nil(out:find(path .. ":", 1, true), path .. " not in: " .. out)
+      end
+    end
+  end)
+
+  it("keeps any status the controller writes, and prints State and Job State", function()
+    setup()
+    local name = "crd-spec-" .. os.time() .. "-" .. math.random(1000, 9999)
+    local tmp = write_stream({ (read("deploy/examples/wordcount.yaml"):gsub("name: wordcount", "name: " .. name)) })
+    local out, ok = sh("create -n default -f " .. tmp)
+    os.remove(tmp)
+    assert.is_true(ok, out)
+    local status = '{"status":{"state":"Running","observedGeneration":1,"conditions":{},'
+      .. '"components":{"job":{"state":"Succeeded","id":"0123","novel":[1,"x"]},'
+      .. '"jobManagerIngress":{"urls":{}}},"futureField":{"a":true}}}'
+    out, ok = sh("patch flinkcluster " .. name .. " -n default --subresource=status --type=merge -p '"
+      .. status .. "'")
+    local got = sh("get flinkcluster " .. name .. " -n default -o json")
+    local printed = sh("get flinkcluster " .. name .. " -n default --no-headers")
+    sh("delete flinkcluster " .. name .. " -n default --wait=false")
+    assert.is_true(ok, out)
+    local s = cjson.decode(got).status
+    assert.are.equal("Running", s.state)
+    assert.are.same({ 1, "x" }, s.components.job.novel)
+    assert.are.same({ a = true }, s.futureField)
+    assert.are.equal("table", type(s.conditions))
+    assert.is_not_nil(printed:match("^" .. name:gsub("%-", "%%-") .. "%s+Running%s+Succeeded%s+%d+s"), printed)
+  end)
 end)
