@@ -14,7 +14,8 @@
  *                      (after the on_scrape hook).
  *   anything else      404; another method on a known path: 405 with Allow.
  * /healthz and /readyz are served on health_addr, /metrics on metrics_addr;
- * when both addresses are equal one listener serves all three.
+ * when both addresses are equal (and the port is not 0) one listener serves
+ * all three.
  *
  * Addresses (`--health-addr`, `--metrics-addr`, as Go's net.Listen):
  *   ":8081"          all interfaces (IPv6 dual-stack when available, else IPv4)
