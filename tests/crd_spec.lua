@@ -193,6 +193,8 @@ describe("deploy/crd.yaml", function()
     assert.are.equal("apiextensions.k8s.io/v1", crd.apiVersion)
     assert.are.equal("CustomResourceDefinition", crd.kind)
     assert.are.equal("flinkclusters.flinkoperator.k8s.io", crd.metadata.name)
+    -- *.k8s.io is a protected group: the API server needs this annotation (KEP-1111)
+    assert.is_not_nil(crd.metadata.annotations["api-approved.kubernetes.io"]:find("^unapproved, %S"))
     assert.are.equal("flinkoperator.k8s.io", crd.spec.group)
     assert.are.equal("Namespaced", crd.spec.scope)
     assert.are.same({ kind = "FlinkCluster", listKind = "FlinkClusterList", plural = "flinkclusters",
