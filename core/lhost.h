@@ -87,8 +87,10 @@ size_t lhost_mem_peak(const struct lhost *h);
 int lhost_pcall(struct lhost *h, int nargs, int nresults, char *err, size_t errlen);
 
 /* Calls the trusted framework function `module.fn(value)` where value is `json_in` decoded
- * by fc.codec.decode_json (NULL or "" means nil), and encodes its first result with
- * fc.codec.encode_json into *json_out (malloc'd, NUL-terminated; the caller frees it).
+ * by fc.codec.decode_json (NULL or "" means nil; null object members are dropped, a null list
+ * item is an error, integral numbers become Lua integers), and encodes its first result with
+ * fc.codec.encode_json into *json_out (malloc'd, NUL-terminated; the caller frees it; empty
+ * tables encode as {}, integers beyond 14 digits are an error: cjson writes %.14g).
  * A Lua error in the function returns -1 with the message in err.  Intended for core/run.c:
  *   char *out = NULL; char err[512];
  *   if (lhost_call_json(h, "fc.reconcile", "step", snapshot_json, &out, err, sizeof err)) ...
