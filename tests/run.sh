@@ -43,7 +43,7 @@ BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CP
 
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ]; then
-  suites=(lint busted c asan testenv)
+  suites=(lint busted c asan testenv integration)
 fi
 for s in "${suites[@]}"; do
   case $s in
@@ -68,6 +68,9 @@ for s in "${suites[@]}"; do
       if [ -x tests/env/smoke.sh ]; then
         run_suite testenv tests/env/smoke.sh
       fi ;;
+    integration)
+      # the controller against the real test environment (tests/integration/, SKIPs without one)
+      run_suite integration tests/integration/run.sh ;;
     *) echo "unknown suite: $s" >&2; exit 2 ;;
   esac
 done

@@ -234,7 +234,8 @@ start kube-scheduler "$K8S/kube-scheduler" --kubeconfig="$KC" \
   --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --profiling=false
 : >"$TESTENV_DIR/kwok.yaml"
 start kwok "$KWOK" --kubeconfig="$KC" --config="$TESTENV_DIR/kwok.yaml" \
-  --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 --cidr=10.244.0.1/24
+  --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 --cidr=10.244.0.1/24 \
+  --node-lease-duration-seconds=40
 
 kc apply -f "$TESTENV_SRC/testdata/node.yaml" >"$LOGS/apply-node.log" 2>&1 || fail "cannot create the fake node" apply-node
 [ -f "$CRD" ] || fail "no CRD at $CRD"

@@ -1,0 +1,114 @@
+# shellcheck shell=bash
+# Helpers for the controller's integration tests (sourced by tests/integration/run.sh).
+# Needs: ROOT, TESTENV_DIR with a running test environment (env.sh sourced), WORK (a temp dir).
+# Every check prints one TAP line; the plan is printed at the end by run.sh.
+
+FC_BIN=${FC_BIN:-$ROOT/build/flink-controller}
+K=("$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG")
+n=0
+failed=0
+
+# check DESCRIPTION CMD...: one TAP line; on failure CMD's output (tail) as comments.
+check() {
+  local desc=$1 out rc; shift
+  n=$((n + 1))
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -eq 0 ]; then
+    echo "ok $n - $desc"
+  else
+    echo "not ok $n - $desc"
+    printf '%s\n' "$out" | tail -n 25 | sed 's/^/# /'
+    failed=$((failed + 1))
+  fi
+}
+# expect WHAT GOT WANT: fails showing both unless equal.
+expect() { [ "$2" = "$3" ] || { echo "$1: got '$2', want '$3'"; return 1; }; }
+# poll SECONDS CMD...: retries CMD every 0.5 s until it succeeds (its output is dropped).
+poll() {
+  local limit=$(($1 * 2)) i=0; shift
+  until "$@" >/dev/null 2>&1; do
+    i=$((i + 1)); [ "$i" -lt "$limit" ] || return 1
+    sleep 0.5
+  done
+}
+kc() { "${K[@]}" "$@"; }
+# jp NS KIND/NAME JSONPATH: one field (empty when absent)
+jp() { "${K[@]}" -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
+
+# start_controller NAME ARGS...: runs the controller in the background (log $WORK/NAME.log),
+# pid in $WORK/NAME.pid.
+start_controller() {
+  local name=$1; shift
+  "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" "$@" \
+    </dev/null >>"$WORK/$name.log" 2>&1 &
+  echo $! >"$WORK/$name.pid"
+}
+ctl_pid() { cat "$WORK/$1.pid" 2>/dev/null; }
+ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
+# stop_controller NAME [SIGNAL]: signals it (TERM default) and waits for it (at most 15 s);
+# prints its exit status.
+stop_controller() {
+  local p i=0; p=$(ctl_pid "$1") || return 0
+  [ -n "$p" ] || return 0
+  kill -"${2:-TERM}" "$p" 2>/dev/null
+  while kill -0 "$p" 2>/dev/null && [ "$i" -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
+  if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null; fi
+  wait "$p" 2>/dev/null
+  local rc=$?
+  rm -f "$WORK/$1.pid"
+  echo "$rc"
+}
+
+# new_ns SUFFIX: creates the namespace int-<pid>-SUFFIX and prints its name.
+new_ns() {
+  local ns="int-$$-$1"
+  "${K[@]}" create namespace "$ns" >/dev/null && echo "$ns"
+  NAMESPACES+=("$ns")
+}
+
+# session_cluster NAME [extra spec YAML lines, indented 2]: a small session FlinkCluster.
+session_cluster() {
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkCluster
+metadata:
+  name: $1
+spec:
+  image:
+    name: flink:1.20.0
+  jobManager:
+    resources:
+      limits: {memory: "1024Mi", cpu: "200m"}
+  taskManager:
+    replicas: 1
+    resources:
+      limits: {memory: "1024Mi", cpu: "200m"}
+${2:-}
+EOF
+}
+
+# state NS NAME: status.state of a FlinkCluster
+state() { jp "$1" "flinkcluster/$2" '{.status.state}'; }
+is_state() { [ "$(state "$1" "$2")" = "$3" ]; }
+# sts_ready NS NAME: the StatefulSet reports all replicas ready
+sts_ready() {
+  local want got
+  want=$(jp "$1" "statefulset/$2" '{.spec.replicas}')
+  got=$(jp "$1" "statefulset/$2" '{.status.readyReplicas}')
+  [ -n "$want" ] && [ "$want" = "$got" ]
+}
+# owned_by NS KIND/NAME UID: controller ownerReference FlinkCluster with that uid
+owned_by() {
+  local got
+  got=$(jp "$1" "$2" '{range .metadata.ownerReferences[?(@.controller==true)]}{.kind}/{.uid}{end}')
+  expect "$2 controller owner" "$got" "FlinkCluster/$3"
+}
+# condition NS NAME TYPE: "<status> <reason>" of a status condition
+condition() {
+  jp "$1" "flinkcluster/$2" "{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason}"
+}
+# has_event NS NAME REASON: a core/v1 Event about FlinkCluster NAME with that reason
+has_event() {
+  "${K[@]}" -n "$1" get events --field-selector "involvedObject.kind=FlinkCluster,involvedObject.name=$2,reason=$3" \
+    -o name 2>/dev/null | grep -q .
+}
