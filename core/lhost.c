@@ -443,6 +443,17 @@ static int lhost_guard_move(lua_State *L)
     return lhost_forward(L);
 }
 
+/* table.sort without a Lua comparator runs entirely in C, out of the hook's reach. */
+static int lhost_guard_sort(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    int lua_cmp = lua_type(L, 2) == LUA_TFUNCTION && !lua_iscfunction(L, 2);
+    if (!lua_cmp && lua_rawlen(L, 1) > (lua_Unsigned)LHOST_SORT_MAX)
+        return luaL_error(L, "table.sort: more than %d elements need a Lua comparator",
+                          LHOST_SORT_MAX);
+    return lhost_forward(L);
+}
+
 /* Quantifiers of a Lua pattern (*, +, -, %b), outside sets and escapes. */
 static int lhost_pattern_quantifiers(const char *p, size_t m)
 {
@@ -482,7 +493,7 @@ static int lhost_guard_pattern(lua_State *L)
                                  "subject (limit: (length+1)^quantifiers <= %I)",
                               lua_tostring(L, lua_upvalueindex(3)), q, (int)n,
                               (lua_Integer)LHOST_PATTERN_COST);
-    } else if ((double)n * (double)m > LHOST_PATTERN_COST) {
+    } else if ((double)n * (double)m > LHOST_FIND_COST) {
         return luaL_error(L, "find: plain search of %d bytes in %d bytes is too costly",
                           (int)m, (int)n);
     }
@@ -553,8 +564,10 @@ static void lhost_push_env(lua_State *L, const char *label)
     for (int i = 0; libs[i]; i++) {
         lua_getfield(L, pristine, libs[i]);
         lhost_shallow_copy(L, -1);
-        if (i == 0)
+        if (i == 0) {
             lhost_wrap(L, "move", lhost_guard_move, 0);
+            lhost_wrap(L, "sort", lhost_guard_sort, 0);
+        }
         lua_setfield(L, env, libs[i]);
         lua_pop(L, 1);
     }

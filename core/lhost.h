@@ -19,9 +19,13 @@
  *     an allocation failure that unwinds uncaught is reported at the hook function's first
  *     line, e.g. "rep.lua:1: policy exceeded its memory cap (64 MiB)");
  *   - C-side loops that the hook cannot see are capped where practical: string.rep with an
- *     empty result, table.move over more than LHOST_MOVE_MAX elements, and pattern functions
- *     whose (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3
- *     quantifiers (a heuristic: polynomial backtracking below that bound is not interrupted).
+ *     empty result, table.move over more than LHOST_MOVE_MAX elements, table.sort of more
+ *     than LHOST_SORT_MAX elements without a Lua comparator, plain string.find where
+ *     subject x pattern length exceeds LHOST_FIND_COST, and pattern functions whose
+ *     (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3 quantifiers.
+ *     The last is a heuristic against exponential patterns: polynomial backtracking (e.g.
+ *     ("a"):rep(1e5):find(".-b"), quadratic) is NOT interrupted, nor is any single C call
+ *     bounded by the memory cap (string.rep of 60 MB takes ~0.3 s).
  *   - failures come back as "<policy file>:<line>: <message>", e.g.
  *     "defaults.lua:12: policy exceeded its time budget (200 ms)".
  *
@@ -46,6 +50,8 @@
 #define LHOST_HOOK_EVERY           10000      /* instructions between budget checks */
 #define LHOST_MOVE_MAX             (1 << 24)  /* elements per table.move in the sandbox */
 #define LHOST_PATTERN_COST         1e13       /* see the pattern heuristic above */
+#define LHOST_FIND_COST            1e9        /* subject x pattern bytes of a plain find */
+#define LHOST_SORT_MAX             (1 << 20)  /* elements sorted without a Lua comparator */
 #define LHOST_POLICY_FILE_MAX      (4u << 20) /* bytes per policy/lib source file */
 
 /* C Lua modules compiled into the binary.  Each core/lua_<name>.c declares its opener here

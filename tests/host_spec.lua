@@ -168,6 +168,8 @@ describe("the policy sandbox of the binary #bin", function()
     { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
     { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
     { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
+    { "find_plain.lua", "find: plain search of 4097 bytes in 16777216 bytes is too costly" },
+    { "sort_big.lua", "table%.sort: more than 1048576 elements need a Lua comparator" },
     -- Lua's stack limit, or the time budget first on a slow (sanitizer) build
     { "deep_recursion.lua", "stack overflow", "policy exceeded its time budget %(200 ms%)" },
     { "error_table.lua", "%(error object is a table value%)" },
