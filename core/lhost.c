@@ -746,8 +746,15 @@ static int lhost_sandboxed_call(struct lhost *h, lua_State *L, int nargs, const 
     int st = lua_pcall(L, nargs, 1, fn);
     lhost_window_close(h, L, &w);
     lua_remove(L, fn);
-    if (st == LUA_OK && !h->tripped)
-        return 0;
+    if (st == LUA_OK && !h->tripped) {
+        /* a long C call (a pattern search, say) may end after the deadline without the
+         * hook getting a chance: the budget holds all the same */
+        struct timespec now;
+        lhost_now(&now);
+        if (!lhost_past(&now, &h->deadline))
+            return 0;
+        h->tripped = LHOST_TRIP_TIME;
+    }
     lhost_push_failure(h, L, st == LUA_OK ? LUA_ERRRUN : st, fallback);
     return 1;
 }

@@ -196,6 +196,14 @@ describe("the policy sandbox of the binary #bin", function()
     end)
   end
 
+  it("fails a call whose one long C function ran past the budget", function()
+    local r = run({ "sandbox-run", "--policy-timeout-ms", "20", HOSTILE .. "pattern_poly.lua", HOSTILE .. "ok.lua" })
+    assert.equal(1, r.code)
+    assert.equal("pattern_poly.lua:1: policy exceeded its time budget (20 ms)\n", r.stderr)
+    assert.same({ sum = 0, upper = "ABC" }, cjson.decode(r.stdout))
+    assert.is_true(r.cpu_ms < 1000, r.cpu_ms .. " ms of CPU")
+  end)
+
   it("never ran the shell command", function()
     run({ "sandbox-run", HOSTILE .. "os_execute.lua" })
     assert.is_nil(io.open("/tmp/fc-hostile-pwned"))
