@@ -25,7 +25,8 @@
  *     (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3 quantifiers.
  *     The last is a heuristic against exponential patterns: polynomial backtracking (e.g.
  *     ("a"):rep(1e5):find(".-b"), quadratic) is NOT interrupted, nor is any single C call
- *     bounded by the memory cap (string.rep of 60 MB takes ~0.3 s).
+ *     bounded by the memory cap (string.rep of 60 MB takes ~0.3 s); such a call still fails
+ *     on its budget when it returns past the deadline.
  *   - failures come back as "<policy file>:<line>: <message>", e.g.
  *     "defaults.lua:12: policy exceeded its time budget (200 ms)".
  *
