@@ -204,6 +204,13 @@ describe("the policy sandbox of the binary #bin", function()
     assert.is_true(r.cpu_ms < 1000, r.cpu_ms .. " ms of CPU")
   end)
 
+  it("sends print to stderr, tagged with the chunk", function()
+    local r = run({ "sandbox-run", HOSTILE .. "prints.lua" })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal("policy prints.lua: hello\t42\ttrue\n", r.stderr)
+    assert.equal('"done"\n', r.stdout)
+  end)
+
   it("never ran the shell command", function()
     run({ "sandbox-run", HOSTILE .. "os_execute.lua" })
     assert.is_nil(io.open("/tmp/fc-hostile-pwned"))
