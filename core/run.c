@@ -16,10 +16,13 @@
 
 #include "http.h"
 #include "kube.h"
+#include "leader.h"
 #include "lhost.h"
 #include "log.h"
+#include "metrics.h"
 #include "reflector.h"
 #include "run.h"
+#include "server.h"
 #include "workqueue.h"
 
 /* ---- pure helpers (exported for tests) ---------------------------------------------------- */
@@ -192,6 +195,11 @@ struct run_ctx {
     ev_signal sig_term, sig_int;
     ev_timer stop_timer;
     ev_idle pump_idle;
+    server *srv;
+    leader_elector *le;
+    int releasing;
+    metrics_registry *reg;
+    metrics_controller m;
     /* counters */
     unsigned long reconciles, reconcile_errors, actions_done, action_errors;
 };
@@ -213,9 +221,11 @@ struct run_item {
     kube_call *call;
     http_request *hreq;
     const char *what; /* the action in flight, for logs */
+    const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     char flink_result[32];
     char flink_job[80];
     char flink_path[512];
+    double started; /* ev_time() when taken off the queue */
 };
 
 static void run_item_step(struct run_item *it);
@@ -239,6 +249,33 @@ static void run_log(log_level level, const char *key, const char *fmt, ...)
         log_msg(level, msg, "cluster", key, NULL);
     else
         log_msg(level, msg, NULL);
+}
+
+/* ---- metrics ------------------------------------------------------------------------------ */
+
+static void run_count_request(struct run_ctx *ctx, const char *verb, long status)
+{
+    char code[16];
+    snprintf(code, sizeof code, "%ld", status);
+    const char *v[] = {code, verb};
+    metrics_inc(ctx->m.api_requests_total, v);
+}
+
+static const char *run_kind_of(struct run_ctx *ctx, const reflector *r)
+{
+    for (size_t i = 0; i < ctx->nns; i++)
+        for (int k = 0; k < RUN_NKINDS; k++)
+            if (ctx->nss[i].r[k] == r)
+                return run_kinds[k]->kind;
+    return "?";
+}
+
+static void run_on_scrape(void *ud)
+{
+    struct run_ctx *ctx = ud;
+    if (ctx->q)
+        metrics_set(ctx->m.workqueue_depth, NULL, (double)workqueue_len(ctx->q));
+    metrics_set(ctx->m.leader, NULL, ctx->o.leader_elect && ctx->leading ? 1 : 0);
 }
 
 /* ---- snapshot ------------------------------------------------------------------------------ */
@@ -334,6 +371,11 @@ static void run_item_finish(struct run_item *it)
     struct run_ctx *ctx = it->ctx;
     json_t *ra = json_object_get(it->result, "requeue_after");
     double requeue = json_is_number(ra) ? json_number_value(ra) : 0;
+    const char *res = it->conflict ? "conflict" : it->failed ? "error" : requeue > 0 ? "requeue" : "success";
+    const char *rv[] = {res};
+    metrics_inc(ctx->m.reconcile_total, rv);
+    if (it->started > 0)
+        metrics_observe(ctx->m.reconcile_duration, rv, ev_time() - it->started);
     if (it->conflict) {
         run_log(LOG_INFO, it->key, "status conflict: requeued at once");
         workqueue_add(ctx->q, it->key);
@@ -358,6 +400,7 @@ static void run_kube_done(const kube_result *res, void *ud)
     struct run_item *it = ud;
     it->call = NULL;
     struct run_ctx *ctx = it->ctx;
+    run_count_request(ctx, it->verb ? it->verb : "PATCH", res->status);
     int ok = res->status >= 200 && res->status < 300;
     if (!ok && res->status == 404 && it->what && strncmp(it->what, "delete", 6) == 0)
         ok = 1; /* already gone */
@@ -411,6 +454,7 @@ static int run_start_action(struct run_item *it, json_t *a)
                  json_string_value(json_object_get(obj, "kind")) ?: "?",
                  json_string_value(json_object_get(meta, "name")) ?: "?");
         it->what = run_what;
+        it->verb = "PATCH";
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
             json_object_set_new(meta, "namespace", json_string(it->ns));
@@ -425,6 +469,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         const char *name = json_string_value(json_object_get(a, "name"));
         snprintf(run_what, sizeof run_what, "delete %s %s", kind ?: "?", name ?: "?");
         it->what = run_what;
+        it->verb = "DELETE";
         const kube_kind *k = kube_kind_find(NULL, kind);
         if (!k || !name)
             snprintf(err, sizeof err, "unknown kind or no name");
@@ -435,6 +480,7 @@ static int run_start_action(struct run_item *it, json_t *a)
     } else if (strcmp(op, "patch_annotations") == 0) {
         snprintf(run_what, sizeof run_what, "patch annotations");
         it->what = run_what;
+        it->verb = "PATCH";
         json_t *ann = json_object();
         size_t i;
         json_t *k;
@@ -519,6 +565,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     json_decref(patch);
     char err[512] = "";
     it->what = "patch status";
+    it->verb = "PATCH";
     if (text)
         it->call = kube_patch_status(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, text, run_kube_done, it,
                                      err, sizeof err);
@@ -564,12 +611,21 @@ static int run_start_event(struct run_item *it, json_t *ev)
     const char *message = json_string_value(json_object_get(ev, "message"));
     if (!type || !reason || !message)
         return 0;
+    if (strcmp(reason, "PolicyError") == 0) {
+        /* "<policy>.lua:<line>: ..." or "<policy>.lua: <hook>: ..." (once per new message) */
+        char policy[64];
+        size_t l = strcspn(message, ".:");
+        snprintf(policy, sizeof policy, "%.*s", (int)(l < 63 ? l : 63), message);
+        const char *pv[] = {policy};
+        metrics_inc(ctx->m.policy_errors_total, pv);
+    }
     run_log(strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO, it->key, "event %s %s: %s", type, reason, message);
     if (run_event_seen(ctx, it->key, type, reason, message))
         return 0;
     char err[512] = "";
     json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
     it->what = "create event";
+    it->verb = "POST";
     it->call = kube_event_create(ctx->kc, inv, type, reason, message, run_kube_done, it, err, sizeof err);
     json_decref(inv);
     if (it->call)
@@ -630,6 +686,7 @@ static void run_process(struct run_ctx *ctx, const char *key)
     }
     it->ctx = ctx;
     it->key = k;
+    it->started = ev_time();
     ctx->inflight++;
     it->next_item = ctx->items;
     ctx->items = it;
@@ -681,6 +738,25 @@ static int run_may_work(struct run_ctx *ctx)
     return !ctx->stopping && ctx->synced && (!ctx->o.leader_elect || ctx->leading);
 }
 
+static void run_released(int ok, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    run_log(ok ? LOG_INFO : LOG_WARN, NULL, ok ? "leader lease released" : "leader lease not released");
+    ev_break(ctx->loop, EVBREAK_ALL);
+}
+
+/* Work in flight is done: release the lease (when leading), then leave the loop. */
+static void run_finish_stop(struct run_ctx *ctx)
+{
+    if (ctx->releasing)
+        return;
+    if (ctx->le && leader_is_leader(ctx->le) && leader_release(ctx->le, run_released, ctx) == 0) {
+        ctx->releasing = 1;
+        return;
+    }
+    ev_break(ctx->loop, EVBREAK_ALL);
+}
+
 static void run_pump(struct run_ctx *ctx)
 {
     while (run_may_work(ctx) && ctx->inflight < ctx->o.workers) {
@@ -690,7 +766,7 @@ static void run_pump(struct run_ctx *ctx)
         run_process(ctx, key);
     }
     if (ctx->stopping && ctx->inflight == 0)
-        ev_break(ctx->loop, EVBREAK_ALL);
+        run_finish_stop(ctx);
 }
 
 static void run_pump_cb(struct ev_loop *loop, ev_idle *w, int revents)
@@ -716,6 +792,9 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     struct run_ctx *ctx = ud;
     char key[600];
     int is_cluster = 0;
+    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
+    const char *kv[] = {run_kind_of(ctx, r), evnames[ev]};
+    metrics_inc(ctx->m.watch_events_total, kv);
     for (size_t i = 0; i < ctx->nns; i++)
         if (ctx->nss[i].r[0] == r)
             is_cluster = 1;
@@ -735,6 +814,17 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     workqueue_add(ctx->q, key);
 }
 
+static void run_enqueue_cluster(json_t *obj, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    char key[600];
+    if (ns && name && snprintf(key, sizeof key, "%s/%s", ns, name) < (int)sizeof key)
+        workqueue_add(ctx->q, key);
+}
+
 static void run_on_synced(reflector *r, void *ud)
 {
     (void)r;
@@ -747,14 +837,18 @@ static void run_on_synced(reflector *r, void *ud)
                 return;
     ctx->synced = 1;
     run_log(LOG_INFO, NULL, "caches synced: ready");
+    if (ctx->srv)
+        server_set_ready(ctx->srv, 1, NULL);
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
 static void run_on_error(reflector *r, const char *what, void *ud)
 {
-    (void)r;
-    (void)ud;
-    run_log(LOG_WARN, NULL, "watch: %s", what);
+    struct run_ctx *ctx = ud;
+    const char *kind = run_kind_of(ctx, r);
+    const char *kv[] = {kind};
+    metrics_inc(ctx->m.watch_restarts_total, kv);
+    run_log(LOG_WARN, NULL, "watch %s: %s", kind, what);
 }
 
 /* ---- stop ---------------------------------------------------------------------------------- */
@@ -767,17 +861,12 @@ static void run_stop_timeout(struct ev_loop *loop, ev_timer *w, int revents)
     ev_break(loop, EVBREAK_ALL);
 }
 
-static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+/* Stops taking keys; the loop ends once the keys in flight are done (or after the grace). */
+static void run_begin_stop(struct run_ctx *ctx, int exit_code)
 {
-    (void)revents;
-    struct run_ctx *ctx = w->data;
-    if (ctx->stopping) {
-        run_log(LOG_WARN, NULL, "second signal: exiting now");
-        ev_break(loop, EVBREAK_ALL);
-        return;
-    }
+    struct ev_loop *loop = ctx->loop;
     ctx->stopping = 1;
-    run_log(LOG_INFO, NULL, "signal %d: stopping (%d keys in flight)", w->signum, ctx->inflight);
+    ctx->exit_code = exit_code;
     workqueue_shutdown(ctx->q);
     for (size_t i = 0; i < ctx->nns; i++)
         for (int k = 0; k < RUN_NKINDS; k++)
@@ -789,6 +878,51 @@ static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     ev_timer_init(&ctx->stop_timer, run_stop_timeout, RUN_STOP_GRACE_S, 0);
     ev_timer_start(loop, &ctx->stop_timer);
     run_pump(ctx);
+}
+
+static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)revents;
+    struct run_ctx *ctx = w->data;
+    if (ctx->stopping) {
+        run_log(LOG_WARN, NULL, "second signal: exiting now");
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    run_log(LOG_INFO, NULL, "signal %d: stopping (%d keys in flight)", w->signum, ctx->inflight);
+    run_begin_stop(ctx, 0);
+}
+
+static void run_started_leading(void *ud)
+{
+    struct run_ctx *ctx = ud;
+    ctx->leading = 1;
+    metrics_set(ctx->m.leader, NULL, 1);
+    run_log(LOG_INFO, NULL, "leading as %s", leader_identity(ctx->le));
+    /* everything cached so far may have changed while another replica led */
+    for (size_t i = 0; i < ctx->nns; i++)
+        if (ctx->nss[i].r[0])
+            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
+    ev_idle_start(ctx->loop, &ctx->pump_idle);
+}
+
+static void run_stopped_leading(void *ud)
+{
+    struct run_ctx *ctx = ud;
+    ctx->leading = 0;
+    metrics_set(ctx->m.leader, NULL, 0);
+    if (ctx->stopping)
+        return;
+    /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
+     * (after the keys in flight) and its Deployment restarts it as a candidate */
+    run_log(LOG_ERROR, NULL, "leader lease lost: stopping");
+    run_begin_stop(ctx, 1);
+}
+
+static void run_new_leader(const char *identity, void *ud)
+{
+    (void)ud;
+    run_log(LOG_INFO, NULL, "leader is %s", identity && *identity ? identity : "(none)");
 }
 
 /* ---- options ------------------------------------------------------------------------------- */
@@ -1008,6 +1142,26 @@ int run_main(int argc, char **argv)
     }
     if (run_check_framework(ctx))
         goto out;
+    ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
+    if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "metrics: %s", ctx->reg ? err : "out of memory");
+        goto out;
+    }
+    if ((ctx->o.health_addr && *ctx->o.health_addr) || (ctx->o.metrics_addr && *ctx->o.metrics_addr)) {
+        server_opts so = {.health_addr = ctx->o.health_addr,
+                          .metrics_addr = ctx->o.metrics_addr,
+                          .metrics = ctx->reg,
+                          .on_scrape = run_on_scrape,
+                          .scrape_ud = ctx};
+        ctx->srv = server_start(ctx->loop, &so, err, sizeof err);
+        if (!ctx->srv) {
+            run_log(LOG_ERROR, NULL, "%s", err);
+            goto out;
+        }
+        server_set_ready(ctx->srv, 0, "caches not synced");
+        run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
+                server_metrics_port(ctx->srv));
+    }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (kube_config_load_default(&cfg, ctx->o.kubeconfig, err, sizeof err)) {
@@ -1046,10 +1200,32 @@ int run_main(int argc, char **argv)
     ev_signal_start(ctx->loop, &ctx->sig_term);
     ev_signal_start(ctx->loop, &ctx->sig_int);
     ctx->leading = !ctx->o.leader_elect;
+    if (ctx->o.leader_elect) {
+        char ident[300], lns[254];
+        const kube_config *kcfg = kube_client_config(ctx->kc);
+        if (leader_default_identity(ident, sizeof ident) ||
+            (ctx->o.leader_ns ? snprintf(lns, sizeof lns, "%s", ctx->o.leader_ns) >= (int)sizeof lns
+                              : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, sizeof lns))) {
+            run_log(LOG_ERROR, NULL, "leader election: identity or namespace too long");
+            goto out;
+        }
+        leader_opts lo = {.namespace = lns,
+                          .identity = ident,
+                          .on_started_leading = run_started_leading,
+                          .on_stopped_leading = run_stopped_leading,
+                          .on_new_leader = run_new_leader,
+                          .ud = ctx};
+        ctx->le = leader_start(ctx->loop, ctx->kc, &lo, err, sizeof err);
+        if (!ctx->le) {
+            run_log(LOG_ERROR, NULL, "leader election: %s", err);
+            goto out;
+        }
+        run_log(LOG_INFO, NULL, "leader election: lease %s/%s as %s", lns, LEADER_LEASE_NAME, ident);
+    }
     ev_run(ctx->loop, 0);
     run_log(LOG_INFO, NULL, "stopped: %lu reconciles, %lu failed, %lu writes, %lu failed writes", ctx->reconciles,
             ctx->reconcile_errors, ctx->actions_done, ctx->action_errors);
-    code = ctx->stopping ? 0 : 1;
+    code = ctx->stopping ? ctx->exit_code : 1;
 out:
     /* items still in flight after the grace period: cancel their calls */
     while (ctx->items) {
@@ -1073,6 +1249,9 @@ out:
         http_client_free(ctx->hc);
     if (ctx->kc)
         kube_client_free(ctx->kc);
+    leader_free(ctx->le);
+    server_stop(ctx->srv);
+    metrics_registry_free(ctx->reg);
     lhost_free(ctx->host);
     json_decref(ctx->flink);
     json_decref(ctx->emitted);

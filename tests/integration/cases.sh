@@ -10,7 +10,7 @@ CHILDREN=(configmap/wordcount-configmap statefulset/wordcount-jobmanager service
 ensure_example() {
   [ -n "$EX_NS" ] && return 0
   EX_NS=$(new_ns example)
-  start_controller main --namespace "$EX_NS"
+  start_controller main --namespace "$EX_NS" --health-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0
   kc -n "$EX_NS" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null
 }
 
@@ -44,6 +44,23 @@ case_example() {
     has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
   }
   check "wordcount: status Running (observedGeneration, Ready=True, StateChanged event) once the StatefulSets are ready" t_running
+  t_endpoints() {
+    local line hp mp m
+    line=$(grep -o 'serving health on port [0-9]*, metrics on port [0-9]*' "$WORK/main.log" | head -n1)
+    hp=$(echo "$line" | awk '{print $5}' | tr -d ,) mp=$(echo "$line" | awk '{print $NF}')
+    [ -n "$hp" ] && [ -n "$mp" ] || { echo "no 'serving health' line in the log"; return 1; }
+    expect "/healthz" "$(curl -s "http://127.0.0.1:$hp/healthz")" ok || return 1
+    expect "/readyz" "$(curl -s "http://127.0.0.1:$hp/readyz")" ok || return 1
+    m=$(curl -s "http://127.0.0.1:$mp/metrics") || return 1
+    echo "$m" | grep -qE '^flink_controller_reconcile_total\{result="(success|requeue)"\} [1-9]' || { echo "$m"; return 1; }
+    echo "$m" | grep -qE '^flink_controller_api_requests_total\{code="201",verb="PATCH"\} [1-9]' || { echo "$m"; return 1; }
+    echo "$m" | grep -qE '^flink_controller_watch_events_total\{kind="StatefulSet",type="(ADDED|MODIFIED)"\} [1-9]' ||
+      { echo "$m"; return 1; }
+    # every line the controller wrote about the cluster carries its key
+    ! grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | grep -q . ||
+      { grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | head -5; return 1; }
+  }
+  check "/healthz and /readyz ok, /metrics counts reconciles, API writes and watch events; log lines carry cluster=" t_endpoints
 }
 
 case_scale() {
