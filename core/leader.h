@@ -87,9 +87,10 @@ int leader_format_microtime(double t, char *buf, size_t n);
  * labels and unknown spec fields survive, metadata.resourceVersion kept and
  * managedFields dropped. Sets spec.holderIdentity = identity ("" to release),
  * leaseDurationSeconds = duration_s (1 to release), renewTime = now_wall,
- * acquireTime = now_wall unless renewing, leaseTransitions = old + 1 when the
- * holder changes to us from another non-empty holder (kept otherwise; 0 on
- * create). NULL on OOM or a bad `observed`. */
+ * acquireTime = now_wall unless renewing, leaseTransitions = old + 1 on
+ * ACQUIRE when the previous holder is not us (an empty, released holder
+ * included, as client-go), kept otherwise, 0 on create. NULL on OOM or a bad
+ * `observed`. */
 json_t *leader_lease_update(json_t *observed, const char *ns, const char *name, leader_decision d,
                             const char *identity, long duration_s, double now_wall);
 #define LEADER_RELEASE LEADER_WAIT
@@ -139,7 +140,9 @@ typedef struct leader_opts {
     /* callbacks (any may be NULL); they may call leader_free/leader_release
      * only through a deferred step, never directly */
     void (*on_started_leading)(void *ud);
-    void (*on_stopped_leading)(void *ud);       /* lost or released */
+    void (*on_stopped_leading)(void *ud);       /* lost (renew deadline passed,
+                                                   or another holder seen while
+                                                   leading) or released */
     void (*on_new_leader)(const char *identity, void *ud);  /* observed holder changed */
     void *ud;
 } leader_opts;
@@ -173,7 +176,10 @@ int leader_stopped(const leader_elector *e);
  * (holder "", leaseDurationSeconds 1) and calls on_stopped_leading, then
  * `done(ok, ud)` (ok 1 when released or nothing to release). `done` runs
  * from the loop (or from leader_answer with a fake API), never inside this
- * call. Returns 0, -1 when a release is already running. */
+ * call. Stop acting as leader before calling it (client-go releases after
+ * the leader's context is cancelled). on_stopped_leading runs when the
+ * release is answered (or at once when the PUT cannot even be sent).
+ * Returns 0, -1 when a release is already running. */
 int leader_release(leader_elector *e, void (*done)(int ok, void *ud), void *ud);
 
 /* Cancels everything (no callbacks) and frees. Not from inside a callback
