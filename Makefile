@@ -29,7 +29,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build
+.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build demo
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
 deps:
@@ -109,3 +109,7 @@ testenv-up:
 
 testenv-down:
 	tests/env/down.sh
+
+# The controller end to end: test environment up, `run`, wordcount to Running, all stopped again.
+demo: all
+	scripts/demo.sh
