@@ -468,7 +468,7 @@ static void test_live(void)
         char id[64];
         snprintf(id, sizeof id, "live-%d", i);
         leader_opts o = { .namespace = "default", .name = lease, .identity = id,
-                          .lease_duration_s = 3, .renew_deadline_s = 2, .retry_period_s = 0.5,
+                          .lease_duration_s = 30, .renew_deadline_s = 2, .retry_period_s = 0.5,
                           .on_started_leading = live_on_started, .on_stopped_leading = live_on_stopped,
                           .ud = &ids[i] };
         el[i] = leader_start(loop, kc, &o, err, sizeof err);
@@ -498,8 +498,9 @@ static void test_live(void)
         took = leader_is_leader(el[1 - leader]);
     }
     double waited = ev_now(loop) - t0;
-    OK(took, "live: the successor took over after the release");
-    OK(waited < 2.5, "live: within the retry period (jittered), not the lease duration: %.2f s", waited);
+    /* the lease lasts 30 s and we waited at most 10: only the release lets it in */
+    OK(took, "live: the successor took over after the release, before the 30 s lease ran out");
+    printf("# live: takeover %.2f s after the release started\n", waited);
     res lr = {0};
     char path[256];
     kube_path(path, sizeof path, &kube_kind_lease, "default", lease, NULL);
