@@ -23,6 +23,7 @@ struct metrics_family {
     size_t nlabels;
     char *labels[METRICS_MAX_LABELS];
     double *bounds;
+    char (*bound_text)[32];    /* the le="..." value of each bound */
     size_t nbounds;
     series *series;
     size_t nseries, cap;
@@ -45,6 +46,8 @@ static void set_err(char *err, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+static void format_value(double v, char *buf, size_t n);
+
 static void family_free(metrics_family *f)
 {
     for (size_t i = 0; i < f->nseries; i++) {
@@ -55,6 +58,7 @@ static void family_free(metrics_family *f)
     free(f->series);
     for (size_t j = 0; j < f->nlabels; j++) free(f->labels[j]);
     free(f->bounds);
+    free(f->bound_text);
     free(f->name);
     free(f->help);
     free(f);
@@ -204,6 +208,10 @@ metrics_family *metrics_register(metrics_registry *r, metrics_type type, const c
         if (!f->bounds) goto oom;
         memcpy(f->bounds, buckets, nbuckets * sizeof *f->bounds);
         f->nbounds = nbuckets;
+        f->bound_text = malloc(nbuckets * sizeof *f->bound_text);
+        if (!f->bound_text) goto oom;
+        for (size_t i = 0; i < nbuckets; i++)
+            format_value(buckets[i], f->bound_text[i], sizeof f->bound_text[i]);
     }
     if (r->tail) r->tail->next = f;
     else r->head = f;
@@ -363,7 +371,7 @@ static void format_value(double v, char *buf, size_t n)
     if (isnan(v)) { snprintf(buf, n, "NaN"); return; }
     if (isinf(v)) { snprintf(buf, n, v > 0 ? "+Inf" : "-Inf"); return; }
     if (v == floor(v) && fabs(v) < 9007199254740992.0) {   /* 2^53 */
-        snprintf(buf, n, "%.0f", v);
+        snprintf(buf, n, "%lld", (long long)v);
         return;
     }
     for (int prec = 1; prec <= 17; prec++) {
@@ -440,11 +448,9 @@ char *metrics_render(const metrics_registry *r, size_t *len)
                 continue;
             }
             uint64_t cum = 0;
-            char le[40];
             for (size_t k = 0; k < f->nbounds; k++) {
                 cum += s->buckets[k];
-                format_value(f->bounds[k], le, sizeof le);
-                sb_sample(&b, f, s, "_bucket", le, (double)cum);
+                sb_sample(&b, f, s, "_bucket", f->bound_text[k], (double)cum);
             }
             sb_sample(&b, f, s, "_bucket", "+Inf", (double)s->count);
             sb_sample(&b, f, s, "_sum", NULL, s->value);

@@ -259,11 +259,12 @@ static int listener_start(server *s, listener *l, int fd, const server_opts *o, 
     l->srv = s;
     unsigned limit = o->connection_limit ? o->connection_limit : 64;
     unsigned timeout = o->connection_timeout_s ? o->connection_timeout_s : 10;
+    /* the logger first, so MHD never writes to stderr by itself */
     l->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, l,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                                  MHD_OPTION_LISTEN_SOCKET, fd,
                                  MHD_OPTION_CONNECTION_LIMIT, limit,
                                  MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                                  MHD_OPTION_END);
     if (!l->daemon) {   /* the fd is not closed: MHD may have done it */
         set_err(err, errlen, "server: port %d: MHD_start_daemon failed", l->port);
