@@ -508,6 +508,29 @@ static void test_live(void)
     loop_run_until(loop, &lr.done, 10);
     IS_STR(spec_str(lr.body, "holderIdentity"), leader_identity(el[1 - leader]), "live: lease names the successor");
     IS_INT(spec_int(lr.body, "leaseTransitions"), 1, "live: one transition");
+    /* an intruder overwrites the lease: the leader's next renew gets a 409, its GET shows
+     * another holder, and it stops */
+    json_t *steal = lr.body ? json_deep_copy(lr.body) : json_object();
+    json_object_set_new(json_object_get(steal, "spec"), "holderIdentity", json_string("intruder"));
+    char *stext = json_dumps(steal, JSON_COMPACT);
+    res pw = {0};
+    kube_req preq = { .method = "PUT", .path = path, .body = stext };
+    kube_request(kc, &preq, on_res, &pw, e_, sizeof e_);
+    loop_run_until(loop, &pw.done, 10);
+    IS_INT(pw.status, 200, "live: intruder PUT accepted");
+    int lost = 0;
+    t0 = ev_now(loop);
+    while (!lost && ev_now(loop) - t0 < 10) {
+        ev_run(loop, EVRUN_ONCE);
+        ev_now_update(loop);
+        lost = leader_stopped(el[1 - leader]);
+    }
+    OK(lost && !leader_is_leader(el[1 - leader]), "live: the leader stopped on seeing another holder");
+    IS_INT(live_stopped[1 - leader], 1, "live: its on_stopped_leading ran");
+    IS_STR(leader_holder(el[1 - leader]), "intruder", "live: it saw the intruder");
+    free(stext);
+    json_decref(steal);
+    json_decref(pw.body);
     json_decref(lr.body);
     for (int i = 0; i < 2; i++) leader_free(el[i]);
     res dr = {0};
