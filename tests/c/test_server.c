@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "http.h"
 #include "log.h"
@@ -74,6 +77,50 @@ static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
     server_stop(w->data);
 }
 
+/* HEAD with libcurl's easy interface (CURLOPT_NOBODY) in a child process
+ * while this process serves from the loop. Returns the status class (2 for
+ * 2xx, 5 for 5xx: an exit code cannot hold the status), or -1 when a body
+ * came back or the transfer failed. */
+static int child_status = -2;
+static void on_child(struct ev_loop *l, ev_child *w, int revents)
+{
+    (void)revents;
+    ev_child_stop(l, w);
+    child_status = WIFEXITED(w->rstatus) ? WEXITSTATUS(w->rstatus) : -1;
+}
+static size_t count_body(char *p, size_t sz, size_t n, void *ud)
+{
+    (void)p;
+    *(size_t *)ud += sz * n;
+    return sz * n;
+}
+static int head_in_child(int port, const char *path)
+{
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        CURL *c = curl_easy_init();
+        size_t body = 0;
+        long code = 0;
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 5L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, count_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+        CURLcode rc = curl_easy_perform(c);
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_cleanup(c);
+        _exit(rc == CURLE_OK && body == 0 ? (int)(code / 100) : 0);
+    }
+    ev_child w;
+    ev_child_init(&w, on_child, pid, 0);
+    ev_child_start(loop, &w);
+    child_status = -2;
+    while (child_status == -2) ev_run(loop, EVRUN_ONCE);
+    return child_status > 0 ? child_status : -1;
+}
+
 int main(void)
 {
     char err[256];
@@ -132,8 +179,8 @@ int main(void)
     IS_INT(f->status, 404, "no prefix match");
     f = get("POST", hp, "/healthz");
     IS_INT(f->status, 405, "POST /healthz 405");
-    f = get("HEAD", hp, "/healthz");
-    IS_INT(f->status, 200, "HEAD /healthz 200");
+    IS_INT(head_in_child(hp, "/healthz"), 2, "HEAD /healthz 2xx without a body (curl easy, CURLOPT_NOBODY)");
+    IS_INT(head_in_child(hp, "/readyz"), 5, "HEAD /readyz 5xx (not ready) without a body");
 
     /* a POST with a body on an unknown path is read and answered */
     {
@@ -219,6 +266,23 @@ int main(void)
     f = get("GET", hp, "/healthz");
     IS_INT(f->status, 200, "/healthz on the shared port");
     server_stop(s);
+
+    /* IPv6 loopback, when the host has it */
+    server_opts v6 = { .health_addr = "[::1]:0" };
+    s = server_start(loop, &v6, err, sizeof err);
+    if (s) {
+        static fetch f6;
+        char url[64];
+        snprintf(url, sizeof url, "http://[::1]:%d/healthz", server_health_port(s));
+        memset(&f6, 0, sizeof f6);
+        http_opts o = { .url = url, .timeout_ms = 5000, .on_done = on_done, .ud = &f6 };
+        http_request_start(hc, &o, err, sizeof err);
+        loop_run_until(loop, &f6.done, 5);
+        IS_INT(f6.status, 200, "[::1]:0 serves /healthz over IPv6");
+        server_stop(s);
+    } else {
+        printf("# no IPv6 loopback here (%s)\n", err);
+    }
 
     /* metrics disabled */
     server_opts nom = { .health_addr = "127.0.0.1:0", .metrics_addr = "0" };
