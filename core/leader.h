@@ -11,9 +11,10 @@
  *     leaseTransitions + 1 and a new acquireTime;
  *   - the leader renews every retry period (PUT with the resourceVersion of
  *     its last write; after a failure it GETs again first) and loses
- *     leadership when no renewal has succeeded for the renew deadline: it
- *     calls on_stopped_leading and stops for good (client-go's processes
- *     exit there; the callback decides);
+ *     leadership when no renewal has succeeded for the renew deadline, or
+ *     at once when a GET shows another holder: it calls on_stopped_leading
+ *     and stops for good (client-go's processes exit there; the callback
+ *     decides; a new leader_start campaigns again);
  *   - leader_release() on clean shutdown writes holderIdentity "" and
  *     leaseDurationSeconds 1 (ReleaseOnCancel) so a successor takes over at
  *     its next try.
