@@ -227,4 +227,20 @@ case_leader() {
     [ "$(jp "$ns" lease/flink-controller '{.spec.holderIdentity}')" != "$holder" ] || { echo "holder unchanged"; return 1; }
   }
   check "two controllers with --leader-elect: one acts; the other takes over within the lease duration after SIGKILL" t_leader
+  t_sigterm() {
+    local who t0 rc
+    for who in leaderA leaderB; do ctl_alive "$who" && break; done
+    ctl_alive "$who" || { echo "no controller left running"; return 1; }
+    # work in flight while the signal arrives
+    kc -n "$ns" patch flinkcluster l1 --type merge -p '{"spec":{"taskManager":{"replicas":3}}}' >/dev/null
+    t0=$(date +%s%N)
+    rc=$(stop_controller "$who" TERM)
+    local took_ms=$((($(date +%s%N) - t0) / 1000000))
+    echo "exit $rc after $took_ms ms"
+    expect "exit status" "$rc" 0 || return 1
+    [ "$took_ms" -lt 10000 ] || { echo "took $took_ms ms"; return 1; }
+    expect "lease holder after release" "$(jp "$ns" lease/flink-controller '{.spec.holderIdentity}')" "" || return 1
+    grep -q 'leader lease released' "$WORK/$who.log" || { echo "no release logged"; return 1; }
+  }
+  check "SIGTERM: the leader finishes, releases the Lease and exits 0 within 10 s" t_sigterm
 }

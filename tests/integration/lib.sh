@@ -36,27 +36,32 @@ kc() { "${K[@]}" "$@"; }
 jp() { "${K[@]}" -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
 
 # start_controller NAME ARGS...: runs the controller in the background (log $WORK/NAME.log),
-# pid in $WORK/NAME.pid.
+# its pid in $WORK/NAME.pid and, once it exited, its exit status in $WORK/NAME.rc (a small
+# wrapper waits for it, so any subshell can read the status).
 start_controller() {
   local name=$1; shift
-  "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" "$@" \
-    </dev/null >>"$WORK/$name.log" 2>&1 &
-  echo $! >"$WORK/$name.pid"
+  rm -f "$WORK/$name.rc" "$WORK/$name.pid"
+  bash -c '"$@" </dev/null >>"$0.log" 2>&1 & echo $! >"$0.pid.tmp"; mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.rc"' \
+    "$WORK/$name" "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" "$@" \
+    </dev/null >/dev/null 2>&1 &
+  local i=0
+  while [ ! -f "$WORK/$name.pid" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 }
 ctl_pid() { cat "$WORK/$1.pid" 2>/dev/null; }
-ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
-# stop_controller NAME [SIGNAL]: signals it (TERM default) and waits for it (at most 15 s);
-# prints its exit status.
+ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && [ ! -f "$WORK/$1.rc" ] && kill -0 "$p" 2>/dev/null; }
+# stop_controller NAME [SIGNAL]: signals it (TERM default) and waits for its exit status (at
+# most 15 s, then SIGKILL); prints the status.
 stop_controller() {
   local p i=0; p=$(ctl_pid "$1") || return 0
   [ -n "$p" ] || return 0
-  kill -"${2:-TERM}" "$p" 2>/dev/null
-  while kill -0 "$p" 2>/dev/null && [ "$i" -lt 150 ]; do sleep 0.1; i=$((i + 1)); done
-  if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null; fi
-  wait "$p" 2>/dev/null
-  local rc=$?
+  [ -f "$WORK/$1.rc" ] || kill -"${2:-TERM}" "$p" 2>/dev/null
+  while [ ! -f "$WORK/$1.rc" ] && [ "$i" -lt 150 ]; do sleep 0.05; i=$((i + 1)); done
+  if [ ! -f "$WORK/$1.rc" ]; then
+    kill -KILL "$p" 2>/dev/null
+    while [ ! -f "$WORK/$1.rc" ] && [ "$i" -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+  fi
+  cat "$WORK/$1.rc" 2>/dev/null || echo "unknown"
   rm -f "$WORK/$1.pid"
-  echo "$rc"
 }
 
 # new_ns SUFFIX: creates the namespace int-<pid>-SUFFIX and prints its name.
