@@ -220,7 +220,7 @@ struct run_item {
     int conflict;
     kube_call *call;
     http_request *hreq;
-    const char *what; /* the action in flight, for logs */
+    char what[600];   /* the action in flight, for logs */
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     char flink_result[32];
     char flink_job[80];
@@ -402,7 +402,7 @@ static void run_kube_done(const kube_result *res, void *ud)
     struct run_ctx *ctx = it->ctx;
     run_count_request(ctx, it->verb ? it->verb : "PATCH", res->status);
     int ok = res->status >= 200 && res->status < 300;
-    if (!ok && res->status == 404 && it->what && strncmp(it->what, "delete", 6) == 0)
+    if (!ok && res->status == 404 && strncmp(it->what, "delete ", 7) == 0)
         ok = 1; /* already gone */
     if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key */
@@ -437,8 +437,6 @@ static void run_http_done(http_request *req, const http_response *resp, void *ud
     run_item_step(it);
 }
 
-static char run_what[1024];
-
 /* Starts one action; 1 when started (its callback continues the item), 0 when it failed at
  * once (recorded). */
 static int run_start_action(struct run_item *it, json_t *a)
@@ -450,10 +448,9 @@ static int run_start_action(struct run_item *it, json_t *a)
     if (strcmp(op, "apply") == 0) {
         json_t *obj = json_object_get(a, "object");
         json_t *meta = json_object_get(obj, "metadata");
-        snprintf(run_what, sizeof run_what, "apply %s %s",
+        snprintf(it->what, sizeof it->what, "apply %s %s",
                  json_string_value(json_object_get(obj, "kind")) ?: "?",
                  json_string_value(json_object_get(meta, "name")) ?: "?");
-        it->what = run_what;
         it->verb = "PATCH";
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
@@ -467,8 +464,7 @@ static int run_start_action(struct run_item *it, json_t *a)
     } else if (strcmp(op, "delete") == 0) {
         const char *kind = json_string_value(json_object_get(a, "kind"));
         const char *name = json_string_value(json_object_get(a, "name"));
-        snprintf(run_what, sizeof run_what, "delete %s %s", kind ?: "?", name ?: "?");
-        it->what = run_what;
+        snprintf(it->what, sizeof it->what, "delete %s %s", kind ?: "?", name ?: "?");
         it->verb = "DELETE";
         const kube_kind *k = kube_kind_find(NULL, kind);
         if (!k || !name)
@@ -478,8 +474,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         if (it->call)
             return 1;
     } else if (strcmp(op, "patch_annotations") == 0) {
-        snprintf(run_what, sizeof run_what, "patch annotations");
-        it->what = run_what;
+        snprintf(it->what, sizeof it->what, "patch annotations");
         it->verb = "PATCH";
         json_t *ann = json_object();
         size_t i;
@@ -504,8 +499,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         const char *base = ctx->o.flink_base ? ctx->o.flink_base : json_string_value(json_object_get(a, "base"));
         const char *result = json_string_value(json_object_get(a, "result"));
         const char *job = json_string_value(json_object_get(a, "job_id"));
-        snprintf(run_what, sizeof run_what, "flink %s %s", method ?: "?", path ?: "?");
-        it->what = run_what;
+        snprintf(it->what, sizeof it->what, "flink %s %s", method ?: "?", path ?: "?");
         snprintf(it->flink_result, sizeof it->flink_result, "%s", result ? result : "");
         snprintf(it->flink_job, sizeof it->flink_job, "%s", job ? job : "");
         snprintf(it->flink_path, sizeof it->flink_path, "%s", path ? path : "");
@@ -541,8 +535,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         run_log(LOG_WARN, it->key, "%s: %s", it->what, err);
         return 0;
     } else {
-        snprintf(run_what, sizeof run_what, "action %s", op);
-        it->what = run_what;
+        snprintf(it->what, sizeof it->what, "action %s", op);
         snprintf(err, sizeof err, "unknown op");
     }
     it->failed = 1;
@@ -564,7 +557,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     char *text = json_dumps(patch, JSON_COMPACT);
     json_decref(patch);
     char err[512] = "";
-    it->what = "patch status";
+    snprintf(it->what, sizeof it->what, "patch status");
     it->verb = "PATCH";
     if (text)
         it->call = kube_patch_status(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, text, run_kube_done, it,
@@ -624,7 +617,7 @@ static int run_start_event(struct run_item *it, json_t *ev)
         return 0;
     char err[512] = "";
     json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
-    it->what = "create event";
+    snprintf(it->what, sizeof it->what, "create event %s", reason);
     it->verb = "POST";
     it->call = kube_event_create(ctx->kc, inv, type, reason, message, run_kube_done, it, err, sizeof err);
     json_decref(inv);
