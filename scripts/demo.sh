@@ -9,7 +9,7 @@
 # Exit 0 when the cluster reached Running within $DEMO_TIMEOUT seconds (default 180), else 1.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 2
 export TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
 TIMEOUT=${DEMO_TIMEOUT:-180}
 NS=demo-$$
@@ -31,6 +31,7 @@ fi
 K=("$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG")
 
 ctl=""
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   printf '\n'
   if [ -n "$ctl" ] && kill -0 "$ctl" 2>/dev/null; then

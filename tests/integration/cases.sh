@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # The integration cases (sourced by tests/integration/run.sh, helpers in lib.sh). Each case_X
 # runs its checks; cases that need the wordcount example set it up through ensure_example.
 
@@ -23,8 +23,7 @@ case_example() {
     [ -n "$uid" ] || { echo "no FlinkCluster"; return 1; }
     for c in "${CHILDREN[@]}"; do
       poll 60 jp "$ns" "$c" '{.metadata.name}' || { echo "$c not created in 60 s"; return 1; }
-      jp "$ns" "$c" '{.metadata.name}' >/dev/null && [ -n "$(jp "$ns" "$c" '{.metadata.name}')" ] ||
-        { echo "$c missing"; return 1; }
+      [ -n "$(jp "$ns" "$c" '{.metadata.name}')" ] || { echo "$c missing"; return 1; }
       owned_by "$ns" "$c" "$uid" || return 1
     done
     rev=$(jp "$ns" flinkcluster/wordcount '{.status.currentRevision}')
@@ -48,7 +47,7 @@ case_example() {
     local line hp mp m
     line=$(grep -o 'serving health on port [0-9]*, metrics on port [0-9]*' "$WORK/main.log" | head -n1)
     hp=$(echo "$line" | awk '{print $5}' | tr -d ,) mp=$(echo "$line" | awk '{print $NF}')
-    [ -n "$hp" ] && [ -n "$mp" ] || { echo "no 'serving health' line in the log"; return 1; }
+    if [ -z "$hp" ] || [ -z "$mp" ]; then echo "no 'serving health' line in the log"; return 1; fi
     expect "/healthz" "$(curl -s "http://127.0.0.1:$hp/healthz")" ok || return 1
     expect "/readyz" "$(curl -s "http://127.0.0.1:$hp/readyz")" ok || return 1
     m=$(curl -s "http://127.0.0.1:$mp/metrics") || return 1

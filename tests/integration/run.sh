@@ -6,6 +6,7 @@
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy apiserver
 #                                        sigkill leader (default: all, in that order)
+# shellcheck source-path=SCRIPTDIR
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
