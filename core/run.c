@@ -650,7 +650,9 @@ static void run_item_step(struct run_item *it)
             continue;
         case PHASE_EVENTS: {
             json_t *events = json_object_get(it->result, "events");
-            if (it->next < json_array_size(events)) {
+            /* a status conflict means the transitions were computed from a stale cluster: the
+             * next pass computes them again from the newer one */
+            if (!it->conflict && it->next < json_array_size(events)) {
                 if (run_start_event(it, json_array_get(events, it->next++)))
                     return;
                 continue;
