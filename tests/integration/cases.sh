@@ -243,3 +243,29 @@ case_leader() {
   }
   check "SIGTERM: the leader finishes, releases the Lease and exits 0 within 10 s" t_sigterm
 }
+
+# The controller as the flink-controller ServiceAccount of deploy/rbac.yaml: the rules are enough
+# for everything it does (watch, apply, delete, status, Events, the Lease), nothing is refused.
+case_rbac() {
+  local ns
+  ns=$(new_ns rbac)
+  t_rbac() {
+    kc apply -f "$ROOT/deploy/namespace.yaml" -f "$ROOT/deploy/rbac.yaml" >/dev/null || return 1
+    local token sakc="$WORK/sa.kubeconfig"
+    token=$(kc -n flink-system create token flink-controller --duration=1h) || return 1
+    local skc=("$TESTENV_KUBECTL" --kubeconfig="$sakc")
+    "${skc[@]}" config set-cluster testenv --server="$KUBE_APISERVER_URL" \
+      --certificate-authority="$TESTENV_DIR/pki/ca.crt" --embed-certs=true >/dev/null &&
+      "${skc[@]}" config set-credentials sa --token="$token" >/dev/null &&
+      "${skc[@]}" config set-context sa --cluster=testenv --user=sa --namespace=flink-system >/dev/null &&
+      "${skc[@]}" config use-context sa >/dev/null || return 1
+    start_controller rbac --kubeconfig "$sakc" --leader-elect --leader-election-namespace flink-system
+    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
+    poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/rbac.log"; return 1; }
+    poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
+    if grep -E 'HTTP 403|forbidden' "$WORK/rbac.log"; then return 1; fi
+    grep -q 'leading as' "$WORK/rbac.log" || { echo "never led"; return 1; }
+    expect "exit status" "$(stop_controller rbac)" 0
+  }
+  check "as the ServiceAccount of deploy/rbac.yaml (token): Lease, watches, apply, status, Events, nothing forbidden" t_rbac
+}
