@@ -259,7 +259,7 @@ case_rbac() {
       "${skc[@]}" config set-credentials sa --token="$token" >/dev/null &&
       "${skc[@]}" config set-context sa --cluster=testenv --user=sa --namespace=flink-system >/dev/null &&
       "${skc[@]}" config use-context sa >/dev/null || return 1
-    start_controller rbac --kubeconfig "$sakc" --leader-elect --leader-election-namespace flink-system
+    start_controller rbac --kubeconfig "$sakc" --namespace "$ns" --leader-elect --leader-election-namespace flink-system
     kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
     poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/rbac.log"; return 1; }
     poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
