@@ -395,6 +395,25 @@ static void run_item_finish(struct run_item *it)
     run_pump(ctx);
 }
 
+/* A write of an action that failed becomes a Warning Event about the cluster (after the
+ * framework's own): reason ApplyFailed / DeleteFailed / PatchFailed / StatusFailed, message
+ * "<what>: HTTP <status>: <API message>" (status 0: no answer). */
+static void run_failure_event(struct run_item *it, long status, const char *message)
+{
+    const char *reason = strncmp(it->what, "apply ", 6) == 0    ? "ApplyFailed"
+                         : strncmp(it->what, "delete ", 7) == 0 ? "DeleteFailed"
+                         : strcmp(it->what, "patch status") == 0 ? "StatusFailed"
+                                                                 : "PatchFailed";
+    char text[1024];
+    snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");
+    json_t *events = json_object_get(it->result, "events");
+    if (!json_is_array(events)) {
+        events = json_array();
+        json_object_set_new(it->result, "events", events);
+    }
+    json_array_append_new(events, json_pack("{s:s, s:s, s:s}", "type", "Warning", "reason", reason, "message", text));
+}
+
 static void run_kube_done(const kube_result *res, void *ud)
 {
     struct run_item *it = ud;
@@ -413,6 +432,7 @@ static void run_kube_done(const kube_result *res, void *ud)
         ctx->action_errors++;
         it->failed = 1;
         run_log(LOG_ERROR, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+        run_failure_event(it, res->status, res->message);
     } else {
         ctx->actions_done++;
         run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, res->status);
@@ -541,6 +561,7 @@ static int run_start_action(struct run_item *it, json_t *a)
     it->failed = 1;
     ctx->action_errors++;
     run_log(LOG_ERROR, it->key, "%s: %s", it->what, err);
+    run_failure_event(it, 0, err);
     return 0;
 }
 

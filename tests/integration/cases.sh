@@ -142,6 +142,40 @@ case_policy() {
   check "a policy failing for one cluster marks only that one (PolicyError=True with file:line, event); the other runs" t_policy
 }
 
+# The API server refuses an object of one cluster (a policy copy gives its ConfigMap an invalid
+# label key): that key is retried with growing backoff and says why; its other objects and a
+# cluster beside it are applied.
+case_reject() {
+  local ns pdir
+  ns=$(new_ns reject)
+  pdir=$WORK/policies-reject
+  cp -r "$ROOT/policies" "$pdir"
+  sed -i 's/^  return { objects = util.deepcopy(objects) }$/  if c.metadata.name == "rejected" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
+    "$pdir/cluster.lua"
+  grep -q 'bad key!' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
+  start_controller reject --namespace "$ns" --policy-dir "$pdir"
+  session_cluster rejected | kc -n "$ns" apply -f - >/dev/null
+  session_cluster accepted | kc -n "$ns" apply -f - >/dev/null
+  t_reject() {
+    poll 60 is_state "$ns" accepted Running || { echo "accepted: $(state "$ns" accepted)"; return 1; }
+    poll 30 has_event "$ns" rejected ApplyFailed || { echo "no ApplyFailed event"; return 1; }
+    kc -n "$ns" get events --field-selector involvedObject.name=rejected,reason=ApplyFailed \
+      -o jsonpath='{.items[0].message}' | grep -q 'apply ConfigMap rejected-configmap: HTTP 422' ||
+      { echo "event message does not name the object and the 422"; return 1; }
+    [ -n "$(jp "$ns" statefulset/rejected-jobmanager '{.metadata.name}')" ] || { echo "its StatefulSet was not applied"; return 1; }
+    retries() { [ "$(grep "cluster=$ns/rejected" "$WORK/reject.log" | grep -c 'retry in [0-9]')" -ge 4 ]; }
+    poll 60 retries || { echo "fewer than 4 retries in 60 s"; return 1; }
+    local delays
+    delays=$(grep "cluster=$ns/rejected" "$WORK/reject.log" | grep -o 'retry in [0-9.]*' | awk '{print $3}' | head -n 4)
+    echo "retry delays: $(echo "$delays" | paste -sd' ')"
+    [ "$(echo "$delays" | wc -l)" -ge 3 ] || { echo "fewer than 3 retries"; return 1; }
+    # each retry waits at least as long as the one before (per-key exponential backoff)
+    echo "$delays" | sort -g -c || { echo "delays do not grow"; return 1; }
+    ctl_alive reject || { echo "controller exited"; return 1; }
+  }
+  check "an object the API server refuses (422): ApplyFailed event, growing backoff, the rest applied, the other cluster Running" t_reject
+}
+
 case_apiserver() {
   local ns pid
   ns=$(new_ns apiserver)
