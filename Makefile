@@ -2,8 +2,7 @@
 # build/flink-controller; `make test` runs every suite and ends with
 # "N passed, N failed".
 CC       ?= cc
-PKGS     := lua5.4 libcurl libev openssl yaml-0.1
-# libev ships no pkg-config file on Debian; link it by name.
+# libev ships no pkg-config file on Debian; it is linked by name (-lev).
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
             $(shell pkg-config --cflags lua5.4 libcurl openssl jansson yaml-0.1 libmicrohttpd 2>/dev/null)
@@ -32,10 +31,17 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
 .PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build demo
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
+# Java and Maven are for the test environment only (a real Flink from Maven
+# Central, tests/env/); installed from Debian when the machine has none.
+# Go (for the real kube-apiserver) must come with the machine: Debian's is
+# too old for Kubernetes 1.34.
+TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
+
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	extra=; command -v java >/dev/null && command -v mvn >/dev/null || extra="$(TESTENV_PKGS)"; \
 	$$SUDO apt-get update -qq && \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS)
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) $$extra
 
 $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
