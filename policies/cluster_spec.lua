@@ -2,10 +2,10 @@
 -- lib.pods, lib.submit).
 -- Fixtures: policies/testdata/cluster/<case>/input.yaml (a user manifest, as applied) and
 -- expected.yaml (the list of desired objects), compared structurally after defaults.apply.
--- FC_UPDATE_FIXTURES=1 rewrites the expected.yaml files from the policy's output (review the
--- diff before committing: the fixtures are the contract).
+-- Every case directory is tested. FC_UPDATE_FIXTURES=1 rewrites the expected.yaml files from
+-- the policy's output (review the diff before committing: the fixtures are the contract).
 local lyaml = require("lyaml")
-local yaml = require("yaml")
+local fx = require("support.fixtures")
 local util = require("fc.util")
 local cluster = require("cluster")
 local defaults = require("defaults")
@@ -15,101 +15,16 @@ local logconf = require("lib.logconf")
 local pods = require("lib.pods")
 local submit = require("lib.submit")
 
-local ROOT = os.getenv("FC_ROOT") or "."
-local TESTDATA = ROOT .. "/policies/testdata/cluster"
+local ROOT = fx.ROOT
+local TESTDATA = fx.cases_dir("cluster")
+local read, write, load_yaml, strip_null, first_diff = fx.read, fx.write, fx.load_yaml, fx.strip_null, fx.first_diff
 
-local CASES = {
-  "wordcount", "session", "session-full", "job-full",
-  "access-vpc", "access-external", "access-nodeport", "access-headless",
-  "ingress-plain", "ingress-tls",
-  "memory-1gi-defaults", "memory-4gi-25", "flink-1.9-keys", "flink-1.10-keys", "flink-1.17-keys",
-  "flinkproperties-memory",
-}
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
--- YAML null (lyaml.null) becomes an absent key, as in the JSON the API server would keep.
-local function strip_null(v)
-  if v == lyaml.null then return nil end
-  if type(v) ~= "table" then return v end
-  local out = {}
-  for k, x in pairs(v) do out[k] = strip_null(x) end
-  return out
-end
-
-local function load_yaml(path)
-  return strip_null(lyaml.load(read(path)))
-end
+-- Every case directory under policies/testdata/cluster/ (a new one is tested without editing
+-- this file); the "has the cases" test below keeps the ones this spec was written for.
+local CASES = fx.cases("cluster")
 
 local function render(manifest)
   return cluster.desired({ cluster = defaults.apply(manifest) }).objects
-end
-
--- Path of the first difference between two values, nil when they are equal.
-local function first_diff(a, b, path)
-  path = path or "$"
-  if type(a) ~= "table" or type(b) ~= "table" then
-    if a == b then return nil end
-    return path .. ": " .. tostring(a) .. " ~= " .. tostring(b)
-  end
-  for _, k in ipairs(util.sorted_keys(util.merge(a, b))) do
-    local d = first_diff(a[k], b[k], path .. "." .. tostring(k))
-    if d then return d end
-  end
-  return nil
-end
-
--- A YAML writer for the fixtures: keys sorted, multi-line strings as literal blocks, strings
--- that would read back as another type quoted (libyaml picks a quoting style itself when
--- plain is not possible).
-local function emit_yaml(value)
-  local e = yaml.emitter()
-  local function scalar(v, style)
-    e.emit({ type = "SCALAR", value = v, plain_implicit = true, quoted_implicit = true, style = style })
-  end
-  local function node(v)
-    if type(v) == "table" then
-      if util.is_array(v) then
-        e.emit({ type = "SEQUENCE_START", style = "BLOCK" })
-        for _, x in ipairs(v) do node(x) end
-        e.emit({ type = "SEQUENCE_END" })
-      else
-        e.emit({ type = "MAPPING_START", style = next(v) == nil and "FLOW" or "BLOCK" })
-        for _, k in ipairs(util.sorted_keys(v)) do
-          node(k)
-          node(v[k])
-        end
-        e.emit({ type = "MAPPING_END" })
-      end
-    elseif type(v) == "string" then
-      if v:find("\n") then
-        scalar(v, "LITERAL")
-      elseif lyaml.load("v: " .. v .. "\n").v ~= v then
-        scalar(v, "SINGLE_QUOTED")
-      else
-        scalar(v, "PLAIN")
-      end
-    else
-      scalar(tostring(v), "PLAIN")
-    end
-  end
-  e.emit({ type = "STREAM_START", encoding = "UTF8" })
-  e.emit({ type = "DOCUMENT_START" })
-  node(value)
-  e.emit({ type = "DOCUMENT_END" })
-  local _, out = e.emit({ type = "STREAM_END" })
-  return out
 end
 
 -- Walks every table of `v`; calls f(table, path).
@@ -148,14 +63,20 @@ local function fixture_objects(case)
 end
 
 describe("cluster policy fixtures", function()
+  it("has the cases", function()
+    fx.assert_cases(CASES, {
+      "wordcount", "session", "session-full", "job-full",
+      "access-vpc", "access-external", "access-nodeport", "access-headless",
+      "ingress-plain", "ingress-tls",
+      "memory-1gi-defaults", "memory-4gi-25", "flink-1.9-keys", "flink-1.10-keys", "flink-1.17-keys",
+      "flinkproperties-memory",
+    })
+  end)
+
   for _, case in ipairs(CASES) do
     it("renders testdata/cluster/" .. case .. " as expected.yaml", function()
-      local dir = TESTDATA .. "/" .. case
       local got = fixture_objects(case)
-      if os.getenv("FC_UPDATE_FIXTURES") == "1" then
-        write(dir .. "/expected.yaml", emit_yaml(got))
-      end
-      local want = load_yaml(dir .. "/expected.yaml")
+      local want = fx.expected(TESTDATA .. "/" .. case, got, { strip = true })
       assert.is_nil(first_diff(got, want))
     end)
   end
@@ -176,7 +97,7 @@ describe("cluster policy fixtures", function()
 
   it("writes fixtures that read back unchanged", function()
     local got = fixture_objects("session-full")
-    assert.is_nil(first_diff(strip_null(lyaml.load(emit_yaml(got))), got))
+    assert.is_nil(first_diff(strip_null(lyaml.load(fx.emit_yaml(got))), got))
   end)
 end)
 
@@ -344,35 +265,8 @@ describe("cluster.desired", function()
     assert.equal("wordcount.wordcount.example.com", by_kind(render(m), "Ingress").spec.rules[1].host)
   end)
 
-  -- The sandbox of docs/contracts.md, emulated: only the allowed globals (reading any other
-  -- one is an error here, to catch io/debug/package use), no global writes, `require` of
-  -- fc.util, fc.quantity and lib.* only, each module loaded from source into the sandbox.
-  local function sandboxed_policy()
-    local env, loaded = {}, {}
-    for _, g in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget",
-      "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring", "type", "print",
-      "_VERSION", "table", "math", "utf8" }) do
-      env[g] = _G[g]
-    end
-    env.string = util.merge(string)
-    env.string.dump = nil
-    env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
-    local allowed = { ["fc.util"] = ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = ROOT .. "/lua/fc/quantity.lua" }
-    env.require = function(name)
-      local path = allowed[name] or (name:match("^lib%.[%w_]+$") and ROOT .. "/policies/lib/" .. name:sub(5) .. ".lua")
-      if not path then error("require of " .. name .. " is not allowed in the sandbox") end
-      if loaded[name] == nil then loaded[name] = assert(loadfile(path, "t", env))() end
-      return loaded[name]
-    end
-    setmetatable(env, {
-      __index = function(_, k) error("global " .. tostring(k) .. " is not in the sandbox", 2) end,
-      __newindex = function(_, k) error("global write of " .. tostring(k), 2) end,
-    })
-    return assert(loadfile(ROOT .. "/policies/cluster.lua", "t", env))()
-  end
-
   it("gives the same objects inside an emulated policy sandbox", function()
-    local policy = sandboxed_policy()
+    local policy = fx.sandboxed("cluster")
     for _, case in ipairs(CASES) do
       local input = { cluster = defaults.apply(load_yaml(TESTDATA .. "/" .. case .. "/input.yaml")) }
       assert.is_nil(first_diff(policy.desired(util.deepcopy(input)).objects, cluster.desired(input).objects), case)
@@ -432,7 +326,7 @@ describe("cluster objects on a live API server", function()
       pending("the test environment in " .. os.getenv("TESTENV_DIR") .. " does not answer")
       return
     end
-    local tmp = io.popen("mktemp -d"):read("l")
+    local tmp = fx.tmpdir()
     local namespaces = {}
     for i, case in ipairs(CASES) do
       local ns = string.format("cluster-spec-%d-%d", os.time() % 100000, i)
@@ -623,7 +517,7 @@ describe("lib.submit", function()
   -- Runs the generated script with sh, a fake `curl` (the REST API answers) and a fake
   -- `flink` that records its arguments NUL-separated.
   local function run_script(c, flink_body)
-    local dir = io.popen("mktemp -d"):read("l")
+    local dir = fx.tmpdir()
     os.execute("mkdir -p " .. dir .. "/bin")
     write(dir .. "/bin/curl", "#!/bin/sh\nexit 0\n")
     write(dir .. "/bin/flink", "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >\"$ARGS_OUT\"\n"

@@ -1,81 +1,25 @@
 -- Specs of policies/defaults.lua: the fixtures in policies/testdata/defaults/<case>/
--- (input.yaml -> expected.yaml, compared structurally), run both as a plain module and
--- loaded inside a sandbox like the host's, plus unit tests of the rules.
-local lyaml = require("lyaml")
-local lfs = require("lfs")
+-- (every case directory; input.yaml -> expected.yaml, compared structurally;
+-- FC_UPDATE_FIXTURES=1 rewrites expected.yaml from the output), run both as a plain module and
+-- loaded inside a sandbox like the host's (support.fixtures), plus unit tests of the rules.
+local fx = require("support.fixtures")
 local util = require("fc.util")
 local defaults = require("defaults")
 
-local ROOT = os.getenv("FC_ROOT") or "."
-local CASES = ROOT .. "/policies/testdata/defaults"
-
-local function read_yaml(path)
-  local f = assert(io.open(path, "r"))
-  local text = f:read("a")
-  f:close()
-  return lyaml.load(text)
-end
-
--- The policy loaded from its file in an environment holding only the sandbox's allowlist
--- (docs/contracts.md): a stray global read or write, or a require outside fc.util,
--- fc.quantity and lib.*, raises.
-local function sandboxed(name)
-  local env = {}
-  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
-    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
-    "type", "_VERSION" }) do
-    env[k] = _G[k]
-  end
-  env.string = {}
-  for k, v in pairs(string) do if k ~= "dump" then env.string[k] = v end end
-  env.table, env.math, env.utf8 = table, math, utf8
-  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
-  local loaded = {}
-  local function load_file(path)
-    local chunk = assert(loadfile(path, "t", env))
-    return chunk()
-  end
-  env.require = function(m)
-    if m == "fc.util" or m == "fc.quantity" then return require(m) end
-    local lib = m:match("^lib%.([%w_]+)$")
-    if not lib then error("require not allowed in the sandbox: " .. m) end
-    if loaded[m] == nil then loaded[m] = load_file(ROOT .. "/policies/lib/" .. lib .. ".lua") end
-    return loaded[m]
-  end
-  setmetatable(env, {
-    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
-    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
-  })
-  return load_file(ROOT .. "/policies/" .. name .. ".lua")
-end
-
-local function case_dirs()
-  local dirs = {}
-  for entry in lfs.dir(CASES) do
-    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
-      dirs[#dirs + 1] = entry
-    end
-  end
-  table.sort(dirs)
-  return dirs
-end
-
 describe("defaults fixtures", function()
-  local boxed = sandboxed("defaults")
-  local dirs = case_dirs()
+  local boxed = fx.sandboxed("defaults")
+  local dirs = fx.cases("defaults")
   it("has the cases the task asks for", function()
-    local have = {}
-    for _, d in ipairs(dirs) do have[d] = true end
-    for _, want in ipairs({ "wordcount", "session-latest", "wrong-types-left", "nulls-filled" }) do
-      assert.is_true(have[want], "missing fixture " .. want)
-    end
+    fx.assert_cases(dirs, { "wordcount", "session-latest", "wrong-types-left", "nulls-filled",
+      "explicit-values-kept", "partial-sections" })
   end)
   for _, case in ipairs(dirs) do
-    local dir = CASES .. "/" .. case
+    local dir = fx.cases_dir("defaults") .. "/" .. case
     it(case, function()
-      local input = read_yaml(dir .. "/input.yaml")
-      local expected = read_yaml(dir .. "/expected.yaml")
-      assert.are.same(expected, defaults.apply(util.deepcopy(input)))
+      local input = fx.read_yaml(dir .. "/input.yaml")
+      local got = defaults.apply(util.deepcopy(input))
+      local expected = fx.expected(dir, got)
+      assert.are.same(expected, got)
       assert.are.same(expected, boxed.apply(util.deepcopy(input)))
     end)
   end

@@ -1,90 +1,24 @@
--- Specs of policies/status.lua: the fixtures in policies/testdata/status/<case>/ (input.yaml
--- holds `hook` and its `input`; expected.yaml is matched against the output: every key given
--- must be equal, lists must have the same length, `~` means "absent"), run on the policy
--- loaded inside a sandbox like the host's, plus unit tests of the rules.
-local lyaml = require("lyaml")
-local lfs = require("lfs")
-
-local ROOT = os.getenv("FC_ROOT") or "."
-local CASES = ROOT .. "/policies/testdata/status"
-
-local function read_yaml(path)
-  local f = assert(io.open(path, "r"))
-  local text = f:read("a")
-  f:close()
-  return lyaml.load(text)
-end
-
--- The policy loaded with only the sandbox's allowlist (docs/contracts.md): a global read or
--- write, or a require outside fc.util, fc.quantity and lib.*, raises.
-local function sandboxed(name)
-  local env = {}
-  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
-    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
-    "type", "_VERSION" }) do
-    env[k] = _G[k]
-  end
-  env.string, env.table, env.math, env.utf8 = string, table, math, utf8
-  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
-  local function load_file(path) return assert(loadfile(path, "t", env))() end
-  local loaded = {}
-  env.require = function(m)
-    if m == "fc.util" or m == "fc.quantity" then return require(m) end
-    local lib = assert(m:match("^lib%.([%w_]+)$"), "require not allowed in the sandbox: " .. m)
-    loaded[m] = loaded[m] or load_file(ROOT .. "/policies/lib/" .. lib .. ".lua")
-    return loaded[m]
-  end
-  setmetatable(env, {
-    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
-    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
-  })
-  return load_file(ROOT .. "/policies/" .. name .. ".lua")
-end
-
--- nil when `got` matches `exp` (see the header), else "<path>: <what differs>".
-local function mismatch(exp, got, path)
-  if exp == lyaml.null then
-    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
-    return nil
-  end
-  if type(exp) == "table" then
-    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
-    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
-    for k, v in pairs(exp) do
-      local m = mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
-      if m then return m end
-    end
-    return nil
-  end
-  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
-  return nil
-end
-
-local function cases()
-  local dirs = {}
-  for entry in lfs.dir(CASES) do
-    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
-      dirs[#dirs + 1] = entry
-    end
-  end
-  table.sort(dirs)
-  return dirs
-end
+-- Specs of policies/status.lua: the fixtures in policies/testdata/status/<case>/ (every case directory;
+-- input.yaml holds `hook` and its `input`; expected.yaml is matched against the output as
+-- support.fixtures' `mismatch` says: every key given must be equal, lists must have the same
+-- length, `{}` means "empty or absent", `~` means "absent"; FC_UPDATE_FIXTURES=1 rewrites it),
+-- run on the policy loaded inside a sandbox like the host's, plus unit tests of the rules.
+local fx = require("support.fixtures")
 
 describe("policies/status.lua", function()
-  local status = sandboxed("status")
+  local status = fx.sandboxed("status")
 
   describe("fixtures", function()
-    local all = cases()
+    local all = fx.cases("status")
     it("has the cases", function()
-      assert.is_true(#all >= 11)
+      fx.assert_cases(all, {
+        "components-deleted", "components-not-ready", "components-ready", "creating", "partially-stopped",
+        "reconciling", "running", "session-no-job", "stopped", "stopping", "updating-revision",
+      })
     end)
     for _, case in ipairs(all) do
       it(case, function()
-        local input = read_yaml(CASES .. "/" .. case .. "/input.yaml")
-        local expected = read_yaml(CASES .. "/" .. case .. "/expected.yaml")
-        local out = status[input.hook](input.input)
-        assert.is_nil(mismatch(expected, out, ""))
+        assert.is_nil(fx.hook_case("status", status, case))
       end)
     end
   end)

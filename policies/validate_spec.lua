@@ -1,55 +1,12 @@
 -- Specs of policies/validate.lua: the fixtures in policies/testdata/validate/<case>/
--- (input.yaml as given, optional old.yaml for an update, expected.yaml {errors, warnings} of
--- {path, message}), run as a plain module and inside a sandbox like the host's; plus unit
+-- (every case directory; input.yaml as given, optional old.yaml for an update, expected.yaml
+-- {errors, warnings} of {path, message}, sorted; FC_UPDATE_FIXTURES=1 rewrites it from the
+-- output), run as a plain module and inside a sandbox like the host's (support.fixtures); plus unit
 -- tests. Each fixture input goes through defaults.apply first, as in render and admission.
-local lyaml = require("lyaml")
-local lfs = require("lfs")
+local fx = require("support.fixtures")
 local util = require("fc.util")
 local defaults = require("defaults")
 local validate = require("validate")
-
-local ROOT = os.getenv("FC_ROOT") or "."
-local CASES = ROOT .. "/policies/testdata/validate"
-
-local function read_yaml(path)
-  local f = io.open(path, "r")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
-  return lyaml.load(text)
-end
-
--- The policy loaded in an environment holding only the sandbox's allowlist
--- (docs/contracts.md); a stray global or a require outside fc.*/lib.* raises.
-local function sandboxed(name)
-  local env = {}
-  for _, k in ipairs({ "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
-    "rawget", "rawlen", "rawset", "select", "setmetatable", "getmetatable", "tonumber", "tostring",
-    "type", "_VERSION" }) do
-    env[k] = _G[k]
-  end
-  env.string = {}
-  for k, v in pairs(string) do if k ~= "dump" then env.string[k] = v end end
-  env.table, env.math, env.utf8 = table, math, utf8
-  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
-  local loaded = {}
-  local function load_file(path)
-    local chunk = assert(loadfile(path, "t", env))
-    return chunk()
-  end
-  env.require = function(m)
-    if m == "fc.util" or m == "fc.quantity" then return require(m) end
-    local lib = m:match("^lib%.([%w_]+)$")
-    if not lib then error("require not allowed in the sandbox: " .. m) end
-    if loaded[m] == nil then loaded[m] = load_file(ROOT .. "/policies/lib/" .. lib .. ".lua") end
-    return loaded[m]
-  end
-  setmetatable(env, {
-    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
-    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
-  })
-  return load_file(ROOT .. "/policies/" .. name .. ".lua")
-end
 
 -- A list of {path, message} in a stable order, for comparison.
 local function sorted(list)
@@ -67,35 +24,26 @@ local function run(v, raw, old_raw)
   return v.check({ cluster = defaults.apply(util.deepcopy(raw)), raw = util.deepcopy(raw), old = old })
 end
 
-local function case_dirs()
-  local dirs = {}
-  for entry in lfs.dir(CASES) do
-    if entry:sub(1, 1) ~= "." and lfs.attributes(CASES .. "/" .. entry, "mode") == "directory" then
-      dirs[#dirs + 1] = entry
-    end
-  end
-  table.sort(dirs)
-  return dirs
-end
-
 describe("validate fixtures", function()
-  local boxed = sandboxed("validate")
-  local dirs = case_dirs()
+  local boxed = fx.sandboxed("validate")
+  local dirs = fx.cases("validate")
   it("has the cases the task asks for", function()
-    local have = {}
-    for _, d in ipairs(dirs) do have[d] = true end
-    for _, want in ipairs({ "wordcount", "session-cluster", "access-scope-cluster", "access-scope-vpc",
+    fx.assert_cases(dirs, { "wordcount", "session-cluster", "access-scope-cluster", "access-scope-vpc",
       "access-scope-external", "access-scope-nodeport", "access-scope-headless", "replicas-negative",
-      "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job" }) do
-      assert.is_true(have[want], "missing fixture " .. want)
-    end
+      "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job",
+      "access-scope-bad", "duplicate-ports", "hadoop-gcp-incomplete", "job-rules", "memory",
+      "memory-default-min-over-limit", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
+      "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
+      "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
+      "update-savepoint-generation-next", "update-savepoints-dir-removed" })
   end)
   for _, case in ipairs(dirs) do
-    local dir = CASES .. "/" .. case
+    local dir = fx.cases_dir("validate") .. "/" .. case
     it(case, function()
-      local raw = assert(read_yaml(dir .. "/input.yaml"))
-      local old = read_yaml(dir .. "/old.yaml")
-      local expected = assert(read_yaml(dir .. "/expected.yaml"))
+      local raw = assert(fx.read_yaml(dir .. "/input.yaml"))
+      local old = fx.read_yaml(dir .. "/old.yaml", true)
+      local plain = run(validate, raw, old)
+      local expected = assert(fx.expected(dir, { errors = sorted(plain.errors), warnings = sorted(plain.warnings) }))
       for _, v in ipairs({ validate, boxed }) do
         local got = run(v, raw, old)
         assert.are.same(sorted(expected.errors), sorted(got.errors))

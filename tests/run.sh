@@ -2,7 +2,10 @@
 # Runs every test suite, each of which speaks TAP, and ends with one line
 # "N passed, N failed".  A suite that dies before finishing its plan counts
 # the missing tests as failed; a suite that prints no plan counts as one
-# failure.  Usage: tests/run.sh [suite...]   (default: all suites)
+# failure.  Usage: tests/run.sh [suite...] [spec...]   (default: all suites)
+# Arguments naming an existing file or directory (e.g. policies/cluster_spec.lua) select the
+# specs the busted and asan suites run, in place of policies/ and tests/:
+#   bash tests/run.sh busted policies/cluster_spec.lua
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -41,7 +44,14 @@ run_suite() {
 
 BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CPATH")
 
-suites=("$@")
+suites=()
+specs=()
+for a in "$@"; do
+  if [ -e "$a" ]; then specs+=("$a"); else suites+=("$a"); fi
+done
+if [ ${#suites[@]} -eq 0 ] && [ ${#specs[@]} -gt 0 ]; then
+  suites=(busted)
+fi
 if [ ${#suites[@]} -eq 0 ]; then
   suites=(lint busted c asan testenv integration)
 fi
@@ -51,7 +61,11 @@ for s in "${suites[@]}"; do
       run_suite lint env -u LUA_PATH -u LUA_CPATH bash -c 'if luacheck --no-color -q lua policies tests >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
     busted)
       # specs beside the policies and under tests/
-      run_suite busted "${BUSTED[@]}" --pattern=_spec policies tests ;;
+      if [ ${#specs[@]} -gt 0 ]; then
+        run_suite busted "${BUSTED[@]}" --pattern=_spec "${specs[@]}"
+      else
+        run_suite busted "${BUSTED[@]}" --pattern=_spec policies tests
+      fi ;;
     c)
       for t in build/tests/test_*; do
         [ -x "$t" ] || continue
@@ -62,7 +76,7 @@ for s in "${suites[@]}"; do
       if [ -x build/asan/flink-controller ]; then
         FC_BIN=$ROOT/build/asan/flink-controller ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-          run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin tests
+          run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin "${specs[@]:-tests}"
       fi ;;
     testenv)
       if [ -x tests/env/smoke.sh ]; then

@@ -1,0 +1,323 @@
+--- support.fixtures: the helpers the busted specs (policies/*_spec.lua, tests/*_spec.lua) share:
+-- files, YAML fixtures, fixture case directories, structural comparison, the emulated policy
+-- sandbox and running the binary. `require("support.fixtures")` (tests/run.sh puts tests/?.lua
+-- on LUA_PATH). Paths are plain strings; functions raise (assert) on I/O errors unless they say
+-- otherwise.
+local lyaml = require("lyaml")
+local yaml = require("yaml")
+local lfs = require("lfs")
+local util = require("fc.util")
+
+local M = {}
+
+--- The repository root (FC_ROOT, set by tests/run.sh; "." when run by hand from the root).
+M.ROOT = os.getenv("FC_ROOT") or "."
+--- The binary the #bin specs run: FC_BIN (tests/run.sh's asan suite sets the ASan build).
+M.BIN = os.getenv("FC_BIN") or (M.ROOT .. "/build/flink-controller")
+--- True when FC_UPDATE_FIXTURES=1: fixture specs rewrite expected.yaml from the output first.
+M.UPDATE = os.getenv("FC_UPDATE_FIXTURES") == "1"
+
+--- `rel` (a path inside the repository) as a path from the root.
+function M.path(rel)
+  return M.ROOT .. "/" .. rel
+end
+
+--- The bytes of file `path`; raises when it cannot be read, or returns nil when `optional`.
+function M.read(path, optional)
+  local f, err = io.open(path, "rb")
+  if not f then
+    if optional then return nil end
+    error(err, 2)
+  end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+--- Writes `text` to `path` (replacing it).
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+--- True when `path` is an existing file (or directory) that can be opened.
+function M.exists(path)
+  local f = io.open(path, "r")
+  if f then f:close() end
+  return f ~= nil
+end
+
+function M.is_dir(path) return lfs.attributes(path, "mode") == "directory" end
+function M.is_file(path) return lfs.attributes(path, "mode") == "file" end
+
+--- `s` quoted for sh (single quotes).
+function M.quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+--- A new empty directory (mktemp -d); the caller removes it.
+function M.tmpdir()
+  local p = assert(io.popen("mktemp -d"))
+  local dir = p:read("l")
+  p:close()
+  assert(dir and dir ~= "", "mktemp -d failed")
+  return dir
+end
+
+-- YAML ------------------------------------------------------------------------------------
+
+--- `v` without YAML nulls (lyaml.null): a null map value becomes an absent key, as in the JSON
+-- the API server keeps. Returns new tables; `v` is not changed.
+function M.strip_null(v)
+  if v == lyaml.null then return nil end
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do out[k] = M.strip_null(x) end
+  return out
+end
+
+--- The YAML document in file `path` as lyaml reads it (`~` stays lyaml.null); nil when
+-- `optional` and the file does not exist.
+function M.read_yaml(path, optional)
+  local text = M.read(path, optional)
+  if text == nil then return nil end
+  return lyaml.load(text)
+end
+
+--- The YAML document in file `path` with its nulls dropped (M.strip_null).
+function M.load_yaml(path)
+  return M.strip_null(lyaml.load(M.read(path)))
+end
+
+--- YAML text of `value` as the fixtures are written: keys sorted, multi-line strings as
+-- literal blocks, strings that would read back as another type single-quoted, lyaml.null as
+-- `~`, an empty table as `{}` (libyaml's emitter through lyaml).
+function M.emit_yaml(value)
+  local e = yaml.emitter()
+  local function scalar(v, style)
+    e.emit({ type = "SCALAR", value = v, plain_implicit = true, quoted_implicit = true, style = style })
+  end
+  local function node(v)
+    if v == lyaml.null then
+      scalar("~", "PLAIN")
+    elseif type(v) == "table" then
+      if util.is_array(v) then
+        e.emit({ type = "SEQUENCE_START", style = "BLOCK" })
+        for _, x in ipairs(v) do node(x) end
+        e.emit({ type = "SEQUENCE_END" })
+      else
+        e.emit({ type = "MAPPING_START", style = next(v) == nil and "FLOW" or "BLOCK" })
+        for _, k in ipairs(util.sorted_keys(v)) do
+          node(k)
+          node(v[k])
+        end
+        e.emit({ type = "MAPPING_END" })
+      end
+    elseif type(v) == "string" then
+      if v:find("\n") then
+        scalar(v, "LITERAL")
+      elseif lyaml.load("v: " .. v .. "\n").v ~= v then
+        scalar(v, "SINGLE_QUOTED")
+      else
+        scalar(v, "PLAIN")
+      end
+    else
+      scalar(tostring(v), "PLAIN")
+    end
+  end
+  e.emit({ type = "STREAM_START", encoding = "UTF8" })
+  e.emit({ type = "DOCUMENT_START" })
+  node(value)
+  e.emit({ type = "DOCUMENT_END" })
+  local _, out = e.emit({ type = "STREAM_END" })
+  return out
+end
+
+-- Comparison ------------------------------------------------------------------------------
+
+--- nil when `a` and `b` are structurally equal, else "<path>: <a> ~= <b>" for the first
+-- difference in sorted key order (path from "$", `.key` per level).
+function M.first_diff(a, b, path)
+  path = path or "$"
+  if type(a) ~= "table" or type(b) ~= "table" then
+    if a == b then return nil end
+    return path .. ": " .. tostring(a) .. " ~= " .. tostring(b)
+  end
+  for _, k in ipairs(util.sorted_keys(util.merge(a, b))) do
+    local d = M.first_diff(a[k], b[k], path .. "." .. tostring(k))
+    if d then return d end
+  end
+  return nil
+end
+
+--- Partial match of an output `got` against an expectation `exp` (as read by M.read_yaml):
+-- every key `exp` gives must match, a list must have as many items as `exp`'s, `{}` means
+-- "empty or absent", `~` (lyaml.null) means "absent". nil when it matches, else
+-- "<path>: <what differs>" (path as `.key`, `[i]` from 0).
+function M.mismatch(exp, got, path)
+  path = path or ""
+  if exp == lyaml.null then
+    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
+    return nil
+  end
+  if type(exp) == "table" then
+    if next(exp) == nil then
+      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return path .. ": expected empty" end
+      return nil
+    end
+    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
+    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
+    for k, v in pairs(exp) do
+      local m = M.mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
+      if m then return m end
+    end
+    return nil
+  end
+  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
+  return nil
+end
+
+-- Fixture cases ---------------------------------------------------------------------------
+
+--- Sorted names of the subdirectories of `dir` (hidden ones left out); {} when `dir` is not
+-- a directory.
+function M.subdirs(dir)
+  local out = {}
+  if not M.is_dir(dir) then return out end
+  for entry in lfs.dir(dir) do
+    if entry:sub(1, 1) ~= "." and M.is_dir(dir .. "/" .. entry) then out[#out + 1] = entry end
+  end
+  table.sort(out)
+  return out
+end
+
+--- The directory of policy `policy`'s fixture cases: policies/testdata/<policy>.
+function M.cases_dir(policy)
+  return M.ROOT .. "/policies/testdata/" .. policy
+end
+
+--- The case names of policy `policy`: every directory under policies/testdata/<policy>/, sorted
+-- (a new case directory is picked up without editing the spec).
+function M.cases(policy)
+  return M.subdirs(M.cases_dir(policy))
+end
+
+--- Asserts that the walked case list `found` holds every name of `want` (the cases a spec was
+-- written for must not disappear unnoticed) and is not shorter.
+function M.assert_cases(found, want)
+  local have = {}
+  for _, d in ipairs(found) do have[d] = true end
+  for _, w in ipairs(want) do
+    assert(have[w], "missing fixture case " .. w)
+  end
+  assert(#found >= #want, "fewer fixture cases than expected")
+end
+
+--- The expectation of case directory `dir` for the output `got`: FC_UPDATE_FIXTURES=1 first
+-- rewrites `dir/<name>` (default expected.yaml) as M.emit_yaml(got); then the file is read
+-- (M.read_yaml, nulls kept, or M.load_yaml when `strip`). Raises when it does not exist.
+function M.expected(dir, got, opts)
+  opts = opts or {}
+  local path = dir .. "/" .. (opts.name or "expected.yaml")
+  if M.UPDATE then M.write(path, M.emit_yaml(got)) end
+  if opts.strip then return M.load_yaml(path) end
+  return M.read_yaml(path)
+end
+
+--- Runs hook fixture case `case` of policy `policy` (job, savepoint, status) on `mod` (the
+-- policy's table): policies/testdata/<policy>/<case>/input.yaml holds `hook` (the hook's name)
+-- and `input` (its argument); expected.yaml is matched against `mod[hook](input)` by M.mismatch
+-- (FC_UPDATE_FIXTURES=1 rewrites it from the output first). Returns nil when it matches, else
+-- M.mismatch's text; raises when a file is missing or the hook raises.
+function M.hook_case(policy, mod, case)
+  local dir = M.cases_dir(policy) .. "/" .. case
+  local input = M.read_yaml(dir .. "/input.yaml")
+  local hook = mod[input.hook]
+  if type(hook) ~= "function" then error(case .. ": no hook " .. tostring(input.hook) .. " in " .. policy, 2) end
+  local out = hook(input.input)
+  return M.mismatch(M.expected(dir, out), out, "")
+end
+
+-- The emulated policy sandbox -------------------------------------------------------------
+
+local SANDBOX_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
+  "rawget", "rawlen", "rawset", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION",
+  "table", "math", "utf8" }
+
+--- Policy `name` (<dir>/<name>.lua, dir = opts.dir or policies/) loaded in an environment like the
+-- host's sandbox (docs/contracts.md "Policy sandbox"): only the allowlisted globals (reading any
+-- other one or writing any global raises), `string` without `dump`, `os` = {time, date, clock,
+-- difftime}, `print` to stderr, `setmetatable` refusing `__gc`, text chunks only, and `require`
+-- of fc.util and fc.quantity (their sources, loaded into the same sandbox so they are held to
+-- it too), fc.slots (the C module) and lib.<name> from <dir>/lib/. No budgets: the C host's
+-- own specs (tests/host_spec.lua) cover those. Returns the policy's table.
+function M.sandboxed(name, opts)
+  local dir = (opts and opts.dir) or (M.ROOT .. "/policies")
+  local env, loaded = {}, {}
+  for _, g in ipairs(SANDBOX_GLOBALS) do env[g] = _G[g] end
+  env.string = util.merge(string)
+  env.string.dump = nil
+  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
+  env.print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
+    io.stderr:write(table.concat(parts, "\t"), "\n")
+  end
+  env.setmetatable = function(t, mt)
+    if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("setmetatable: __gc is not allowed", 2) end
+    return setmetatable(t, mt)
+  end
+  local function load_file(path)
+    return assert(loadfile(path, "t", env))()
+  end
+  local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua" }
+  env.require = function(m)
+    if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
+    if loaded[m] ~= nil then return loaded[m] end
+    if m == "fc.slots" then
+      loaded[m] = require(m)
+    elseif sources[m] then
+      loaded[m] = load_file(sources[m])
+    else
+      local lib = m:match("^lib%.([%w_]+)$")
+      if not lib then error("require not allowed in the sandbox: " .. m, 2) end
+      loaded[m] = load_file(dir .. "/lib/" .. lib .. ".lua")
+    end
+    return loaded[m]
+  end
+  setmetatable(env, {
+    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
+    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
+  })
+  return load_file(dir .. "/" .. name .. ".lua")
+end
+
+-- The binary ------------------------------------------------------------------------------
+
+--- Runs the binary (M.BIN) with the argument list `args` and stdin from file `stdin` (default
+-- /dev/null). Returns {code=<exit status>, stdout=, stderr=, ms=<wall milliseconds>,
+-- cpu_ms=<user + system CPU milliseconds of the child, from the shell's `times`>}.
+-- Time bounds are asserted on cpu_ms: the wall clock of a loaded CI machine says little;
+-- `timeout 20` keeps a regression from hanging the suite (exit 124).
+function M.run_bin(args, stdin)
+  local out, err = os.tmpname(), os.tmpname()
+  local q = {}
+  for i, a in ipairs(args) do q[i] = M.quote(a) end
+  local cmd = string.format("s=$(date +%%s%%N); %s %s >%s 2>%s <%s; rc=$?; e=$(date +%%s%%N); "
+    .. "echo $rc $(( (e - s) / 1000000 )); times", "timeout 20 " .. M.quote(M.BIN), table.concat(q, " "), out, err,
+    stdin and M.quote(stdin) or "/dev/null")
+  local p = assert(io.popen(cmd))
+  local line = p:read("l")
+  p:read("l") -- the shell's own times
+  local um, us, sm, ss = p:read("l"):match("(%d+)m([%d.]+)s (%d+)m([%d.]+)s")
+  p:close()
+  local code, ms = line:match("^(%d+) (%d+)$")
+  local res = { code = tonumber(code), ms = tonumber(ms), stdout = M.read(out), stderr = M.read(err),
+    cpu_ms = math.floor(((tonumber(um) + tonumber(sm)) * 60 + tonumber(us) + tonumber(ss)) * 1000) }
+  os.remove(out)
+  os.remove(err)
+  return res
+end
+
+return M
