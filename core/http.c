@@ -1,8 +1,8 @@
 /* core/http: libcurl multi on a libev loop. See http.h. */
 #include "http.h"
+#include "util.h"
 
 #include <curl/curl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +41,6 @@ typedef struct http_sock {
     http_client *client;
     curl_socket_t fd;
 } http_sock;
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void request_free(http_request *r)
 {
@@ -247,26 +237,26 @@ http_client *http_client_new(struct ev_loop *loop, char *err, size_t errlen)
 {
     static int global_done;
     if (!loop) {
-        set_err(err, errlen, "http_client_new: loop is required");
+        util_set_err(err, errlen, "http_client_new: loop is required");
         return NULL;
     }
     if (!global_done) {
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            set_err(err, errlen, "http_client_new: curl_global_init failed");
+            util_set_err(err, errlen, "http_client_new: curl_global_init failed");
             return NULL;
         }
         global_done = 1;
     }
     http_client *c = calloc(1, sizeof *c);
     if (!c) {
-        set_err(err, errlen, "http_client_new: out of memory");
+        util_set_err(err, errlen, "http_client_new: out of memory");
         return NULL;
     }
     c->loop = loop;
     c->multi = curl_multi_init();
     if (!c->multi) {
         free(c);
-        set_err(err, errlen, "http_client_new: curl_multi_init failed");
+        util_set_err(err, errlen, "http_client_new: curl_multi_init failed");
         return NULL;
     }
     ev_timer_init(&c->timer, timer_cb, 0., 0.);
@@ -345,24 +335,24 @@ static int apply_tls(CURL *e, const http_tls *t)
 http_request *http_request_start(http_client *c, const http_opts *o, char *err, size_t errlen)
 {
     if (!c || !o) {
-        set_err(err, errlen, "http_request_start: client and options are required");
+        util_set_err(err, errlen, "http_request_start: client and options are required");
         return NULL;
     }
     if (!o->url || !*o->url) {
-        set_err(err, errlen, "http_request_start: url is required");
+        util_set_err(err, errlen, "http_request_start: url is required");
         return NULL;
     }
     if (strncmp(o->url, "http://", 7) != 0 && strncmp(o->url, "https://", 8) != 0) {
-        set_err(err, errlen, "http_request_start: url must start with http:// or https://: %s", o->url);
+        util_set_err(err, errlen, "http_request_start: url must start with http:// or https://: %s", o->url);
         return NULL;
     }
     if (!o->on_done || (o->stream && !o->on_data)) {
-        set_err(err, errlen, "http_request_start: on_done (and on_data when streaming) are required");
+        util_set_err(err, errlen, "http_request_start: on_done (and on_data when streaming) are required");
         return NULL;
     }
     http_request *r = calloc(1, sizeof *r);
     if (!r) {
-        set_err(err, errlen, "http_request_start: out of memory");
+        util_set_err(err, errlen, "http_request_start: out of memory");
         return NULL;
     }
     r->client = c;
@@ -374,7 +364,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     r->easy = curl_easy_init();
     if (!r->easy) {
         free(r);
-        set_err(err, errlen, "http_request_start: curl_easy_init failed");
+        util_set_err(err, errlen, "http_request_start: curl_easy_init failed");
         return NULL;
     }
     CURL *e = r->easy;
@@ -405,7 +395,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     if (apply_tls(e, o->tls) != 0) {
         curl_easy_cleanup(e);
         free(r);
-        set_err(err, errlen, "http_request_start: TLS options rejected by libcurl");
+        util_set_err(err, errlen, "http_request_start: TLS options rejected by libcurl");
         return NULL;
     }
     if (o->bearer_token && *o->bearer_token) {
@@ -418,7 +408,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
             curl_slist_free_all(r->headers);
             curl_easy_cleanup(e);
             free(r);
-            set_err(err, errlen, "http_request_start: out of memory");
+            util_set_err(err, errlen, "http_request_start: out of memory");
             return NULL;
         }
         r->headers = n;
@@ -435,7 +425,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
         r->cancelled = 1;
         request_free(r);
-        set_err(err, errlen, "http_request_start: curl_multi_add_handle failed");
+        util_set_err(err, errlen, "http_request_start: curl_multi_add_handle failed");
         return NULL;
     }
     return r;

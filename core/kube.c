@@ -1,28 +1,18 @@
 /* core/kube: kube client config, rate limit and API calls. See kube.h. */
 #include "kube.h"
+#include "util.h"
 #include "http.h"
 
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <yaml.h>
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static char *xstrdup(const char *s)
 {
@@ -34,7 +24,7 @@ static char *read_file(const char *path, size_t max, size_t *len_out, char *why,
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        set_err(why, whylen, "%s", strerror(errno));
+        util_set_err(why, whylen, "%s", strerror(errno));
         return NULL;
     }
     size_t cap = 4096, len = 0;
@@ -42,7 +32,7 @@ static char *read_file(const char *path, size_t max, size_t *len_out, char *why,
     while (buf) {
         if (len + 1 >= cap) {
             if (cap >= max) {
-                set_err(why, whylen, "larger than %zu bytes", max);
+                util_set_err(why, whylen, "larger than %zu bytes", max);
                 free(buf);
                 buf = NULL;
                 break;
@@ -60,7 +50,7 @@ static char *read_file(const char *path, size_t max, size_t *len_out, char *why,
         len += n;
         if (n == 0) {
             if (ferror(f)) {
-                set_err(why, whylen, "read error");
+                util_set_err(why, whylen, "read error");
                 free(buf);
                 buf = NULL;
             }
@@ -73,7 +63,7 @@ static char *read_file(const char *path, size_t max, size_t *len_out, char *why,
         if (len_out)
             *len_out = len;
     } else if (why && !*why) {
-        set_err(why, whylen, "out of memory");
+        util_set_err(why, whylen, "out of memory");
     }
     return buf;
 }
@@ -91,7 +81,7 @@ static char *read_token(const char *path, char *why, size_t whylen)
     while (n && isspace((unsigned char)s[n - 1]))
         s[--n] = '\0';
     if (!n) {
-        set_err(why, whylen, "empty token");
+        util_set_err(why, whylen, "empty token");
         free(t);
         return NULL;
     }
@@ -214,7 +204,7 @@ static int tls_field(yaml_document_t *d, yaml_node_t *map, const char *field, co
     const char *fpath = yscalar(ymap_get(d, map, field));
     if (data) {
         if (b64_decode(data, pem, pem_len) != 0) {
-            set_err(err, errlen, "kubeconfig %s: %s.%s: invalid base64", path, where, dkey);
+            util_set_err(err, errlen, "kubeconfig %s: %s.%s: invalid base64", path, where, dkey);
             return -1;
         }
         return 0;
@@ -223,7 +213,7 @@ static int tls_field(yaml_document_t *d, yaml_node_t *map, const char *field, co
         *file = resolve_path(path, fpath);
         struct stat st;
         if (!*file || stat(*file, &st) != 0) {
-            set_err(err, errlen, "kubeconfig %s: %s.%s: cannot read %s", path, where, field,
+            util_set_err(err, errlen, "kubeconfig %s: %s.%s: cannot read %s", path, where, field,
                     *file ? *file : fpath);
             return -1;
         }
@@ -236,21 +226,21 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
 {
     yaml_node_t *root = yaml_document_get_root_node(d);
     if (!root) {
-        set_err(err, errlen, "kubeconfig %s: empty document", path);
+        util_set_err(err, errlen, "kubeconfig %s: empty document", path);
         return -1;
     }
     if (root->type != YAML_MAPPING_NODE) {
-        set_err(err, errlen, "kubeconfig %s: top level is not a mapping", path);
+        util_set_err(err, errlen, "kubeconfig %s: top level is not a mapping", path);
         return -1;
     }
     const char *ctx_name = want_ctx && *want_ctx ? want_ctx : yscalar(ymap_get(d, root, "current-context"));
     if (!ctx_name) {
-        set_err(err, errlen, "kubeconfig %s: current-context: missing", path);
+        util_set_err(err, errlen, "kubeconfig %s: current-context: missing", path);
         return -1;
     }
     yaml_node_t *ctx_item = ynamed(d, ymap_get(d, root, "contexts"), ctx_name);
     if (!ctx_item) {
-        set_err(err, errlen, "kubeconfig %s: contexts[name=%s]: not found", path, ctx_name);
+        util_set_err(err, errlen, "kubeconfig %s: contexts[name=%s]: not found", path, ctx_name);
         return -1;
     }
     yaml_node_t *ctx = ymap_get(d, ctx_item, "context");
@@ -258,12 +248,12 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
     const char *user_name = yscalar(ymap_get(d, ctx, "user"));
     const char *ns = yscalar(ymap_get(d, ctx, "namespace"));
     if (!cluster_name) {
-        set_err(err, errlen, "kubeconfig %s: contexts[name=%s].context.cluster: missing", path, ctx_name);
+        util_set_err(err, errlen, "kubeconfig %s: contexts[name=%s].context.cluster: missing", path, ctx_name);
         return -1;
     }
     yaml_node_t *cl_item = ynamed(d, ymap_get(d, root, "clusters"), cluster_name);
     if (!cl_item) {
-        set_err(err, errlen, "kubeconfig %s: clusters[name=%s]: not found", path, cluster_name);
+        util_set_err(err, errlen, "kubeconfig %s: clusters[name=%s]: not found", path, cluster_name);
         return -1;
     }
     char where[300];
@@ -271,11 +261,11 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
     yaml_node_t *cl = ymap_get(d, cl_item, "cluster");
     const char *server = yscalar(ymap_get(d, cl, "server"));
     if (!server) {
-        set_err(err, errlen, "kubeconfig %s: %s.server: missing", path, where);
+        util_set_err(err, errlen, "kubeconfig %s: %s.server: missing", path, where);
         return -1;
     }
     if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
-        set_err(err, errlen, "kubeconfig %s: %s.server: not an http(s) URL: %s", path, where, server);
+        util_set_err(err, errlen, "kubeconfig %s: %s.server: not an http(s) URL: %s", path, where, server);
         return -1;
     }
     cfg->server = strdup(server);
@@ -290,13 +280,13 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
     if (user_name) {
         yaml_node_t *u_item = ynamed(d, ymap_get(d, root, "users"), user_name);
         if (!u_item) {
-            set_err(err, errlen, "kubeconfig %s: users[name=%s]: not found", path, user_name);
+            util_set_err(err, errlen, "kubeconfig %s: users[name=%s]: not found", path, user_name);
             return -1;
         }
         snprintf(where, sizeof where, "users[name=%s].user", user_name);
         yaml_node_t *u = ymap_get(d, u_item, "user");
         if (ymap_get(d, u, "exec") || ymap_get(d, u, "auth-provider") || ymap_get(d, u, "username")) {
-            set_err(err, errlen, "kubeconfig %s: %s: exec, auth-provider and basic auth are not supported",
+            util_set_err(err, errlen, "kubeconfig %s: %s: exec, auth-provider and basic auth are not supported",
                     path, where);
             return -1;
         }
@@ -307,7 +297,7 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
             return -1;
         int has_cert = cfg->cert_file || cfg->cert_pem, has_key = cfg->key_file || cfg->key_pem;
         if (has_cert != has_key) {
-            set_err(err, errlen, "kubeconfig %s: %s.%s: missing (client certificate and key go together)",
+            util_set_err(err, errlen, "kubeconfig %s: %s.%s: missing (client certificate and key go together)",
                     path, where, has_cert ? "client-key" : "client-certificate");
             return -1;
         }
@@ -328,7 +318,7 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
                           size_t errlen)
 {
     if (!cfg || !path) {
-        set_err(err, errlen, "kube_config_load_file: config and path are required");
+        util_set_err(err, errlen, "kube_config_load_file: config and path are required");
         return -1;
     }
     memset(cfg, 0, sizeof *cfg);
@@ -336,20 +326,20 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
     size_t len = 0;
     char *text = read_file(path, 16 << 20, &len, why, sizeof why);
     if (!text) {
-        set_err(err, errlen, "kubeconfig %s: %s", path, why);
+        util_set_err(err, errlen, "kubeconfig %s: %s", path, why);
         return -1;
     }
     yaml_parser_t parser;
     yaml_document_t doc;
     if (!yaml_parser_initialize(&parser)) {
         free(text);
-        set_err(err, errlen, "kubeconfig %s: out of memory", path);
+        util_set_err(err, errlen, "kubeconfig %s: out of memory", path);
         return -1;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     int rc;
     if (!yaml_parser_load(&parser, &doc)) {
-        set_err(err, errlen, "kubeconfig %s: line %zu: %s", path, parser.problem_mark.line + 1,
+        util_set_err(err, errlen, "kubeconfig %s: line %zu: %s", path, parser.problem_mark.line + 1,
                 parser.problem ? parser.problem : "YAML error");
         rc = -1;
     } else {
@@ -370,14 +360,14 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
 int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen)
 {
     if (!cfg) {
-        set_err(err, errlen, "kube_config_load_incluster: config is required");
+        util_set_err(err, errlen, "kube_config_load_incluster: config is required");
         return -1;
     }
     memset(cfg, 0, sizeof *cfg);
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
     const char *port = getenv("KUBERNETES_SERVICE_PORT");
     if (!host || !*host || !port || !*port) {
-        set_err(err, errlen, "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+        util_set_err(err, errlen, "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
         return -1;
     }
     const char *dir = sa_dir && *sa_dir ? sa_dir : KUBE_SA_DIR;
@@ -391,7 +381,7 @@ int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, 
     snprintf(p, sizeof p, "%s/token", dir);
     char *tok = read_token(p, why, sizeof why);
     if (!tok) {
-        set_err(err, errlen, "in-cluster config: %s: %s", p, why);
+        util_set_err(err, errlen, "in-cluster config: %s: %s", p, why);
         kube_config_clear(cfg);
         return -1;
     }
@@ -400,7 +390,7 @@ int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, 
     snprintf(p, sizeof p, "%s/ca.crt", dir);
     struct stat st;
     if (stat(p, &st) != 0) {
-        set_err(err, errlen, "in-cluster config: %s: %s", p, strerror(errno));
+        util_set_err(err, errlen, "in-cluster config: %s: %s", p, strerror(errno));
         kube_config_clear(cfg);
         return -1;
     }
@@ -416,7 +406,7 @@ int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, 
     return 0;
 oom:
     kube_config_clear(cfg);
-    set_err(err, errlen, "in-cluster config: out of memory");
+    util_set_err(err, errlen, "in-cluster config: out of memory");
     return -1;
 }
 
@@ -650,19 +640,19 @@ static int copy_cfg(kube_config *dst, const kube_config *s)
 kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char *err, size_t errlen)
 {
     if (!loop || !cfg || !cfg->server || !*cfg->server) {
-        set_err(err, errlen, "kube_client_new: loop and config with server are required");
+        util_set_err(err, errlen, "kube_client_new: loop and config with server are required");
         return NULL;
     }
     kube_client *c = calloc(1, sizeof *c);
     if (!c) {
-        set_err(err, errlen, "kube_client_new: out of memory");
+        util_set_err(err, errlen, "kube_client_new: out of memory");
         return NULL;
     }
     c->loop = loop;
     if (copy_cfg(&c->cfg, cfg) != 0) {
         kube_config_clear(&c->cfg);
         free(c);
-        set_err(err, errlen, "kube_client_new: out of memory");
+        util_set_err(err, errlen, "kube_client_new: out of memory");
         return NULL;
     }
     c->http = http_client_new(loop, err, errlen);
@@ -684,7 +674,7 @@ kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char 
     if (c->cfg.token)
         c->token = strdup(c->cfg.token);
     if (c->cfg.token_file && reload_token(c, 1) != 0) {
-        set_err(err, errlen, "kube_client_new: cannot read token file %s", c->cfg.token_file);
+        util_set_err(err, errlen, "kube_client_new: cannot read token file %s", c->cfg.token_file);
         kube_client_free(c);
         return NULL;
     }
@@ -1049,12 +1039,12 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
                            char *err, size_t errlen)
 {
     if (!c || !req || !req->path || req->path[0] != '/' || !cb) {
-        set_err(err, errlen, "kube_request: client, a path starting with '/' and a callback are required");
+        util_set_err(err, errlen, "kube_request: client, a path starting with '/' and a callback are required");
         return NULL;
     }
     kube_call *k = calloc(1, sizeof *k);
     if (!k) {
-        set_err(err, errlen, "kube_request: out of memory");
+        util_set_err(err, errlen, "kube_request: out of memory");
         return NULL;
     }
     k->client = c;
@@ -1081,7 +1071,7 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
     c->calls = k;
     if (!k->method || !k->path || (req->body && !k->body) || (req->content_type && !k->content_type)) {
         call_free(k);
-        set_err(err, errlen, "kube_request: out of memory");
+        util_set_err(err, errlen, "kube_request: out of memory");
         return NULL;
     }
     return k;
@@ -1114,7 +1104,7 @@ kube_call *kube_list(kube_client *c, const char *path, const char *label_selecto
     k->items = json_array();
     if (!k->items || (label_selector && !k->selector)) {
         call_free(k);
-        set_err(err, errlen, "kube_list: out of memory");
+        util_set_err(err, errlen, "kube_list: out of memory");
         return NULL;
     }
     call_schedule(k, 0);
@@ -1126,7 +1116,7 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
                       kube_done_fn done, void *ud, char *err, size_t errlen)
 {
     if (!path || !on_event) {
-        set_err(err, errlen, "kube_watch: path and on_event are required");
+        util_set_err(err, errlen, "kube_watch: path and on_event are required");
         return NULL;
     }
     if (timeout_s <= 0)
@@ -1147,7 +1137,7 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
         rc |= append(q, sizeof q, &off, label_selector, 1);
     }
     if (rc) {
-        set_err(err, errlen, "kube_watch: path and query too long");
+        util_set_err(err, errlen, "kube_watch: path and query too long");
         return NULL;
     }
     kube_req r = {.method = "GET", .path = q, .timeout_s = (double)timeout_s + 30};
@@ -1164,7 +1154,7 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
     json_error_t je;
     json_t *obj = json ? json_loads(json, 0, &je) : NULL;
     if (!json_is_object(obj)) {
-        set_err(err, errlen, "kube_apply: not a JSON object: %s", obj ? "wrong type" : (json ? je.text : "NULL"));
+        util_set_err(err, errlen, "kube_apply: not a JSON object: %s", obj ? "wrong type" : (json ? je.text : "NULL"));
         json_decref(obj);
         return NULL;
     }
@@ -1177,13 +1167,13 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
     char path[1024];
     kube_call *call = NULL;
     if (!k)
-        set_err(err, errlen, "kube_apply: unknown apiVersion/kind: %s/%s", av ? av : "?", kind ? kind : "?");
+        util_set_err(err, errlen, "kube_apply: unknown apiVersion/kind: %s/%s", av ? av : "?", kind ? kind : "?");
     else if (!name || !*name)
-        set_err(err, errlen, "kube_apply: metadata.name: missing");
+        util_set_err(err, errlen, "kube_apply: metadata.name: missing");
     else if (k->namespaced && (!ns || !*ns))
-        set_err(err, errlen, "kube_apply: metadata.namespace: missing");
+        util_set_err(err, errlen, "kube_apply: metadata.namespace: missing");
     else if (kube_path(path, sizeof path - 64, k, ns, name, NULL) != 0)
-        set_err(err, errlen, "kube_apply: path too long");
+        util_set_err(err, errlen, "kube_apply: path too long");
     else {
         strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
         kube_req r = {.method = "PATCH", .path = path, .content_type = "application/apply-patch+yaml",
@@ -1200,7 +1190,7 @@ kube_call *kube_patch(kube_client *c, const kube_kind *k, const char *ns, const 
 {
     char path[1024];
     if (!k || !name || !*name || !patch_json || !content_type || kube_path(path, sizeof path - 64, k, ns, name, subresource) != 0) {
-        set_err(err, errlen, "kube_patch: kind, name, content type and patch are required");
+        util_set_err(err, errlen, "kube_patch: kind, name, content type and patch are required");
         return NULL;
     }
     if (strcmp(content_type, "application/apply-patch+yaml") == 0)
@@ -1222,7 +1212,7 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
 {
     char path[1024];
     if (!k || !name || !*name || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
-        set_err(err, errlen, "kube_delete: kind and name are required");
+        util_set_err(err, errlen, "kube_delete: kind and name are required");
         return NULL;
     }
     json_t *opts = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
@@ -1231,7 +1221,7 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
     char *body = json_dumps(opts, JSON_COMPACT);
     json_decref(opts);
     if (!body) {
-        set_err(err, errlen, "kube_delete: out of memory or bad propagation policy");
+        util_set_err(err, errlen, "kube_delete: out of memory or bad propagation policy");
         return NULL;
     }
     kube_req r = {.method = "DELETE", .path = path, .body = body};
@@ -1249,7 +1239,7 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
     const char *av = json_string_value(json_object_get(involved, "apiVersion"));
     const char *kind = json_string_value(json_object_get(involved, "kind"));
     if (!name || !ns || !av || !kind || !type || !reason || !message) {
-        set_err(err, errlen, "kube_event_create: involved object needs apiVersion, kind, metadata.name and "
+        util_set_err(err, errlen, "kube_event_create: involved object needs apiVersion, kind, metadata.name and "
                              "metadata.namespace; type, reason and message are required");
         return NULL;
     }
@@ -1282,7 +1272,7 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
     char path[1024];
     if (!body || kube_path(path, sizeof path, &kube_kind_event, ns, NULL, NULL) != 0) {
         free(body);
-        set_err(err, errlen, "kube_event_create: cannot build the event (non-UTF-8 text?)");
+        util_set_err(err, errlen, "kube_event_create: cannot build the event (non-UTF-8 text?)");
         return NULL;
     }
     kube_req r = {.method = "POST", .path = path, .body = body};

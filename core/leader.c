@@ -1,10 +1,10 @@
 /* core/leader: leader election on a coordination.k8s.io/v1 Lease (see
  * leader.h; the algorithm follows client-go tools/leaderelection). */
 #include "leader.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +15,6 @@
 #include "log.h"
 #include "loop.h"
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- pure logic ------------------------------------------------------------ */
 
 static int copy_str(json_t *v, const char *field, char *dst, size_t n, char *err, size_t errlen)
@@ -31,11 +22,11 @@ static int copy_str(json_t *v, const char *field, char *dst, size_t n, char *err
     dst[0] = '\0';
     if (!v || json_is_null(v)) return 0;
     if (!json_is_string(v)) {
-        set_err(err, errlen, "lease: %s: want a string", field);
+        util_set_err(err, errlen, "lease: %s: want a string", field);
         return -1;
     }
     if (json_string_length(v) >= n) {
-        set_err(err, errlen, "lease: %s: longer than %zu bytes", field, n - 1);
+        util_set_err(err, errlen, "lease: %s: longer than %zu bytes", field, n - 1);
         return -1;
     }
     memcpy(dst, json_string_value(v), json_string_length(v) + 1);
@@ -47,7 +38,7 @@ static int copy_int(json_t *v, const char *field, long *dst, char *err, size_t e
     *dst = 0;
     if (!v || json_is_null(v)) return 0;
     if (!json_is_integer(v)) {
-        set_err(err, errlen, "lease: %s: want an integer", field);
+        util_set_err(err, errlen, "lease: %s: want an integer", field);
         return -1;
     }
     *dst = (long)json_integer_value(v);
@@ -58,12 +49,12 @@ int leader_lease_parse(json_t *obj, leader_lease *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(obj)) {
-        set_err(err, errlen, "lease: not a JSON object");
+        util_set_err(err, errlen, "lease: not a JSON object");
         return -1;
     }
     json_t *md = json_object_get(obj, "metadata"), *spec = json_object_get(obj, "spec");
     if ((md && !json_is_object(md)) || (spec && !json_is_null(spec) && !json_is_object(spec))) {
-        set_err(err, errlen, "lease: metadata/spec: want objects");
+        util_set_err(err, errlen, "lease: metadata/spec: want objects");
         return -1;
     }
     if (copy_str(json_object_get(md, "resourceVersion"), "metadata.resourceVersion",
@@ -305,20 +296,20 @@ leader_elector *leader_start(struct ev_loop *loop, kube_client *kc, const leader
                              char *err, size_t errlen)
 {
     if (!opts || !opts->namespace || !*opts->namespace) {
-        set_err(err, errlen, "leader_start: namespace is required");
+        util_set_err(err, errlen, "leader_start: namespace is required");
         return NULL;
     }
     if (!opts->identity || !*opts->identity || strlen(opts->identity) > 253) {
-        set_err(err, errlen, "leader_start: identity is required (1 to 253 bytes)");
+        util_set_err(err, errlen, "leader_start: identity is required (1 to 253 bytes)");
         return NULL;
     }
     if (!opts->api && !kc) {
-        set_err(err, errlen, "leader_start: a kube client or an api is required");
+        util_set_err(err, errlen, "leader_start: a kube client or an api is required");
         return NULL;
     }
     leader_elector *e = calloc(1, sizeof *e);
     if (!e) {
-        set_err(err, errlen, "leader_start: out of memory");
+        util_set_err(err, errlen, "leader_start: out of memory");
         return NULL;
     }
     e->o = *opts;
@@ -329,7 +320,7 @@ leader_elector *leader_start(struct ev_loop *loop, kube_client *kc, const leader
     /* client-go NewLeaderElector: leaseDuration > renewDeadline > JitterFactor * retryPeriod */
     if (!(e->o.lease_duration_s > e->o.renew_deadline_s) ||
         !(e->o.renew_deadline_s > LEADER_JITTER_FACTOR * e->o.retry_period_s)) {
-        set_err(err, errlen,
+        util_set_err(err, errlen,
                 "leader_start: want lease duration (%gs) > renew deadline (%gs) > 1.2 x retry "
                 "period (%gs)",
                 e->o.lease_duration_s, e->o.renew_deadline_s, e->o.retry_period_s);
@@ -340,7 +331,7 @@ leader_elector *leader_start(struct ev_loop *loop, kube_client *kc, const leader
     e->name = strdup(opts->name && *opts->name ? opts->name : LEADER_LEASE_NAME);
     e->identity = strdup(opts->identity);
     if (!e->ns || !e->name || !e->identity) {
-        set_err(err, errlen, "leader_start: out of memory");
+        util_set_err(err, errlen, "leader_start: out of memory");
         leader_free(e);
         return NULL;
     }

@@ -1,9 +1,9 @@
 /* core/metrics: counters, gauges and histograms with labels, rendered in the
  * Prometheus text exposition format 0.0.4 (see metrics.h). */
 #include "metrics.h"
+#include "util.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,15 +36,6 @@ struct metrics_registry {
     metrics_family *head, *tail;
     metrics_family *dropped;   /* counter {family}, or NULL */
 };
-
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
 
 static void format_value(double v, char *buf, size_t n);
 
@@ -147,45 +138,45 @@ metrics_family *metrics_register(metrics_registry *r, metrics_type type, const c
                                  const char *help, size_t nlabels, const char *const *label_names,
                                  const double *buckets, size_t nbuckets, char *err, size_t errlen)
 {
-    if (!r) { set_err(err, errlen, "metrics_register: no registry"); return NULL; }
+    if (!r) { util_set_err(err, errlen, "metrics_register: no registry"); return NULL; }
     if (type != METRICS_COUNTER && type != METRICS_GAUGE && type != METRICS_HISTOGRAM) {
-        set_err(err, errlen, "metrics_register: unknown type %d", (int)type);
+        util_set_err(err, errlen, "metrics_register: unknown type %d", (int)type);
         return NULL;
     }
     if (!valid_metric_name(name)) {
-        set_err(err, errlen, "metrics_register: bad metric name \"%s\"", name ? name : "(null)");
+        util_set_err(err, errlen, "metrics_register: bad metric name \"%s\"", name ? name : "(null)");
         return NULL;
     }
     if (metrics_find(r, name)) {
-        set_err(err, errlen, "metrics_register: %s: already registered", name);
+        util_set_err(err, errlen, "metrics_register: %s: already registered", name);
         return NULL;
     }
     if (nlabels > METRICS_MAX_LABELS || (nlabels && !label_names)) {
-        set_err(err, errlen, "metrics_register: %s: at most %d labels", name, METRICS_MAX_LABELS);
+        util_set_err(err, errlen, "metrics_register: %s: at most %d labels", name, METRICS_MAX_LABELS);
         return NULL;
     }
     for (size_t i = 0; i < nlabels; i++) {
         if (!valid_label_name(label_names[i]) ||
             (type == METRICS_HISTOGRAM && strcmp(label_names[i], "le") == 0)) {
-            set_err(err, errlen, "metrics_register: %s: bad label name \"%s\"", name,
+            util_set_err(err, errlen, "metrics_register: %s: bad label name \"%s\"", name,
                     label_names[i] ? label_names[i] : "(null)");
             return NULL;
         }
         for (size_t j = 0; j < i; j++)
             if (strcmp(label_names[i], label_names[j]) == 0) {
-                set_err(err, errlen, "metrics_register: %s: duplicate label \"%s\"", name,
+                util_set_err(err, errlen, "metrics_register: %s: duplicate label \"%s\"", name,
                         label_names[i]);
                 return NULL;
             }
     }
     if (type == METRICS_HISTOGRAM) {
         if (!buckets || nbuckets == 0) {
-            set_err(err, errlen, "metrics_register: %s: a histogram needs buckets", name);
+            util_set_err(err, errlen, "metrics_register: %s: a histogram needs buckets", name);
             return NULL;
         }
         for (size_t i = 0; i < nbuckets; i++)
             if (!isfinite(buckets[i]) || (i && buckets[i] <= buckets[i - 1])) {
-                set_err(err, errlen,
+                util_set_err(err, errlen,
                         "metrics_register: %s: buckets must be finite and strictly increasing",
                         name);
                 return NULL;
@@ -219,7 +210,7 @@ metrics_family *metrics_register(metrics_registry *r, metrics_type type, const c
     return f;
 oom:
     if (f) family_free(f);
-    set_err(err, errlen, "metrics_register: out of memory");
+    util_set_err(err, errlen, "metrics_register: out of memory");
     return NULL;
 }
 
@@ -478,7 +469,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *policy[] = { "policy" };
     metrics_controller c = {0};
     if (!r || !m) {
-        set_err(err, errlen, "metrics_register_controller: no registry");
+        util_set_err(err, errlen, "metrics_register_controller: no registry");
         return -1;
     }
 #define REG(field, type, name, help, n, labels, b, nb) \
@@ -504,7 +495,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         "1 while this replica holds the leader Lease, else 0.", 0, NULL, NULL, 0);
 #undef REG
     if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0)) {
-        set_err(err, errlen, "metrics_register_controller: out of memory");
+        util_set_err(err, errlen, "metrics_register_controller: out of memory");
         return -1;
     }
     *m = c;

@@ -1,5 +1,6 @@
 /* core/reflector: list, then watch, into an indexed cache. See reflector.h. */
 #include "reflector.h"
+#include "util.h"
 #include "loop.h"
 
 #include <stdarg.h>
@@ -26,16 +27,6 @@ struct reflector {
     int retry_relist, relist_needed, synced, stopped, depth, watch_events;
     unsigned lists;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void destroy(reflector *r)
 {
@@ -429,12 +420,12 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
                            reflector_event_fn on_event, void *ud, char *err, size_t errlen)
 {
     if (!c || !kind || !on_event) {
-        set_err(err, errlen, "reflector_start: client, kind and on_event are required");
+        util_set_err(err, errlen, "reflector_start: client, kind and on_event are required");
         return NULL;
     }
     reflector *r = calloc(1, sizeof *r);
     if (!r) {
-        set_err(err, errlen, "reflector_start: out of memory");
+        util_set_err(err, errlen, "reflector_start: out of memory");
         return NULL;
     }
     if (opts)
@@ -464,7 +455,7 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
     r->by_cluster = json_object();
     if (kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 || !r->store || !r->by_owner ||
         !r->by_cluster) {
-        set_err(err, errlen, "reflector_start: bad namespace or out of memory");
+        util_set_err(err, errlen, "reflector_start: bad namespace or out of memory");
         json_decref(r->store);
         json_decref(r->by_owner);
         json_decref(r->by_cluster);

@@ -1,6 +1,7 @@
 /* core/server: /healthz, /readyz and /metrics over GNU libmicrohttpd, driven
  * by the libev loop (see server.h). */
 #include "server.h"
+#include "util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,15 +41,6 @@ struct server {
     char reason[256];
 };
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
-{
-    if (!err || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, n, fmt, ap);
-    va_end(ap);
-}
-
 static int addr_disabled(const char *a) { return !a || !*a || strcmp(a, "0") == 0; }
 
 /* Splits "host:port" / "[v6]:port" / ":port". Returns 0 or -1. */
@@ -85,7 +77,7 @@ static int listen_on(const char *what, const char *addr, int *port_out, char *er
 {
     char host[256], port[8];
     if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) {
-        set_err(err, errlen, "server: %s %s: want host:port", what, addr);
+        util_set_err(err, errlen, "server: %s %s: want host:port", what, addr);
         return -1;
     }
     /* all interfaces: IPv6 dual-stack first, IPv4 when there is no IPv6 */
@@ -143,7 +135,7 @@ static int listen_on(const char *what, const char *addr, int *port_out, char *er
         }
         freeaddrinfo(res);
     }
-    set_err(err, errlen, "server: %s %s: %s", what, addr, last);
+    util_set_err(err, errlen, "server: %s %s: %s", what, addr, last);
     return -1;
 }
 
@@ -267,14 +259,14 @@ static int listener_start(server *s, listener *l, int fd, const server_opts *o, 
                                  MHD_OPTION_CONNECTION_TIMEOUT, timeout,
                                  MHD_OPTION_END);
     if (!l->daemon) {   /* the fd is not closed: MHD may have done it */
-        set_err(err, errlen, "server: port %d: MHD_start_daemon failed", l->port);
+        util_set_err(err, errlen, "server: port %d: MHD_start_daemon failed", l->port);
         return -1;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info || info->epoll_fd < 0) {
         MHD_stop_daemon(l->daemon);
         l->daemon = NULL;
-        set_err(err, errlen, "server: port %d: no epoll fd", l->port);
+        util_set_err(err, errlen, "server: port %d: no epoll fd", l->port);
         return -1;
     }
     ev_io_init(&l->io, on_io, info->epoll_fd, EV_READ);
@@ -295,12 +287,12 @@ typedef struct plan_item {
 server *server_start(struct ev_loop *loop, const server_opts *opts, char *err, size_t errlen)
 {
     if (!loop || !opts) {
-        set_err(err, errlen, "server: no loop or options");
+        util_set_err(err, errlen, "server: no loop or options");
         return NULL;
     }
     server *s = calloc(1, sizeof *s);
     if (!s) {
-        set_err(err, errlen, "server: out of memory");
+        util_set_err(err, errlen, "server: out of memory");
         return NULL;
     }
     s->loop = loop;
