@@ -28,7 +28,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build demo
+.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
 # Java and Maven are for the test environment only (a real Flink from Maven
@@ -83,6 +83,13 @@ lint:
 
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
+
+# The policies alone (docs/policy-testing.md): luacheck on policies/, then busted on the policy
+# specs and the fixtures walker through tests/run.sh (its LUA_PATH, TAP and counts).
+# One spec: bash tests/run.sh busted policies/cluster_spec.lua
+test-policies: $(LUA_SOS)
+	luacheck --no-color -q policies
+	@bash tests/run.sh busted $(sort $(wildcard policies/*_spec.lua)) tests/policy_fixtures_spec.lua
 
 # install: the binary to $(PREFIX)/bin, lua/ and policies/ (without specs and testdata) to
 # $(DATADIR). DATADIR is compiled into the binary, so build with the same value:

@@ -9,13 +9,13 @@
 local lyaml = require("lyaml")
 local cjson = require("cjson")
 
-local ROOT = os.getenv("FC_ROOT") or "."
+local fx = require("support.fixtures")
 
+local ROOT = fx.ROOT
+
+-- The text of `path`, a path inside the repository.
 local function read(path)
-  local f = assert(io.open(ROOT .. "/" .. path, "r"))
-  local s = f:read("a")
-  f:close()
-  return s
+  return fx.read(fx.path(path))
 end
 
 local crd = lyaml.load(read("deploy/crd.yaml"))
@@ -562,7 +562,7 @@ describe("the CRD schema applied to manifests", function()
     local p = assert(io.popen("ls " .. ROOT .. "/deploy/examples/*.yaml"))
     local n = 0
     for file in p:lines() do
-      for _, doc in ipairs(lyaml.load(assert(io.open(file)):read("a"), { all = true })) do
+      for _, doc in ipairs(lyaml.load(fx.read(file), { all = true })) do
         if doc.kind == "FlinkCluster" then
           n = n + 1
           local errs, pruned = validate(doc)
@@ -661,19 +661,11 @@ end)
 -- (policies/testdata/validate/<case>/{input,expected}.yaml) accept, the API server accepts too,
 -- and every field it would prune is one validate warns about as unknown (and the reverse).
 describe("the CRD schema against the validate policy's fixtures", function()
-  local dir = ROOT .. "/policies/testdata/validate"
-  local p = io.popen("ls " .. dir .. " 2>/dev/null")
-  local cases = {}
-  for name in p:lines() do cases[#cases + 1] = name end
-  p:close()
-  for _, name in ipairs(cases) do
-    local f = io.open(dir .. "/" .. name .. "/input.yaml")
-    local e = io.open(dir .. "/" .. name .. "/expected.yaml")
-    if f and e then
-      local input = lyaml.load(f:read("a"))
-      local expected = lyaml.load(e:read("a"))
-      f:close()
-      e:close()
+  local dir = fx.cases_dir("validate")
+  for _, name in ipairs(fx.cases("validate")) do
+    local case = dir .. "/" .. name
+    if fx.exists(case .. "/input.yaml") and fx.exists(case .. "/expected.yaml") then
+      local input, expected = fx.read_yaml(case .. "/input.yaml"), fx.read_yaml(case .. "/expected.yaml")
       it(name, function()
         local errs, pruned = validate(input)
         -- each CRD error is also a validate error at the same path (map keys as .key)
@@ -704,11 +696,7 @@ end)
 describe("deploy/crd.yaml on a live kube-apiserver #testenv", function()
   local kubeconfig = os.getenv("FC_KUBECONFIG")
   if not kubeconfig then
-    local f = io.open(ROOT .. "/build/testenv/kubeconfig")
-    if f then
-      f:close()
-      kubeconfig = ROOT .. "/build/testenv/kubeconfig"
-    end
+    if fx.exists(ROOT .. "/build/testenv/kubeconfig") then kubeconfig = ROOT .. "/build/testenv/kubeconfig" end
   end
   local kubectl = (os.getenv("TESTENV_KUBECTL") or "kubectl") .. " --request-timeout=20s --kubeconfig="
     .. (kubeconfig or "/nonexistent")
@@ -746,22 +734,13 @@ describe("deploy/crd.yaml on a live kube-apiserver #testenv", function()
       valid[#valid + 1] = text
     end
   end
-  local p = assert(io.popen("ls -d " .. ROOT .. "/policies/testdata/validate/*/ " .. ROOT
-    .. "/deploy/examples/*.yaml 2>/dev/null"))
-  for path in p:lines() do
-    if path:sub(-1) == "/" then
-      local f, e = io.open(path .. "input.yaml"), io.open(path .. "expected.yaml")
-      if f and e then
-        add(f:read("a"), #(lyaml.load(e:read("a")).errors or {}) == 0)
-        f:close()
-        e:close()
-      end
-    else
-      local f = assert(io.open(path))
-      add(f:read("a"), true)
-      f:close()
-    end
+  for _, name in ipairs(fx.cases("validate")) do
+    local path = fx.cases_dir("validate") .. "/" .. name .. "/"
+    local text, expected = fx.read(path .. "input.yaml", true), fx.read_yaml(path .. "expected.yaml", true)
+    if text and expected then add(text, #(expected.errors or {}) == 0) end
   end
+  local p = assert(io.popen("ls " .. ROOT .. "/deploy/examples/*.yaml 2>/dev/null"))
+  for path in p:lines() do add(fx.read(path), true) end
   p:close()
 
   local function write_stream(texts)

@@ -3,20 +3,13 @@
 local lyaml = require("lyaml")
 local cjson = require("cjson")
 
-local ROOT = os.getenv("FC_ROOT") or "."
+local fx = require("support.fixtures")
 
-local function read(path)
-  local f = assert(io.open(ROOT .. "/" .. path, "r"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local ROOT = fx.ROOT
 
-local function exists(path)
-  local f = io.open(ROOT .. "/" .. path, "r")
-  if f then f:close() end
-  return f ~= nil
-end
+-- The text of `path` (inside the repository), and whether it exists.
+local function read(path) return fx.read(fx.path(path)) end
+local function exists(path) return fx.exists(fx.path(path)) end
 
 local function docs(path)
   local out = {}

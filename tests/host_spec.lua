@@ -2,45 +2,11 @@
 -- (#bin: `flink-controller sandbox-run`, binary from FC_BIN, default build/flink-controller).
 local cjson = require("cjson")
 
-local ROOT = os.getenv("FC_ROOT") or "."
-local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
+local fx = require("support.fixtures")
+local ROOT = fx.ROOT
 local HOSTILE = ROOT .. "/tests/testdata/hostile/"
 local POLICIES = ROOT .. "/tests/testdata/policies/"
-
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- Runs the binary with `args`; returns {code=, stdout=, stderr=, ms=<wall milliseconds>,
--- cpu_ms=<user + system CPU milliseconds of the child, from the shell's `times`>}.
--- Time bounds are asserted on cpu_ms: the wall clock of a loaded CI machine says little;
--- `timeout 20` keeps a regression from hanging the suite (exit 124).
-local function run(args, stdin)
-  local out, err = os.tmpname(), os.tmpname()
-  local q = {}
-  for i, a in ipairs(args) do q[i] = quote(a) end
-  local cmd = string.format("s=$(date +%%s%%N); %s %s >%s 2>%s <%s; rc=$?; e=$(date +%%s%%N); "
-    .. "echo $rc $(( (e - s) / 1000000 )); times", "timeout 20 " .. quote(BIN), table.concat(q, " "), out, err,
-    stdin and quote(stdin) or "/dev/null")
-  local p = assert(io.popen(cmd))
-  local line = p:read("l")
-  p:read("l") -- the shell's own times
-  local um, us, sm, ss = p:read("l"):match("(%d+)m([%d.]+)s (%d+)m([%d.]+)s")
-  p:close()
-  local code, ms = line:match("^(%d+) (%d+)$")
-  local res = { code = tonumber(code), ms = tonumber(ms), stdout = slurp(out), stderr = slurp(err),
-    cpu_ms = math.floor(((tonumber(um) + tonumber(sm)) * 60 + tonumber(us) + tonumber(ss)) * 1000) }
-  os.remove(out)
-  os.remove(err)
-  return res
-end
+local quote, slurp, run = fx.quote, fx.read, fx.run_bin
 
 -- A temporary policy dir: basic's validate.lua plus a defaults.lua with a syntax error on
 -- line 3 (made here, not kept in tests/testdata, so that luacheck stays clean).
@@ -49,9 +15,7 @@ local function broken_policy_dir()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. quote(dir) .. " && cp " .. quote(POLICIES .. "basic/validate.lua") .. " "
     .. quote(dir)))
-  local f = assert(io.open(dir .. "/defaults.lua", "w"))
-  f:write("-- broken on purpose\nreturn {\n  apply = function(c) return c end end,\n}\n")
-  f:close()
+  fx.write(dir .. "/defaults.lua", "-- broken on purpose\nreturn {\n  apply = function(c) return c end end,\n}\n")
   return dir
 end
 

@@ -2,11 +2,10 @@
 -- its spec beside it (policies/<policy>_spec.lua) and at least one fixture case directory
 -- (policies/testdata/<policy>/<case>/). Files under policies/lib/ are helpers, not policies.
 local lfs = require("lfs")
+local fx = require("support.fixtures")
 
-local ROOT = os.getenv("FC_ROOT") or "."
-
-local function is_dir(path) return lfs.attributes(path, "mode") == "directory" end
-local function is_file(path) return lfs.attributes(path, "mode") == "file" end
+local ROOT = fx.ROOT
+local is_file, write = fx.is_file, fx.write
 
 -- Policies of a policy directory `dir`: names of dir/*.lua files that are not specs.
 -- Subdirectories (lib/, testdata/) are not walked: their files are not policies.
@@ -29,22 +28,12 @@ local function problems(dir)
     if not is_file(dir .. "/" .. p .. "_spec.lua") then
       out[#out + 1] = p .. ": no " .. p .. "_spec.lua"
     end
-    local cases = dir .. "/testdata/" .. p
-    local n = 0
-    if is_dir(cases) then
-      for entry in lfs.dir(cases) do
-        if entry:sub(1, 1) ~= "." and is_dir(cases .. "/" .. entry) then n = n + 1 end
-      end
+    -- the same walk as the policy specs' (support.fixtures.cases)
+    if #fx.subdirs(dir .. "/testdata/" .. p) == 0 then
+      out[#out + 1] = p .. ": no case directory in testdata/" .. p .. "/"
     end
-    if n == 0 then out[#out + 1] = p .. ": no case directory in testdata/" .. p .. "/" end
   end
   return out
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
 end
 
 describe("policy fixtures", function()

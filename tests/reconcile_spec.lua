@@ -5,35 +5,24 @@
 -- policies/ directory. Observed objects are the applied ones as an API server would return
 -- them: with uid, resourceVersion, managedFields, server-filled defaults and a status.
 local lyaml = require("lyaml")
+local fx = require("support.fixtures")
 local util = require("fc.util")
 local host = require("fc.host")
 local reconcile = require("fc.reconcile")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 
-local ROOT = os.getenv("FC_ROOT") or "."
+local ROOT = fx.ROOT
 local T0 = 1764484800 -- 2025-11-30T06:40:00Z
 local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local read, write = fx.read, fx.write
 
 local made = {}
 -- A policy dir: policies-min + the real job/savepoint/status; `overrides` = {file = text}.
 local function policy_dir(overrides)
-  local dir = io.popen("mktemp -d"):read("l")
+  local dir = fx.tmpdir()
   made[#made + 1] = dir
-  assert(os.execute("mkdir -p '" .. dir .. "/lib'"))
+  assert(os.execute("mkdir -p " .. fx.quote(dir .. "/lib")))
   for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
@@ -236,6 +225,16 @@ describe("reconcile.run with policies-min", function()
     return c, r1, r2, objs
   end
 
+  -- bring_up(c0), then the job as Flink runs it: the cluster, a copy of the last status with
+  -- components.job id ID and state Running, and the objects applied so far.
+  local function running_job(c0)
+    local c, _, r2, objs = bring_up(c0)
+    local st = util.deepcopy(r2.status)
+    st.components.job.id = ID
+    st.components.job.state = "Running"
+    return c, st, objs
+  end
+
   it("applies the wordcount objects in order when nothing exists: Creating", function()
     local c = wordcount()
     local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
@@ -329,18 +328,15 @@ describe("reconcile.run with policies-min", function()
   end)
 
   it("takes a savepoint before changing a running job cluster (update)", function()
-    local c, _, r2, objs = bring_up()
+    local c, st, objs = running_job()
     local ch = children_of(objs, true)
-    local st = util.deepcopy(r2.status)
-    st.components.job.id = ID
-    st.components.job.state = "Running"
     local c2 = with_status(c, st)
     c2.metadata.generation = 2
     c2.spec.taskManager.replicas = 2
     local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } } }
     local r = reconcile.run({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
     local rev2 = r.status.nextRevision
-    assert.are_not.equal(r2.status.currentRevision, rev2)
+    assert.are_not.equal(st.currentRevision, rev2) -- (st: a copy of the status so far)
     assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
       "flink GET /jobs/overview" }, ops(r))
     assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/savepoints",
@@ -486,10 +482,7 @@ describe("reconcile.run with policies-min", function()
   end)
 
   it("cleans up after the job succeeded: Stopping, then Stopped; the submitter stays", function()
-    local c, _, r2, objs = bring_up()
-    local st = util.deepcopy(r2.status)
-    st.components.job.id = ID
-    st.components.job.state = "Running"
+    local c, st, objs = running_job()
     local flink = { reachable = true, jobs = { { jid = ID, state = "FINISHED" } } }
     local r = reconcile.run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
       now = T0 + 120 })
@@ -509,11 +502,8 @@ describe("reconcile.run with policies-min", function()
   end)
 
   it("runs the savepoint user control and removes the annotation when done", function()
-    local c, _, r2, objs = bring_up()
+    local c, st, objs = running_job()
     local ch = children_of(objs, true)
-    local st = util.deepcopy(r2.status)
-    st.components.job.id = ID
-    st.components.job.state = "Running"
     local cc = with_status(c, st)
     cc.metadata.annotations = { [reconcile.CONTROL_ANNOTATION] = "savepoint" }
     local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING" } }, savepoint_triggers = {} }
@@ -543,10 +533,7 @@ describe("reconcile.run with policies-min", function()
   it("restarts a failed job from its savepoint with FromSavepointOnFailure", function()
     local c0 = wordcount()
     c0.spec.job.restartPolicy = "FromSavepointOnFailure"
-    local c, _, r2, objs = bring_up(c0)
-    local st = util.deepcopy(r2.status)
-    st.components.job.id = ID
-    st.components.job.state = "Running"
+    local c, st, objs = running_job(c0)
     st.components.job.savepointLocation = "/cache/savepoints/savepoint-1"
     local flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } } }
     local stale = children_of(objs, true)
@@ -750,12 +737,11 @@ describe("reconcile.run with the real policies/", function()
 end)
 
 describe("the reconcile policies inside the binary's sandbox #bin", function()
-  local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
-
   it("job, savepoint and status load and decide under the C host (budgets, allowlist)", function()
-    local dir = io.popen("mktemp -d"):read("l")
+    local dir = fx.tmpdir()
     made[#made + 1] = dir
-    assert(os.execute("mkdir -p '" .. dir .. "/lib' && cp '" .. ROOT .. "'/policies/lib/*.lua '" .. dir .. "/lib/'"))
+    assert(os.execute("mkdir -p " .. fx.quote(dir .. "/lib") .. " && cp " .. fx.quote(ROOT) .. "/policies/lib/*.lua "
+      .. fx.quote(dir .. "/lib/")))
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
@@ -767,11 +753,10 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
       "apiVersion: flinkoperator.k8s.io/v1beta1", "kind: FlinkCluster", "metadata: {name: sm, namespace: default}",
       "spec:", "  image: {name: 'flink:1.17.2'}", "  taskManager: {replicas: 1}",
       "  job: {jarFile: /j.jar, savepointsDir: /sp, autoSavepointSeconds: 300}", "" }, "\n"))
-    local p = io.popen("'" .. BIN .. "' render -o json -f '" .. dir .. "/in.yaml' --policy-dir '" .. dir .. "' 2>&1")
-    local out = p:read("a")
-    local ok = p:close()
-    assert.is_true(ok, out)
-    local cm = require("cjson").decode(out)
+    local r = fx.run_bin({ "render", "-o", "json", "-f", dir .. "/in.yaml", "--policy-dir", dir })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal("", r.stderr) -- (the output was read with stderr merged into it: nothing else may be there)
+    local cm = require("cjson").decode(r.stdout)
     cm = cm.items and cm.items[1] or cm[1] or cm
     assert.same({ state = "Creating", job = "Running", savepoint = "InProgress, scheduled initial",
       trigger = "POST /jobs/8c2d6f0e4a1b3c5d7e9f00112233aabb/savepoints", time = "2023-11-14T22:18:20Z" }, cm.data)

@@ -3,8 +3,8 @@
 local cjson = require("cjson")
 local lyaml = require("lyaml")
 
-local ROOT = os.getenv("FC_ROOT") or "."
-local BIN = os.getenv("FC_BIN") or (ROOT .. "/build/flink-controller")
+local fx = require("support.fixtures")
+local ROOT = fx.ROOT
 local INPUTS = ROOT .. "/tests/testdata/render/"
 local POLICIES = ROOT .. "/tests/testdata/policies/"
 
@@ -12,40 +12,7 @@ local codec = require("fc.codec")
 local render = require("fc.render")
 local host = dofile(ROOT .. "/lua/fc/host.lua")
 
-local function quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- Runs the binary with `args`; returns {code=, stdout=, stderr=, ms=<wall milliseconds>,
--- cpu_ms=<user + system CPU milliseconds of the child, from the shell's `times`>}.
--- Time bounds are asserted on cpu_ms: the wall clock of a loaded CI machine says little;
--- `timeout 20` keeps a regression from hanging the suite (exit 124).
-local function run(args, stdin)
-  local out, err = os.tmpname(), os.tmpname()
-  local q = {}
-  for i, a in ipairs(args) do q[i] = quote(a) end
-  local cmd = string.format("s=$(date +%%s%%N); %s %s >%s 2>%s <%s; rc=$?; e=$(date +%%s%%N); "
-    .. "echo $rc $(( (e - s) / 1000000 )); times", "timeout 20 " .. quote(BIN), table.concat(q, " "), out, err,
-    stdin and quote(stdin) or "/dev/null")
-  local p = assert(io.popen(cmd))
-  local line = p:read("l")
-  p:read("l") -- the shell's own times
-  local um, us, sm, ss = p:read("l"):match("(%d+)m([%d.]+)s (%d+)m([%d.]+)s")
-  p:close()
-  local code, ms = line:match("^(%d+) (%d+)$")
-  local res = { code = tonumber(code), ms = tonumber(ms), stdout = slurp(out), stderr = slurp(err),
-    cpu_ms = math.floor(((tonumber(um) + tonumber(sm)) * 60 + tonumber(us) + tonumber(ss)) * 1000) }
-  os.remove(out)
-  os.remove(err)
-  return res
-end
+local slurp, run = fx.read, fx.run_bin
 
 -- "<kind> <name>" of each object of a YAML stream, in order.
 local function kinds_names(docs)
@@ -350,7 +317,7 @@ end)
 
 describe("flink-controller render with the project's policies #bin", function()
   local EXAMPLE = ROOT .. "/deploy/examples/wordcount.yaml"
-  local have_policies = io.open(ROOT .. "/policies/cluster.lua") ~= nil
+  local have_policies = fx.exists(ROOT .. "/policies/cluster.lua")
 
   it("renders deploy/examples/wordcount.yaml in apply order", function()
     if not have_policies then return pending("policies/cluster.lua is not in the tree yet") end
@@ -370,9 +337,7 @@ describe("flink-controller render with the project's policies #bin", function()
   it("rejects replicas 0 with the field path", function()
     if not have_policies then return pending("policies/validate.lua is not in the tree yet") end
     local bad = os.tmpname()
-    local f = assert(io.open(bad, "w"))
-    f:write((slurp(EXAMPLE):gsub("replicas: 1", "replicas: 0")))
-    f:close()
+    fx.write(bad, (slurp(EXAMPLE):gsub("replicas: 1", "replicas: 0")))
     local r = run({ "render", "-f", bad })
     os.remove(bad)
     assert.equal(1, r.code)
