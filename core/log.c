@@ -1,5 +1,6 @@
 /* core/log: structured logs (see log.h for the formats). */
 #include "log.h"
+#include "util.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -84,31 +85,7 @@ static void format_ts(double t, char *buf, size_t n)
     snprintf(buf, n, "%s.%03ldZ", base, ms);
 }
 
-/* ---- text: a growing buffer ------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+/* ---- text format (built in a util_buf) ----------------------------- */
 
 static int needs_quotes(const char *s)
 {
@@ -119,39 +96,39 @@ static int needs_quotes(const char *s)
 }
 
 /* A msg or value in the text format: bare when safe, else quoted. */
-static void sb_text_value(sbuf *b, const char *s)
+static void sb_text_value(util_buf *b, const char *s)
 {
-    if (!s) { sb_str(b, "<nil>"); return; }
-    if (!needs_quotes(s)) { sb_str(b, s); return; }
-    sb_put(b, "\"", 1);
+    if (!s) { util_buf_str(b, "<nil>"); return; }
+    if (!needs_quotes(s)) { util_buf_str(b, s); return; }
+    util_buf_put(b, "\"", 1);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         switch (*p) {
-        case '"': sb_put(b, "\\\"", 2); break;
-        case '\\': sb_put(b, "\\\\", 2); break;
-        case '\n': sb_put(b, "\\n", 2); break;
-        case '\r': sb_put(b, "\\r", 2); break;
-        case '\t': sb_put(b, "\\t", 2); break;
+        case '"': util_buf_put(b, "\\\"", 2); break;
+        case '\\': util_buf_put(b, "\\\\", 2); break;
+        case '\n': util_buf_put(b, "\\n", 2); break;
+        case '\r': util_buf_put(b, "\\r", 2); break;
+        case '\t': util_buf_put(b, "\\t", 2); break;
         default:
             if (*p < 0x20 || *p == 0x7f) {
                 snprintf(esc, sizeof esc, "\\x%02x", *p);
-                sb_str(b, esc);
+                util_buf_str(b, esc);
             } else {
-                sb_put(b, (const char *)p, 1);
+                util_buf_put(b, (const char *)p, 1);
             }
         }
     }
-    sb_put(b, "\"", 1);
+    util_buf_put(b, "\"", 1);
 }
 
 /* A key in the text format: keys are the caller's identifiers; anything
  * unsafe in one is replaced by '_' so `k=v` stays parseable. */
-static void sb_text_key(sbuf *b, const char *k)
+static void sb_text_key(util_buf *b, const char *k)
 {
-    if (!*k) { sb_str(b, "_"); return; }
+    if (!*k) { util_buf_str(b, "_"); return; }
     for (const unsigned char *p = (const unsigned char *)k; *p; p++) {
         char c = (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '=' || *p == '\\') ? '_' : (char)*p;
-        sb_put(b, &c, 1);
+        util_buf_put(b, &c, 1);
     }
 }
 
@@ -163,21 +140,21 @@ static int reserved_key(const char *k)
 static char *format_text(const char *ts, log_level level, const char *msg, size_t npairs,
                          const char *const *kvs)
 {
-    sbuf b = {0};
-    sb_str(&b, ts);
-    sb_put(&b, " ", 1);
-    sb_str(&b, log_level_name(level));
-    sb_put(&b, " ", 1);
+    util_buf b = {.first = 128};
+    util_buf_str(&b, ts);
+    util_buf_put(&b, " ", 1);
+    util_buf_str(&b, log_level_name(level));
+    util_buf_put(&b, " ", 1);
     sb_text_value(&b, msg);
     for (size_t i = 0; i < npairs; i++) {
         const char *k = kvs[2 * i] ? kvs[2 * i] : "(MISSING)";
-        sb_put(&b, " ", 1);
-        if (reserved_key(k)) sb_str(&b, "field.");
+        util_buf_put(&b, " ", 1);
+        if (reserved_key(k)) util_buf_str(&b, "field.");
         sb_text_key(&b, k);
-        sb_put(&b, "=", 1);
+        util_buf_put(&b, "=", 1);
         sb_text_value(&b, kvs[2 * i + 1]);
     }
-    sb_put(&b, "\n", 1);
+    util_buf_put(&b, "\n", 1);
     if (b.oom) { free(b.p); return NULL; }
     return b.p;
 }

@@ -331,30 +331,6 @@ size_t metrics_dropped(const metrics_family *f) { return f ? f->dropped : 0; }
 
 /* ---- rendering ---------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) { b->oom = 1; return; }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-
 /* A sample value or bucket bound as Go's strconv.FormatFloat(v, 'g', -1, 64)
  * would read: integers in full, else the shortest %g that reads back. */
 static void format_value(double v, char *buf, size_t n)
@@ -373,65 +349,65 @@ static void format_value(double v, char *buf, size_t n)
 
 /* Label values escape backslash, double quote and newline; HELP text
  * escapes backslash and newline (exposition format 0.0.4). */
-static void sb_escaped(sbuf *b, const char *s, int quote)
+static void sb_escaped(util_buf *b, const char *s, int quote)
 {
     for (const char *p = s; *p; p++) {
-        if (*p == '\\') sb_put(b, "\\\\", 2);
-        else if (*p == '\n') sb_put(b, "\\n", 2);
-        else if (quote && *p == '"') sb_put(b, "\\\"", 2);
-        else sb_put(b, p, 1);
+        if (*p == '\\') util_buf_put(b, "\\\\", 2);
+        else if (*p == '\n') util_buf_put(b, "\\n", 2);
+        else if (quote && *p == '"') util_buf_put(b, "\\\"", 2);
+        else util_buf_put(b, p, 1);
     }
 }
 
 /* `{l1="v1",...[,le="x"]}` or nothing when there are no labels. */
-static void sb_labels(sbuf *b, const metrics_family *f, const series *s, const char *le)
+static void sb_labels(util_buf *b, const metrics_family *f, const series *s, const char *le)
 {
     if (!f->nlabels && !le) return;
-    sb_put(b, "{", 1);
+    util_buf_put(b, "{", 1);
     for (size_t j = 0; j < f->nlabels; j++) {
-        if (j) sb_put(b, ",", 1);
-        sb_str(b, f->labels[j]);
-        sb_put(b, "=\"", 2);
+        if (j) util_buf_put(b, ",", 1);
+        util_buf_str(b, f->labels[j]);
+        util_buf_put(b, "=\"", 2);
         sb_escaped(b, s->values[j], 1);
-        sb_put(b, "\"", 1);
+        util_buf_put(b, "\"", 1);
     }
     if (le) {
-        if (f->nlabels) sb_put(b, ",", 1);
-        sb_str(b, "le=\"");
-        sb_str(b, le);
-        sb_put(b, "\"", 1);
+        if (f->nlabels) util_buf_put(b, ",", 1);
+        util_buf_str(b, "le=\"");
+        util_buf_str(b, le);
+        util_buf_put(b, "\"", 1);
     }
-    sb_put(b, "}", 1);
+    util_buf_put(b, "}", 1);
 }
 
-static void sb_sample(sbuf *b, const metrics_family *f, const series *s, const char *suffix,
+static void sb_sample(util_buf *b, const metrics_family *f, const series *s, const char *suffix,
                       const char *le, double v)
 {
     char num[40];
-    sb_str(b, f->name);
-    sb_str(b, suffix);
+    util_buf_str(b, f->name);
+    util_buf_str(b, suffix);
     sb_labels(b, f, s, le);
-    sb_put(b, " ", 1);
+    util_buf_put(b, " ", 1);
     format_value(v, num, sizeof num);
-    sb_str(b, num);
-    sb_put(b, "\n", 1);
+    util_buf_str(b, num);
+    util_buf_put(b, "\n", 1);
 }
 
 char *metrics_render(const metrics_registry *r, size_t *len)
 {
     static const char *const type_names[] = { "counter", "gauge", "histogram" };
-    sbuf b = {0};
-    sb_put(&b, "", 0);
+    util_buf b = {.first = 1024};
+    util_buf_put(&b, "", 0);
     for (const metrics_family *f = r ? r->head : NULL; f; f = f->next) {
-        sb_str(&b, "# HELP ");
-        sb_str(&b, f->name);
-        sb_put(&b, " ", 1);
+        util_buf_str(&b, "# HELP ");
+        util_buf_str(&b, f->name);
+        util_buf_put(&b, " ", 1);
         sb_escaped(&b, f->help, 0);
-        sb_str(&b, "\n# TYPE ");
-        sb_str(&b, f->name);
-        sb_put(&b, " ", 1);
-        sb_str(&b, type_names[f->type]);
-        sb_put(&b, "\n", 1);
+        util_buf_str(&b, "\n# TYPE ");
+        util_buf_str(&b, f->name);
+        util_buf_put(&b, " ", 1);
+        util_buf_str(&b, type_names[f->type]);
+        util_buf_put(&b, "\n", 1);
         for (size_t i = 0; i < f->nseries; i++) {
             const series *s = &f->series[i];
             if (f->type != METRICS_HISTOGRAM) {
