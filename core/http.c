@@ -17,8 +17,8 @@ struct http_request {
     void *ud;
     int stream;
     int cancelled;
-    char *buf;
-    size_t len, cap, max_body;
+    util_buf body;                    /* the response body (not streamed) */
+    size_t max_body;
     char errbuf[CURL_ERROR_SIZE];
     char overbuf[64];                 /* set when the body cap was hit */
     http_request *next, *prev;        /* active list */
@@ -55,7 +55,7 @@ static void request_free(http_request *r)
     curl_multi_remove_handle(c->multi, r->easy);
     curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
-    free(r->buf);
+    util_buf_free(&r->body);
     free(r);
 }
 
@@ -97,8 +97,8 @@ static void finish(http_request *r, CURLcode code)
     resp.curl_code = (int)code;
     resp.error = code == CURLE_OK ? "" : r->overbuf[0] ? r->overbuf
                                        : (r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
-    resp.body = r->buf ? r->buf : "";
-    resp.body_len = r->len;
+    resp.body = r->body.p ? r->body.p : "";
+    resp.body_len = r->body.len;
     resp.retry_after_s = resp.status ? parse_retry_after(r->easy) : -1;
     char *ct = NULL;
     curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
@@ -213,24 +213,11 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
             return 0;
         return n;
     }
-    if (r->len + n + 1 > r->max_body) {
+    if (r->body.len + n + 1 > r->max_body) {
         snprintf(r->overbuf, sizeof r->overbuf, "response body over %zu bytes", r->max_body);
         return 0;
     }
-    if (r->len + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 4096;
-        while (cap < r->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(r->buf, cap);
-        if (!nb)
-            return 0;
-        r->buf = nb;
-        r->cap = cap;
-    }
-    memcpy(r->buf + r->len, ptr, n);
-    r->len += n;
-    r->buf[r->len] = '\0';
-    return n;
+    return util_buf_put(&r->body, ptr, n) == 0 ? n : 0;
 }
 
 http_client *http_client_new(struct ev_loop *loop, char *err, size_t errlen)
@@ -361,6 +348,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     r->ud = o->ud;
     r->stream = o->stream;
     r->max_body = o->max_body ? o->max_body : (size_t)64 << 20;
+    r->body.first = 4096;
     r->easy = curl_easy_init();
     if (!r->easy) {
         free(r);

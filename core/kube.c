@@ -570,8 +570,7 @@ struct kube_call {
     int full_relist;
     /* watch */
     kube_event_fn on_event;
-    char *line;
-    size_t line_len, line_cap;
+    util_buf line;            /* bytes of a watch event not yet ended by '\n' */
     int stopped;
     char werr[256];
     kube_call *next, *prev;
@@ -701,7 +700,7 @@ static void call_free(kube_call *k)
     free(k->selector);
     free(k->list_rv);
     free(k->cont);
-    free(k->line);
+    util_buf_free(&k->line);
     json_decref(k->items);
     free(k);
 }
@@ -846,28 +845,18 @@ static int watch_data(http_request *req, const char *data, size_t len, void *ud)
 {
     (void)req;
     kube_call *k = ud;
-    if (k->line_len + len + 1 > k->line_cap) {
-        size_t cap = k->line_cap ? k->line_cap : 8192;
-        while (cap < k->line_len + len + 1)
-            cap *= 2;
-        if (cap > ((size_t)64 << 20)) {
-            snprintf(k->werr, sizeof k->werr, "watch: event over 64 MiB");
-            return 1;
-        }
-        char *nl = realloc(k->line, cap);
-        if (!nl)
-            return 1;
-        k->line = nl;
-        k->line_cap = cap;
+    if (k->line.len + len + 1 > ((size_t)64 << 20)) {
+        snprintf(k->werr, sizeof k->werr, "watch: event over 64 MiB");
+        return 1;
     }
-    memcpy(k->line + k->line_len, data, len);
-    k->line_len += len;
+    if (util_buf_put(&k->line, data, len) != 0)
+        return 1;
     size_t start = 0;
     int rc = 0;
-    for (size_t i = k->line_len - len; i < k->line_len; i++) {
-        if (k->line[i] != '\n')
+    for (size_t i = k->line.len - len; i < k->line.len; i++) {
+        if (k->line.p[i] != '\n')
             continue;
-        rc = watch_line(k, k->line + start, i - start);
+        rc = watch_line(k, k->line.p + start, i - start);
         start = i + 1;
         if (rc != 0 || k->cancelled)
             break;
@@ -876,8 +865,9 @@ static int watch_data(http_request *req, const char *data, size_t len, void *ud)
         call_free(k);      /* kube_cancel from on_event deferred the free */
         return 1;
     }
-    memmove(k->line, k->line + start, k->line_len - start);
-    k->line_len -= start;
+    memmove(k->line.p, k->line.p + start, k->line.len - start);
+    k->line.len -= start;
+    k->line.p[k->line.len] = '\0';
     return rc;
 }
 
@@ -976,8 +966,8 @@ static void http_done(http_request *req, const http_response *resp, void *ud)
         return;
     }
     if (k->type == CALL_WATCH && resp->status >= 200 && resp->status < 300) {
-        if (!k->werr[0] && resp->curl_code == 0 && k->line_len) { /* last line without '\n' */
-            watch_line(k, k->line, k->line_len);
+        if (!k->werr[0] && resp->curl_code == 0 && k->line.len) { /* last line without '\n' */
+            watch_line(k, k->line.p, k->line.len);
             if (k->cancelled) {
                 call_free(k);
                 return;
@@ -1027,7 +1017,10 @@ static void call_send(kube_call *k)
     o.on_done = http_done;
     o.ud = k;
     k->attempts++;
-    k->line_len = 0;
+    k->line.len = 0;              /* a new attempt: no partial event */
+    k->line.oom = 0;
+    if (k->line.p)
+        k->line.p[0] = '\0';
     k->werr[0] = '\0';
     k->req = http_request_start(c->http, &o, err, sizeof err);
     free(url);
@@ -1049,6 +1042,7 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
     }
     k->client = c;
     k->type = type;
+    k->line.first = 8192;
     k->method = strdup(req->method ? req->method : "GET");
     k->path = strdup(req->path);
     k->content_type = xstrdup(req->content_type);
