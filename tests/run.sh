@@ -12,7 +12,8 @@ ROOT=$PWD
 export FC_ROOT=$ROOT
 export LUA_PATH="$ROOT/lua/?.lua;$ROOT/lua/?/init.lua;$ROOT/policies/?.lua;$ROOT/tests/?.lua;/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;;"
 export LUA_CPATH="$ROOT/build/lib/?.so;/usr/lib/x86_64-linux-gnu/lua/5.4/?.so;;"
-LOG=$ROOT/build/test-logs
+# FC_TEST_LOGS: where the TAP files go (another directory keeps parallel runs apart)
+LOG=${FC_TEST_LOGS:-$ROOT/build/test-logs}
 mkdir -p "$LOG"
 passed=0
 failed=0

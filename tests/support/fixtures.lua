@@ -14,8 +14,16 @@ local M = {}
 M.ROOT = os.getenv("FC_ROOT") or "."
 --- The binary the #bin specs run: FC_BIN (tests/run.sh's asan suite sets the ASan build).
 M.BIN = os.getenv("FC_BIN") or (M.ROOT .. "/build/flink-controller")
---- True when FC_UPDATE_FIXTURES=1: fixture specs rewrite expected.yaml from the output first.
-M.UPDATE = os.getenv("FC_UPDATE_FIXTURES") == "1"
+--- FC_UPDATE_FIXTURES: "1" makes the fixture specs rewrite every expected.yaml from the output
+-- before comparing; a case name (e.g. "session-full") rewrites only the cases of that name.
+M.UPDATE = os.getenv("FC_UPDATE_FIXTURES")
+if M.UPDATE == "" or M.UPDATE == "0" then M.UPDATE = nil end
+
+--- True when FC_UPDATE_FIXTURES asks to rewrite the expectation of case directory `dir`.
+function M.updating(dir)
+  if M.UPDATE == nil then return false end
+  return M.UPDATE == "1" or dir:match("([^/]+)/*$") == M.UPDATE
+end
 
 --- `rel` (a path inside the repository) as a path from the root.
 function M.path(rel)
@@ -91,8 +99,9 @@ function M.load_yaml(path)
 end
 
 --- YAML text of `value` as the fixtures are written: keys sorted, multi-line strings as
--- literal blocks, strings that would read back as another type single-quoted, lyaml.null as
--- `~`, an empty table as `{}` (libyaml's emitter through lyaml).
+-- literal blocks, strings that would read back as another type (or not at all) single-quoted,
+-- floats with 17 significant digits, lyaml.null as `~`, an empty table as `{}` (libyaml's
+-- emitter through lyaml).
 function M.emit_yaml(value)
   local e = yaml.emitter()
   local function scalar(v, style)
@@ -115,13 +124,16 @@ function M.emit_yaml(value)
         e.emit({ type = "MAPPING_END" })
       end
     elseif type(v) == "string" then
+      local ok, doc = pcall(lyaml.load, "v: " .. v .. "\n")
       if v:find("\n") then
         scalar(v, "LITERAL")
-      elseif lyaml.load("v: " .. v .. "\n").v ~= v then
+      elseif not ok or type(doc) ~= "table" or doc.v ~= v then
         scalar(v, "SINGLE_QUOTED")
       else
         scalar(v, "PLAIN")
       end
+    elseif math.type(v) == "float" then
+      scalar(string.format("%.17g", v), "PLAIN") -- reads back as the same double
     else
       scalar(tostring(v), "PLAIN")
     end
@@ -214,13 +226,15 @@ function M.assert_cases(found, want)
   assert(#found >= #want, "fewer fixture cases than expected")
 end
 
---- The expectation of case directory `dir` for the output `got`: FC_UPDATE_FIXTURES=1 first
--- rewrites `dir/<name>` (default expected.yaml) as M.emit_yaml(got); then the file is read
--- (M.read_yaml, nulls kept, or M.load_yaml when `strip`). Raises when it does not exist.
+--- The expectation of case directory `dir` for the output `got`: when M.updating(dir)
+-- (FC_UPDATE_FIXTURES) it first rewrites `dir/<opts.name>` (default expected.yaml) as
+-- M.emit_yaml(got), the whole output (a partial expectation becomes a full one: trim it by hand
+-- to the keys that matter); then the file is read (M.read_yaml, nulls kept, or M.load_yaml
+-- when opts.strip). Raises when it does not exist.
 function M.expected(dir, got, opts)
   opts = opts or {}
   local path = dir .. "/" .. (opts.name or "expected.yaml")
-  if M.UPDATE then M.write(path, M.emit_yaml(got)) end
+  if M.updating(dir) then M.write(path, M.emit_yaml(got)) end
   if opts.strip then return M.load_yaml(path) end
   return M.read_yaml(path)
 end
