@@ -19,59 +19,10 @@ static char *xstrdup(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* Reads a whole file (up to max bytes) into a NUL-terminated buffer. */
-static char *read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        util_set_err(why, whylen, "%s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len + 1 >= cap) {
-            if (cap >= max) {
-                util_set_err(why, whylen, "larger than %zu bytes", max);
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
-        if (n == 0) {
-            if (ferror(f)) {
-                util_set_err(why, whylen, "read error");
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    if (buf) {
-        buf[len] = '\0';
-        if (len_out)
-            *len_out = len;
-    } else if (why && !*why) {
-        util_set_err(why, whylen, "out of memory");
-    }
-    return buf;
-}
-
 /* Reads a token file, trimming surrounding whitespace. */
 static char *read_token(const char *path, char *why, size_t whylen)
 {
-    char *t = read_file(path, 64 << 10, NULL, why, whylen);
+    char *t = util_read_file(path, 64 << 10, NULL, why, whylen);
     if (!t)
         return NULL;
     char *s = t;
@@ -324,7 +275,7 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
     memset(cfg, 0, sizeof *cfg);
     char why[256] = "";
     size_t len = 0;
-    char *text = read_file(path, 16 << 20, &len, why, sizeof why);
+    char *text = util_read_file(path, 16 << 20, &len, why, sizeof why);
     if (!text) {
         util_set_err(err, errlen, "kubeconfig %s: %s", path, why);
         return -1;
