@@ -1189,10 +1189,8 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
         return NULL;
     }
     char ts[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (util_format_time((double)time(NULL), 0, ts, sizeof ts) != 0)
+        snprintf(ts, sizeof ts, "1970-01-01T00:00:00Z");
     char msg[1025];
     snprintf(msg, sizeof msg, "%s", message);
     size_t ml = strlen(msg);

@@ -95,17 +95,8 @@ leader_decision leader_decide(const leader_lease *lease, double observed_at, dou
 
 int leader_format_microtime(double t, char *buf, size_t n)
 {
-    if (!buf || n < 28 || !isfinite(t) || t < 0) return -1;
-    time_t sec = (time_t)floor(t);
-    long us = (long)floor((t - (double)sec) * 1e6);
-    if (us > 999999) us = 999999;
-    if (us < 0) us = 0;
-    struct tm tm;
-    if (!gmtime_r(&sec, &tm)) return -1;
-    char base[32];
-    if (!strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm)) return -1;
-    int w = snprintf(buf, n, "%s.%06ldZ", base, us);
-    return (w < 0 || (size_t)w >= n) ? -1 : 0;
+    if (!buf || n < 28) return -1;
+    return util_format_time(t, 6, buf, n);
 }
 
 json_t *leader_lease_update(json_t *observed, const char *ns, const char *name, leader_decision d,

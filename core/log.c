@@ -67,22 +67,13 @@ static double wall_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* "2026-11-30T07:00:42.123Z" (RFC 3339, UTC, milliseconds, truncated). */
+/* "2026-11-30T07:00:42.123Z" (RFC 3339, UTC, milliseconds, truncated); a time that is not
+ * finite or negative is written as the epoch. */
 static void format_ts(double t, char *buf, size_t n)
 {
     if (!isfinite(t) || t < 0) t = 0;
-    time_t sec = (time_t)floor(t);
-    long ms = (long)floor((t - (double)sec) * 1000.0);
-    if (ms > 999) ms = 999;
-    if (ms < 0) ms = 0;
-    struct tm tm;
-    if (!gmtime_r(&sec, &tm)) {
+    if (util_format_time(t, 3, buf, n) != 0)
         snprintf(buf, n, "1970-01-01T00:00:00.000Z");
-        return;
-    }
-    char base[32];
-    strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03ldZ", base, ms);
 }
 
 /* ---- text format (built in a util_buf) ----------------------------- */
