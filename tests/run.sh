@@ -48,7 +48,10 @@ BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CP
 suites=()
 specs=()
 for a in "$@"; do
-  if [ -e "$a" ]; then specs+=("$a"); else suites+=("$a"); fi
+  case $a in
+    lint|busted|c|asan|testenv|integration) suites+=("$a") ;;
+    *) if [ -e "$a" ]; then specs+=("$a"); else suites+=("$a"); fi ;;
+  esac
 done
 if [ ${#suites[@]} -eq 0 ] && [ ${#specs[@]} -gt 0 ]; then
   suites=(busted)
