@@ -566,8 +566,8 @@ static int copy_cfg(kube_config *dst, const kube_config *s)
 {
     memset(dst, 0, sizeof *dst);
 #define DUP(f) do { if (s->f && !(dst->f = strdup(s->f))) return -1; } while (0)
-#define DUPB(f, l) do { if (s->f) { if (!(dst->f = malloc(s->l + 1))) return -1; \
-        memcpy(dst->f, s->f, s->l); dst->f[s->l] = '\0'; dst->l = s->l; } } while (0)
+#define DUPB(f, l) do { if (s->f) { if (!(dst->f = util_memdup(s->f, s->l))) return -1; \
+        dst->l = s->l; } } while (0)
     DUP(server);
     DUP(ca_file);
     DUPB(ca_pem, ca_pem_len);
@@ -999,11 +999,7 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
     k->content_type = xstrdup(req->content_type);
     if (req->body) {
         k->body_len = req->body_len ? req->body_len : strlen(req->body);
-        k->body = malloc(k->body_len + 1);
-        if (k->body) {
-            memcpy(k->body, req->body, k->body_len);
-            k->body[k->body_len] = '\0';
-        }
+        k->body = util_memdup(req->body, k->body_len);
     }
     k->timeout_s = req->timeout_s > 0 ? req->timeout_s : 60;
     k->cb = cb;

@@ -14,6 +14,7 @@
  * setmetatable refuses metatables that carry __gc.
  */
 #include "lhost.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -1192,13 +1193,12 @@ static int lhost_pop_json(struct lhost *h, char **out, char *err, size_t errlen)
         snprintf(err, errlen, "fc.codec.encode_json: did not return a string");
         return -1;
     }
-    *out = malloc(n + 1);
+    *out = util_memdup(s, n);
     if (!*out) {
         lua_pop(L, 1);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    memcpy(*out, s, n + 1);
     lua_pop(L, 1);
     return 0;
 }
