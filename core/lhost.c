@@ -358,6 +358,15 @@ static int lhost_sb_print(lua_State *L)
     return 0;
 }
 
+/* Calls the original library function (upvalue 1) with the current arguments. */
+static int lhost_forward(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 static int lhost_sb_setmetatable(lua_State *L)
 {
     if (lua_type(L, 2) == LUA_TTABLE) {
@@ -366,10 +375,7 @@ static int lhost_sb_setmetatable(lua_State *L)
             return luaL_error(L, "setmetatable: __gc metamethods are not allowed in policies");
         lua_pop(L, 1);
     }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    return lhost_forward(L);
 }
 
 /* The message handler of the sandbox's xpcall: runs the policy's handler (upvalue 1) only
@@ -410,15 +416,6 @@ static int lhost_sb_readonly(lua_State *L)
 {
     return luaL_error(L, "assignment to global '%s': policies cannot write globals",
                       lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : "?");
-}
-
-/* Calls the original library function (upvalue 1) with the current arguments. */
-static int lhost_forward(lua_State *L)
-{
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
 }
 
 static int lhost_guard_rep(lua_State *L)
