@@ -827,6 +827,40 @@ static void lhost_fn_position(lua_State *L, const char *file, char *out, size_t 
         snprintf(out, n, "%s:1", file);
 }
 
+/* Puts `false` below the error message on top; returns 2 (the Lua results false, message). */
+static int lhost_return_failure(lua_State *L)
+{
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
+}
+
+/* The common end of fc.host.call and run_chunk: calls the function on top with a plain-data
+ * copy of the value at `input` under a call window and returns the Lua results `true, <copy
+ * of the result>` or `false, "<file>:<line>: <message>"`. A bad input raises "<fn>: input:
+ * <what>"; a bad result reads "<fallback>: <hook> returned a bad result: <what>" (or
+ * "<fallback>: bad result: <what>" when hook is NULL). */
+static int lhost_call_copied(struct lhost *h, lua_State *L, int input, const char *fn,
+                             const char *fallback, const char *hook)
+{
+    char err[768];
+    if (lhost_copy(L, input, err, sizeof err))
+        return luaL_error(L, "%s: input: %s", fn, err);
+    if (lhost_sandboxed_call(h, L, 1, fallback))
+        return lhost_return_failure(L);
+    if (lhost_copy(L, -1, err, sizeof err)) {
+        lua_pushboolean(L, 0);
+        if (hook)
+            lua_pushfstring(L, "%s: %s returned a bad result: %s", fallback, hook, err);
+        else
+            lua_pushfstring(L, "%s: bad result: %s", fallback, err);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -2);
+    return 2;
+}
+
 /* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>" */
 static int lhost_l_call(lua_State *L)
 {
@@ -834,35 +868,18 @@ static int lhost_l_call(lua_State *L)
     const char *policy = luaL_checkstring(L, 1);
     const char *hook = luaL_checkstring(L, 2);
     lua_settop(L, 3);
-    if (lhost_push_policy(h, L, policy)) {
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
+    if (lhost_push_policy(h, L, policy))
+        return lhost_return_failure(L);
     lua_pushstring(L, hook);
     if (lua_rawget(L, -2) != LUA_TFUNCTION) {
         lua_pushboolean(L, 0);
         lua_pushfstring(L, "%s.lua: hook '%s' is not a function", policy, hook);
         return 2;
     }
-    char file[96], fallback[128], err[768];
+    char file[96], fallback[128];
     snprintf(file, sizeof file, "%s.lua", policy);
     lhost_fn_position(L, file, fallback, sizeof fallback);
-    if (lhost_copy(L, 3, err, sizeof err))
-        return luaL_error(L, "call: input: %s", err);
-    if (lhost_sandboxed_call(h, L, 1, fallback)) {
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
-    if (lhost_copy(L, -1, err, sizeof err)) {
-        lua_pushboolean(L, 0);
-        lua_pushfstring(L, "%s: %s returned a bad result: %s", fallback, hook, err);
-        return 2;
-    }
-    lua_pushboolean(L, 1);
-    lua_insert(L, -2);
-    return 2;
+    return lhost_call_copied(h, L, 3, "call", fallback, hook);
 }
 
 /* fc.host.load_policy(name) -> table | nil, err.  The table is the policy's own: calling its
@@ -887,31 +904,14 @@ static int lhost_l_run_chunk(lua_State *L)
     const char *name = luaL_checkstring(L, 1);
     luaL_checkstring(L, 2);
     lua_settop(L, 3);
-    char chunk[300], fallback[300], err[768];
+    char chunk[300], fallback[300];
     snprintf(chunk, sizeof chunk, "@%s", name);
     snprintf(fallback, sizeof fallback, "%s:1", name);
     lhost_push_env(L, name);
     lua_pushvalue(L, 2);
-    if (lhost_load_in_env(L, -2, chunk)) {
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
-    if (lhost_copy(L, 3, err, sizeof err))
-        return luaL_error(L, "run_chunk: input: %s", err);
-    if (lhost_sandboxed_call(h, L, 1, fallback)) {
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
-    if (lhost_copy(L, -1, err, sizeof err)) {
-        lua_pushboolean(L, 0);
-        lua_pushfstring(L, "%s: bad result: %s", fallback, err);
-        return 2;
-    }
-    lua_pushboolean(L, 1);
-    lua_insert(L, -2);
-    return 2;
+    if (lhost_load_in_env(L, -2, chunk))
+        return lhost_return_failure(L);
+    return lhost_call_copied(h, L, 3, "run_chunk", fallback, NULL);
 }
 
 /* fc.host.configure{policy_dir=DIR, timeout_ms=N, memory_mib=N}: a new policy_dir drops the
