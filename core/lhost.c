@@ -90,9 +90,13 @@ static void lhost_now(struct timespec *ts)
         clock_gettime(CLOCK_MONOTONIC, ts);
 }
 
-static int lhost_past(const struct timespec *a, const struct timespec *b)
+/* True once the call window's CPU-time deadline has passed. */
+static int lhost_deadline_passed(const struct lhost *h)
 {
-    return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+    struct timespec now;
+    lhost_now(&now);
+    return now.tv_sec > h->deadline.tv_sec ||
+           (now.tv_sec == h->deadline.tv_sec && now.tv_nsec >= h->deadline.tv_nsec);
 }
 
 static void lhost_hook(lua_State *L, lua_Debug *ar);
@@ -109,9 +113,7 @@ static void lhost_hook(lua_State *L, lua_Debug *ar)
     if (!h->in_call)
         return;
     if (!h->tripped) {
-        struct timespec now;
-        lhost_now(&now);
-        if (!lhost_past(&now, &h->deadline))
+        if (!lhost_deadline_passed(h))
             return;
         h->tripped = LHOST_TRIP_TIME;
     }
@@ -747,9 +749,7 @@ static int lhost_sandboxed_call(struct lhost *h, lua_State *L, int nargs, const 
     if (st == LUA_OK && !h->tripped) {
         /* a long C call (a pattern search, say) may end after the deadline without the
          * hook getting a chance: the budget holds all the same */
-        struct timespec now;
-        lhost_now(&now);
-        if (!lhost_past(&now, &h->deadline))
+        if (!lhost_deadline_passed(h))
             return 0;
         h->tripped = LHOST_TRIP_TIME;
     }
