@@ -667,6 +667,15 @@ static int lhost_is_name(const char *s, int allow_dash)
     return 1;
 }
 
+/* "fc.util.lua" -> "fc/util.lua": every '.' of a module name in s becomes '/', all but the
+ * one that starts a trailing ".lua". */
+static void lhost_module_path(char *s)
+{
+    for (char *c = s; *c; c++)
+        if (*c == '.' && strcmp(c, ".lua") != 0)
+            *c = '/';
+}
+
 /* require inside the sandbox.  Runs within the caller's call window (its budgets). */
 static int lhost_sb_require(lua_State *L)
 {
@@ -696,13 +705,9 @@ static int lhost_sb_require(lua_State *L)
         }
         lua_pop(L, 3);
         snprintf(path, sizeof path, "%s/lua/%s.lua", h->datadir, name);
-        for (char *c = path + strlen(h->datadir) + 5; *c; c++)
-            if (*c == '.' && strcmp(c, ".lua") != 0)
-                *c = '/';
+        lhost_module_path(path + strlen(h->datadir) + 5);
         snprintf(chunk, sizeof chunk, "@%s.lua", name);
-        for (char *c = chunk + 1; *c; c++)
-            if (*c == '.' && strcmp(c, ".lua") != 0)
-                *c = '/';
+        lhost_module_path(chunk + 1);
     } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
         snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
