@@ -1090,6 +1090,22 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
     return k;
 }
 
+#define APPLY_PATCH "application/apply-patch+yaml"
+
+/* The path a PATCH of `content_type` goes to: the object's (kube_path), and for a server-side
+ * apply the query fieldManager=flink-controller&force=true (force: our fields win conflicts,
+ * as controllers do). The object's path must leave 64 of the n bytes free (room for that
+ * query). 0, or -1 when it does not fit. */
+static int patch_path(char *path, size_t n, const kube_kind *k, const char *ns, const char *name,
+                      const char *subresource, const char *content_type)
+{
+    if (n <= 64 || kube_path(path, n - 64, k, ns, name, subresource) != 0)
+        return -1;
+    if (strcmp(content_type, APPLY_PATCH) == 0)
+        strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
+    return 0;
+}
+
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
     json_error_t je;
@@ -1113,12 +1129,10 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
         util_set_err(err, errlen, "kube_apply: metadata.name: missing");
     else if (k->namespaced && (!ns || !*ns))
         util_set_err(err, errlen, "kube_apply: metadata.namespace: missing");
-    else if (kube_path(path, sizeof path - 64, k, ns, name, NULL) != 0)
+    else if (patch_path(path, sizeof path, k, ns, name, NULL, APPLY_PATCH) != 0)
         util_set_err(err, errlen, "kube_apply: path too long");
     else {
-        strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
-        kube_req r = {.method = "PATCH", .path = path, .content_type = "application/apply-patch+yaml",
-                      .body = json};
+        kube_req r = {.method = "PATCH", .path = path, .content_type = APPLY_PATCH, .body = json};
         call = kube_request(c, &r, cb, ud, err, errlen);
     }
     json_decref(obj);
@@ -1130,12 +1144,11 @@ kube_call *kube_patch(kube_client *c, const kube_kind *k, const char *ns, const 
                       kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
     char path[1024];
-    if (!k || !name || !*name || !patch_json || !content_type || kube_path(path, sizeof path - 64, k, ns, name, subresource) != 0) {
+    if (!k || !name || !*name || !patch_json || !content_type ||
+        patch_path(path, sizeof path, k, ns, name, subresource, content_type) != 0) {
         util_set_err(err, errlen, "kube_patch: kind, name, content type and patch are required");
         return NULL;
     }
-    if (strcmp(content_type, "application/apply-patch+yaml") == 0)
-        strcat(path, "?fieldManager=" KUBE_FIELD_MANAGER "&force=true");
     kube_req r = {.method = "PATCH", .path = path, .content_type = content_type, .body = patch_json};
     return kube_request(c, &r, cb, ud, err, errlen);
 }
