@@ -42,7 +42,8 @@ start_controller() {
   local name=$1; shift
   rm -f "$WORK/$name.rc" "$WORK/$name.pid"
   bash -c '"$@" </dev/null >>"$0.log" 2>&1 & echo $! >"$0.pid.tmp"; mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.rc"' \
-    "$WORK/$name" "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" "$@" \
+    "$WORK/$name" "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" \
+    --log-level "${FC_LOG_LEVEL:-info}" "$@" \
     </dev/null >/dev/null 2>&1 &
   local i=0
   while [ ! -f "$WORK/$name.pid" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
@@ -64,11 +65,12 @@ stop_controller() {
   rm -f "$WORK/$1.pid"
 }
 
-# new_ns SUFFIX: creates the namespace int-<pid>-SUFFIX and prints its name.
+# new_ns SUFFIX: creates the namespace int-<pid>-SUFFIX, prints its name and lists it in
+# $WORK/namespaces (deleted at the end; a file because callers run it in a subshell).
 new_ns() {
   local ns="int-$$-$1"
+  echo "$ns" >>"$WORK/namespaces"
   "${K[@]}" create namespace "$ns" >/dev/null && echo "$ns"
-  NAMESPACES+=("$ns")
 }
 
 # session_cluster NAME [extra spec YAML lines, indented 2]: a small session FlinkCluster.

@@ -36,7 +36,6 @@ fi
 # shellcheck source=/dev/null
 . "$TESTENV_DIR/env.sh"
 WORK=$(mktemp -d)
-NAMESPACES=()
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
@@ -47,7 +46,10 @@ cleanup() {
   done
   # a stopped API server must not outlive the test
   [ -n "${TESTENV_PID_KUBE_APISERVER:-}" ] && kill -CONT "$TESTENV_PID_KUBE_APISERVER" 2>/dev/null
-  for ns in "${NAMESPACES[@]}"; do kc delete namespace "$ns" --wait=false >/dev/null 2>&1; done
+  if [ -f "$WORK/namespaces" ]; then
+    # shellcheck disable=SC2046
+    kc delete namespace $(sort -u "$WORK/namespaces") --wait=false >/dev/null 2>&1
+  fi
   if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS"/ 2>/dev/null; fi
   rm -rf "$WORK"
   if [ "$started" -eq 1 ]; then "$ROOT/tests/env/down.sh" >/dev/null 2>&1; fi
