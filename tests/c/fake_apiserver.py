@@ -205,6 +205,15 @@ class Handler(BaseHTTPRequestHandler):
             for i in range(0, len(data), 50):
                 self.chunk(data[i:i + 50], 0.002)
             return self.end_chunked()
+        if ns == "wbig":
+            # one 100 kB event in 3000-byte chunks (the line buffer grows past its first 8 KiB)
+            big = cm("big", 20, "wbig")
+            big["data"]["big"] = "z" * 100000
+            data = ev("ADDED", big) + ev("MODIFIED", cm("x", 21, "wbig"))
+            self.start_chunked()
+            for i in range(0, len(data), 3000):
+                self.chunk(data[i:i + 3000], 0)
+            return self.end_chunked()
         if ns == "wbad":
             self.start_chunked()
             self.chunk(ev("ADDED", cm("x", 8, "wbad")) + b"this is not json\n")

@@ -270,10 +270,14 @@ static void path_tests(void)
 
 static int watch_events;
 static char watch_log[1024];
+static size_t watch_big_len;      /* length of data.big in the last event that had it */
 static int on_event(const char *type, json_t *obj, void *ud)
 {
     (void)ud;
     watch_events++;
+    json_t *big = json_object_get(json_object_get(obj, "data"), "big");
+    if (big)
+        watch_big_len = json_string_length(big);
     const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     size_t n = strlen(watch_log);
     snprintf(watch_log + n, sizeof watch_log - n, "%s:%s%s ", type, rv ? rv : "",
@@ -455,6 +459,15 @@ static void net_tests(int port)
     OK(strcmp(jstr(wq, "watch"), "1") == 0 && strcmp(jstr(wq, "allowWatchBookmarks"), "true") == 0 &&
            strcmp(jstr(wq, "resourceVersion"), "7") == 0 && strcmp(jstr(wq, "timeoutSeconds"), "42") == 0,
        "watch query: watch=1, allowWatchBookmarks=true, resourceVersion=7, timeoutSeconds=42");
+    reset(&o);
+    watch_events = 0;
+    watch_log[0] = '\0';
+    kube_watch(c, "/api/v1/namespaces/wbig/configmaps", "", NULL, 0, on_event, on_done, &o, err, sizeof err);
+    wait_done(&o);
+    IS_INT(watch_events, 2, "watch: a 100 kB event over 3000-byte chunks, then a small one");
+    IS_INT(watch_big_len, 100000, "watch: the large event arrives whole");
+    IS_STR(watch_log, "ADDED:20 MODIFIED:21 ", "watch: large event then the next, in order");
+    OK(o.status == 200 && o.error[0] == 0, "watch: clean end after a large event");
     reset(&o);
     watch_events = 0;
     kube_watch(c, "/api/v1/namespaces/wbad/configmaps", "", NULL, 0, on_event, on_done, &o, err, sizeof err);
