@@ -64,15 +64,10 @@ void util_buf_free(util_buf *b)
 
 /* ---- files --------------------------------------------------------------- */
 
-char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen)
+char *util_read_stream(FILE *f, size_t max, size_t *len_out, char *why, size_t whylen)
 {
     if (why && whylen)
         why[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        util_set_err(why, whylen, "%s", strerror(errno));
-        return NULL;
-    }
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -103,7 +98,6 @@ char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, s
             break;
         }
     }
-    fclose(f);
     if (buf) {
         buf[len] = '\0';
         if (len_out)
@@ -111,6 +105,18 @@ char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, s
     } else if (why && whylen && !*why) {
         util_set_err(why, whylen, "out of memory");
     }
+    return buf;
+}
+
+char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        util_set_err(why, whylen, "%s", strerror(errno));
+        return NULL;
+    }
+    char *buf = util_read_stream(f, max, len_out, why, whylen);
+    fclose(f);
     return buf;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* printf-formats into err (errlen bytes, truncated, always NUL-terminated). Does nothing when
  * err is NULL or errlen is 0, so callers may pass a NULL error buffer. */
@@ -45,6 +46,9 @@ void util_buf_free(util_buf *b);
  * (optional, whylen bytes) set to strerror(errno) when it cannot be opened, "larger than <max>
  * bytes", "read error" or "out of memory". */
 char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen);
+/* The same for an open stream (stdin, say), read to its end; the stream stays open. Reasons:
+ * "larger than <max> bytes", "read error", "out of memory". */
+char *util_read_stream(FILE *f, size_t max, size_t *len_out, char *why, size_t whylen);
 
 /* Formats t (Unix seconds, UTC) as RFC 3339 with `digits` (0..9) fractional digits, truncated
  * (not rounded), and 'Z': digits 0 "2026-11-30T07:00:42Z" (Kubernetes metav1.Time), 3

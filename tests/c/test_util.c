@@ -78,6 +78,14 @@ static void test_read_file(void)
     IS_STR(why, "No such file or directory", "read_file: strerror reason");
     t = util_read_file("/nonexistent/fc-util", 4096, NULL, NULL, 0);
     OK(!t, "read_file: no why buffer needed");
+    FILE *f = fopen(path, "rb");
+    OK(f && fseek(f, 8990, SEEK_SET) == 0, "read_stream: file opened at byte 8990");
+    t = f ? util_read_stream(f, 4096, &len, why, sizeof why) : NULL;
+    OK(t && len == 10 && strcmp(t, "uvwxyzabcd") == 0, "read_stream: the rest of an open stream");
+    OK(f && ftell(f) == 9000, "read_stream: stream left open at its end");
+    free(t);
+    if (f)
+        fclose(f);
     unlink(path);
 }
 
