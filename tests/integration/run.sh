@@ -16,8 +16,15 @@ if [ ! -x "$ROOT/build/flink-controller" ] && [ -z "${FC_BIN:-}" ]; then
   echo "1..0 # SKIP build/flink-controller not built (make)"
   exit 0
 fi
+# env_alive: env.sh exists and its API server answers (a crashed run may leave a stale env.sh;
+# up.sh then clears it, as nothing of it is alive)
+env_alive() {
+  # shellcheck source=/dev/null
+  [ -f "$TESTENV_DIR/env.sh" ] &&
+    (. "$TESTENV_DIR/env.sh" && "$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG" get --raw /readyz) >/dev/null 2>&1
+}
 started=0
-if [ ! -f "$TESTENV_DIR/env.sh" ]; then
+if ! env_alive; then
   uplog=$(mktemp)
   "$ROOT/tests/env/up.sh" >"$uplog" 2>&1
   rc=$?
