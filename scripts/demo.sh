@@ -19,7 +19,13 @@ say() { printf '[demo] %s\n' "$*"; }
 
 [ -x build/flink-controller ] || { say "building"; make -s all || exit 1; }
 started_env=0
-if [ -f "$TESTENV_DIR/env.sh" ]; then
+# running = env.sh present and its API server answering (a crashed run can leave a stale env.sh)
+env_alive() {
+  # shellcheck source=/dev/null
+  [ -f "$TESTENV_DIR/env.sh" ] &&
+    (. "$TESTENV_DIR/env.sh" && "$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG" get --raw /readyz) >/dev/null 2>&1
+}
+if env_alive; then
   say "using the test environment running at $TESTENV_DIR"
 else
   say "starting the test environment (make testenv-up; the first run builds it, later runs ~30 s)"
