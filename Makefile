@@ -84,7 +84,7 @@ lint:
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
 
-# The policies alone (docs/policy-testing.md): luacheck on policies/, then busted on the policy
+# The policies alone (README.md, "Policies"): luacheck on policies/, then busted on the policy
 # specs and the fixtures walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
 test-policies: $(LUA_SOS)
@@ -110,7 +110,7 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
-# Test environment (tests/env/, docs/testenv.md): kube-apiserver + etcd +
+# Test environment (tests/env/, README.md, "The test environment"): kube-apiserver + etcd +
 # controller-manager + scheduler + kwok and a Flink session cluster on
 # loopback.  Binaries are built once per pin set into
 # ~/.cache/flink-controller/testenv/; `up` writes build/testenv/env.sh.

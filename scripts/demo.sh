@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The controller end to end on the test environment (docs/testenv.md):
+# The controller end to end on the test environment (README.md, "The test environment"):
 #   1. `make testenv-up` (unless one already runs at $TESTENV_DIR, default build/testenv);
 #   2. `flink-controller run` against it (log: build/demo/controller.log);
 #   3. applies deploy/examples/wordcount.yaml in a fresh namespace and shows one progress line
