@@ -176,6 +176,64 @@ case_reject() {
   check "an object the API server refuses (422): ApplyFailed event, growing backoff, the rest applied, the other cluster Running" t_reject
 }
 
+# Flink REST against the test environment's real JobManager (--flink-base-url): a Ticker job
+# submitted over REST stands for the cluster's job (its id written into the status, as the
+# submitter's termination message would under a kubelet); the controller polls /jobs/overview,
+# takes a user-requested savepoint (trigger + poll) and cancels with a savepoint.
+case_flink() {
+  local ns jar jid
+  ns=$(new_ns flink)
+  jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
+  jar=$(curl -sf -X POST -F "jarfile=@$TESTENV_FLINK_JOBS_JAR;type=application/x-java-archive" \
+    "$FLINK_REST_URL/jars/upload" | jget filename)
+  jid=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":1}' \
+    "$FLINK_REST_URL/jars/$(basename "$jar")/run" | jget jobid)
+  echo "$jid" >"$WORK/flink.jid"
+  start_controller flink --namespace "$ns"
+  sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
+    "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
+  job() { jp "$ns" flinkcluster/ticker "{.status.components.job.$1}"; }
+  t_flink_running() {
+    [ -n "$jid" ] || { echo "could not submit the Ticker job"; return 1; }
+    poll 60 is_state "$ns" ticker Running || { echo "state: $(state "$ns" ticker)"; return 1; }
+    running() {
+      [ "$(job id)" = "$jid" ] ||
+        kc -n "$ns" patch flinkcluster ticker --subresource=status --type=merge \
+          -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null
+      [ "$(job id) $(job state)" = "$jid Running" ]
+    }
+    poll 30 running || { echo "job: $(job id) $(job state)"; return 1; }
+    sleep 12 # one more /jobs/overview poll (every 10 s while the job runs): still Running, not Lost
+    expect "job state after a poll" "$(job state)" Running || return 1
+    expect "JobRunning condition" "$(condition "$ns" ticker JobRunning | cut -d' ' -f1)" True
+  }
+  check "flink: GET /jobs/overview of the real JobManager keeps the job Running" t_flink_running
+  t_flink_savepoint() {
+    kc -n "$ns" patch flinkcluster ticker --type=merge -p '{"spec":{"job":{"savepointGeneration":1}}}' >/dev/null ||
+      return 1
+    done_sp() { [ "$(jp "$ns" flinkcluster/ticker '{.status.savepoint.state}')" = Succeeded ]; }
+    poll 60 done_sp || { echo "savepoint: $(jp "$ns" flinkcluster/ticker '{.status.savepoint}')"; return 1; }
+    local loc
+    loc=$(job savepointLocation)
+    echo "savepoint at $loc"
+    [ -f "${loc#file:}/_metadata" ] || { echo "no _metadata under $loc"; return 1; }
+    expect "savepointGeneration" "$(job savepointGeneration)" 1 || return 1
+    has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
+  }
+  check "flink: savepointGeneration 1 -> POST /jobs/<id>/savepoints, poll, Succeeded with _metadata on disk" t_flink_savepoint
+  t_flink_cancel() {
+    kc -n "$ns" patch flinkcluster ticker --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null ||
+      return 1
+    stopped() { is_state "$ns" ticker Stopped; }
+    poll 60 stopped || { echo "state $(state "$ns" ticker), job $(job state)"; return 1; }
+    expect "job state" "$(job state)" Cancelled || return 1
+    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" CANCELED || return 1
+    expect "savepoint reason" "$(jp "$ns" flinkcluster/ticker '{.status.savepoint.triggerReason}')" "job cancel"
+  }
+  check "flink: cancelRequested -> savepoint, PATCH /jobs/<id>?mode=cancel: Flink CANCELED, cluster Stopped" t_flink_cancel
+  curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
+}
+
 case_apiserver() {
   local ns pid
   ns=$(new_ns apiserver)
