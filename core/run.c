@@ -382,7 +382,10 @@ static void run_item_finish(struct run_item *it)
     } else if (it->failed) {
         ctx->reconcile_errors++;
         double d = workqueue_add_rate_limited(ctx->q, it->key);
-        run_log(LOG_WARN, it->key, "reconcile failed: retry in %.3f s", d);
+        if (d >= 0)
+            run_log(LOG_WARN, it->key, "reconcile failed: retry in %.3f s", d);
+        else
+            run_log(LOG_WARN, it->key, "reconcile failed (stopping: not retried)");
     } else {
         workqueue_forget(ctx->q, it->key);
         if (requeue > 0)
@@ -392,7 +395,8 @@ static void run_item_finish(struct run_item *it)
     workqueue_done(ctx->q, it->key);
     ctx->inflight--;
     run_item_free(it);
-    run_pump(ctx);
+    /* the next key on the next loop turn: no recursion through keys that finish at once */
+    ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
 /* A write of an action that failed becomes a Warning Event about the cluster (after the
