@@ -221,6 +221,20 @@ case_flink() {
     has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
   }
   check "flink: savepointGeneration 1 -> POST /jobs/<id>/savepoints, poll, Succeeded with _metadata on disk" t_flink_savepoint
+  t_flink_control() {
+    local first
+    first=$(job savepointLocation)
+    kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=savepoint >/dev/null ||
+      return 1
+    control_done() {
+      [ "$(jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state}')" = "savepoint Succeeded" ] &&
+        [ -z "$(jp "$ns" flinkcluster/ticker '{.metadata.annotations.flinkclusters\.flinkoperator\.k8s\.io/user-control}')" ]
+    }
+    poll 60 control_done || { echo "control: $(jp "$ns" flinkcluster/ticker '{.status.control}')"; return 1; }
+    [ "$(job savepointLocation)" != "$first" ] || { echo "no new savepoint"; return 1; }
+    has_event "$ns" ticker UserControl || { echo "no UserControl event"; return 1; }
+  }
+  check "flink: user-control annotation 'savepoint' -> a new savepoint, control Succeeded, annotation removed (patch_annotations)" t_flink_control
   t_flink_cancel() {
     kc -n "$ns" patch flinkcluster ticker --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null ||
       return 1
