@@ -36,7 +36,9 @@ run_suite() {
   fi
   if [ "$rc" -ne 0 ] && [ "$nok" -eq 0 ]; then nok=1; fi
   passed=$((passed + ok)); failed=$((failed + nok))
-  printf '%-28s %4d passed, %d failed\n' "$name" "$ok" "$nok"
+  local skip
+  skip=$(grep -m1 -oE '^1\.\.0 # SKIP.*' "$out" | sed 's/^1\.\.0 # SKIP */ (skipped: /; s/$/)/')
+  printf '%-28s %4d passed, %d failed%s\n' "$name" "$ok" "$nok" "$skip"
   if [ "$nok" -ne 0 ]; then
     grep -E -A12 '^not ok ' "$out" | sed 's/^/    /' | head -n 80
     tail -n 20 "$LOG/$name.err" | sed 's/^/    stderr: /'
@@ -83,8 +85,30 @@ for s in "${suites[@]}"; do
           run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin "${specs[@]:-tests}"
       fi ;;
     testenv)
+      # One environment for the smoke test and the live checks of the other suites (the CRD
+      # spec's #testenv block, the kube client and leader election against a real API server);
+      # brought up here when none runs, and taken down again only then.
       if [ -x tests/env/smoke.sh ]; then
+        export TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
+        env_started=0
+        if [ ! -f "$TESTENV_DIR/env.sh" ] && tests/env/up.sh >"$LOG/testenv-up.log" 2>&1; then
+          env_started=1
+        fi
         run_suite testenv tests/env/smoke.sh
+        if [ -f "$TESTENV_DIR/env.sh" ]; then
+          (
+            # shellcheck source=/dev/null
+            . "$TESTENV_DIR/env.sh"
+            export FC_KUBECONFIG=$KUBECONFIG
+            run_suite testenv-specs "${BUSTED[@]}" --pattern=_spec --tags=testenv policies tests
+            for t in build/tests/test_kube_live build/tests/test_leader; do
+              [ -x "$t" ] && run_suite "testenv-$(basename "$t")" "$t"
+            done
+            echo "$passed $failed" >"$LOG/testenv-counts"
+          )
+          read -r passed failed <"$LOG/testenv-counts"
+        fi
+        if [ "$env_started" -eq 1 ]; then tests/env/down.sh >"$LOG/testenv-down.log" 2>&1; fi
       fi ;;
     integration)
       # the controller against the real test environment (tests/integration/, SKIPs without one)
