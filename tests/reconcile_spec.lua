@@ -269,6 +269,8 @@ describe("reconcile.run with policies-min", function()
     assert.equal(1, cr.revision)
     assert.equal("/cache/flink-app.jar", cr.data.job.jarFile)
     assert.equal(c.metadata.uid, cr.metadata.ownerReferences[1].uid)
+    assert.is_true(cr.metadata.ownerReferences[1].controller)
+    assert.is_false(cr.metadata.ownerReferences[1].blockOwnerDeletion)
   end)
 
   it("goes Running when all are Ready and then submits the job", function()

@@ -105,7 +105,10 @@ end
 
 --- revision.object(cluster, number) -> ControllerRevision (apps/v1) for the cluster's spec:
 -- `data` = the stripped spec, `revision` = number (an integer >= 1, one more than the highest
--- observed), labels `app: flink`, `cluster: <n>`, controller ownerReference to the cluster.
+-- observed), labels `app: flink`, `cluster: <n>`, controller ownerReference to the cluster with
+-- blockOwnerDeletion false, like the policies' children (lib.names.owner_reference): true would
+-- need update permission on flinkclusters/finalizers under the OwnerReferencesPermissionEnforcement
+-- admission plugin, which deploy/rbac.yaml does not grant, so the apply would be refused.
 function revision.object(cluster, number)
   local md = cluster.metadata
   local owner = {
@@ -114,7 +117,7 @@ function revision.object(cluster, number)
     name = md.name,
     uid = md.uid,
     controller = true,
-    blockOwnerDeletion = true,
+    blockOwnerDeletion = false,
   }
   return {
     apiVersion = "apps/v1",
