@@ -83,11 +83,12 @@ end
 
 -- The previous defaulted FlinkCluster for validate's update rules: {} before the first
 -- revision (a create); else the spec of the current ControllerRevision with today's control
--- fields (control-field transitions are admission's to check), and the status.
+-- fields (control-field transitions are admission's to check), and the status. Shares every
+-- table but `spec` with `defaulted`: fc.host.call copies its input, so nothing here is changed.
 local function previous(defaulted, children)
   local st = defaulted.status or {}
   if not st.currentRevision then return {} end
-  local old = util.deepcopy(defaulted)
+  local old = util.merge(defaulted)
   local rev = (children.ControllerRevision or {})[st.currentRevision]
   if rev and is_table(rev.data) then
     local spec = util.deepcopy(rev.data)
@@ -232,7 +233,8 @@ local function run(host, snapshot)
   local defaulted = call(host, "defaults", "apply", cluster)
   expect(is_table(defaulted) and is_table(defaulted.spec) and is_table(defaulted.metadata),
     "defaults", "apply", "must return the FlinkCluster with metadata and spec")
-  defaulted.status = util.deepcopy(old_status)
+  -- fc.host.call copies every input, so the policies below share the observed status safely
+  defaulted.status = old_status
   local old = previous(defaulted, children)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
   expect(is_table(v) and is_table(v.errors or {}) and is_table(v.warnings or {}),
@@ -274,9 +276,14 @@ local function run(host, snapshot)
   end
 
   -- 4. desired objects
-  local for_desired = util.deepcopy(defaulted)
+  -- the defaulted cluster without status, with the submission's fromSavepoint (shallow copies
+  -- of the changed levels only: fc.host.call copies the input anyway)
+  local for_desired = util.merge(defaulted)
   for_desired.status = nil
-  if is_job and jd.from_savepoint then for_desired.spec.job.fromSavepoint = jd.from_savepoint end
+  if is_job and jd.from_savepoint then
+    for_desired.spec = util.merge(defaulted.spec)
+    for_desired.spec.job = util.merge(defaulted.spec.job, { fromSavepoint = jd.from_savepoint })
+  end
   local des = call(host, "cluster", "desired", { cluster = for_desired })
   expect(is_table(des) and is_table(des.objects), "cluster", "desired", "must return {objects={...}}")
   for i, o in ipairs(des.objects) do
@@ -380,9 +387,10 @@ local function run(host, snapshot)
     expect(is_table(c) and type(c.type) == "string" and (c.status == "True" or c.status == "False"
       or c.status == "Unknown"), "status", "compute", "conditions[" .. i .. "] needs a type and a status")
   end
-  local new = util.deepcopy(st)
+  -- `st` is fc.host.call's private copy of the policy's result: stamped in place
+  local new, conds = st, st.conditions or {}
   new.conditions = {}
-  for _, c in ipairs(st.conditions or {}) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
+  for _, c in ipairs(conds) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
   reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
     message = "policies ran without error" }, now, gen, old_status.conditions)
   new.observedGeneration = gen
