@@ -11,6 +11,7 @@
 -- Kubernetes types (volumes, containers, resources, securityContext, tolerations, ...) are
 -- checked only for their JSON type, except the quantities in `resources`.
 local quantity = require("fc.quantity")
+local util = require("fc.util")
 local values = require("lib.values")
 
 local validate = {}
@@ -109,12 +110,7 @@ validate.SCHEMA = { fields = {
 --------------------------------------------------------------------------------------------
 -- Helpers
 
-local function sorted_keys(t)
-  local keys = {}
-  for k in pairs(t) do keys[#keys + 1] = k end
-  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-  return keys
-end
+local sorted_keys = util.sorted_keys
 
 -- path + key: ".key" for identifiers, "[key]" for anything else ("taskmanager.numberOf...").
 local function key_path(path, key)
