@@ -235,20 +235,10 @@ local function job_submitter(c)
   }
 end
 
---- `v` without explicit nulls (YAML `~`/`null`, JSON null from either decoder): a field set
--- to null means unset, so `ingress: null` must not create an Ingress.
-local function without_nulls(v)
-  if type(v) ~= "table" then return v end
-  local out = {}
-  for k, x in pairs(v) do
-    if not values.is_null(x) then out[k] = without_nulls(x) end
-  end
-  return out
-end
-
 --- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy).
 function cluster_policy.desired(input)
-  local c = without_nulls(input.cluster)
+  -- explicit nulls mean unset (`ingress: null` makes no Ingress)
+  local c = values.without_nulls(input.cluster)
   local spec = c.spec
   local objects = {
     configmap(c),

@@ -50,6 +50,18 @@ function values.get(t, ...)
   return v
 end
 
+--- A copy of `v` without explicit nulls (YAML `~`/`null`, JSON null from either decoder) at
+-- any depth: a field set to null means unset, so `ingress: null` must not create an Ingress.
+-- Non-table values come back as they are.
+function values.without_nulls(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if not values.is_null(x) then out[k] = values.without_nulls(x) end
+  end
+  return out
+end
+
 --- True when `s` is a non-empty string.
 function values.is_text(s)
   return type(s) == "string" and s ~= ""
