@@ -44,6 +44,7 @@ struct lhost {
     int in_call;
     int tripped;
     lua_State *call_L;
+    int call_depth; /* frames on call_L when the window opened (the host's, not the policy's) */
     struct timespec deadline;
     unsigned timeout_ms, memory_mib;
     char where[256];
@@ -107,6 +108,46 @@ static void lhost_arm_every_instruction(struct lhost *h)
         lua_sethook(h->call_L, lhost_hook, LUA_MASKCOUNT, 1);
 }
 
+/* Number of active frames on L (lua_getstack levels). */
+static int lhost_stack_depth(lua_State *L)
+{
+    lua_Debug ar;
+    int depth = 0;
+    while (lua_getstack(L, depth, &ar))
+        depth++;
+    return depth;
+}
+
+/* Memory trips record the position in the allocator: a refused allocation unwinds with
+ * LUA_ERRMEM, which runs no message handler and no hook, so afterwards the policy's frames
+ * are gone.  Walking the stack from inside the allocator needs every CallInfo to point into
+ * a valid stack: true up to Lua 5.4.4 (luaD_reallocstack allocates the new stack while the
+ * old one stays in use), not from 5.4.5 (the stack pointers are offsets while the stack is
+ * reallocated).  Newer releases keep the hook's position (or the fallback). */
+#if LUA_VERSION_NUM == 504 && LUA_VERSION_RELEASE_NUM <= 50404
+#define LHOST_WHERE_FROM_ALLOC 1
+#else
+#define LHOST_WHERE_FROM_ALLOC 0
+#endif
+
+/* Sets `where` (once per window) to "<file>:<line>" of the innermost Lua frame of the call
+ * window: C frames (string.rep, table.concat, ...) are skipped, frames of the host below the
+ * window never named.  Reads debug info only: allocates nothing. */
+static void lhost_note_position(struct lhost *h)
+{
+    lua_State *L = h->call_L;
+    if (h->where[0] || !L)
+        return;
+    int own = lhost_stack_depth(L) - h->call_depth;
+    lua_Debug ar;
+    for (int level = 0; level < own && lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            snprintf(h->where, sizeof h->where, "%s:%d", ar.short_src, ar.currentline);
+            return;
+        }
+    }
+}
+
 static void lhost_hook(lua_State *L, lua_Debug *ar)
 {
     struct lhost *h = lhost_of(L);
@@ -146,15 +187,18 @@ static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (nsize > old) {
         size_t grow = nsize - old;
-        if (h->used + grow > h->hard_cap)
-            return NULL;
         if (h->in_call && h->used + grow > h->call_base + h->call_cap) {
-            if (!h->tripped)
+            if (!h->tripped) {
                 h->tripped = LHOST_TRIP_MEMORY;
+                if (LHOST_WHERE_FROM_ALLOC)
+                    lhost_note_position(h);
+            }
             lhost_arm_every_instruction(h);
             if (h->used + grow > h->call_base + h->call_cap + LHOST_MEM_SLACK)
                 return NULL;
         }
+        if (h->used + grow > h->hard_cap)
+            return NULL;
     }
     void *p = realloc(ptr, nsize);
     if (!p)
@@ -181,6 +225,7 @@ static void lhost_window_open(struct lhost *h, lua_State *L, struct lhost_window
     h->tripped = LHOST_TRIP_NONE;
     h->where[0] = '\0';
     h->call_L = L;
+    h->call_depth = lhost_stack_depth(L);
     h->call_base = h->used;
     lhost_now(&h->deadline);
     h->deadline.tv_sec += h->timeout_ms / 1000;

@@ -214,6 +214,36 @@ describe("the policy sandbox of the binary #bin", function()
     assert.equal("sandbox-run: --policy-memory-mib: expected an integer 1..65536, got '0'\n", r.stderr)
   end)
 
+  it("names the line of the allocation that hits the memory cap inside a C function", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. quote(dir)))
+    -- concatenation (the VM's concat) in a loop, line 4; string.rep in a helper, line 3
+    fx.write(dir .. "/concat.lua", "local function f()\n  local s = 'x'\n  for _ = 1, 100 do\n"
+      .. "    s = s .. s\n  end\n  return s\nend\nreturn f()\n")
+    fx.write(dir .. "/rep.lua", "local t = {}\nlocal function g(x)\n  return x:rep(20000000)\nend\n"
+      .. "for i = 1, 100 do\n  t[i] = g('abcd')\nend\nreturn t\n")
+    -- beyond the whole state's cap (512 MiB) at once, line 3
+    fx.write(dir .. "/huge.lua", "local n = 1\n\nlocal s = string.rep('x', 600 * 1024 * 1024)\nreturn #s + n\n")
+    local r = run({ "sandbox-run", "--policy-memory-mib", "8", dir .. "/concat.lua", dir .. "/rep.lua",
+      dir .. "/huge.lua" })
+    assert.equal(1, r.code)
+    assert.equal("concat.lua:4: policy exceeded its memory cap (8 MiB)\n"
+      .. "rep.lua:3: policy exceeded its memory cap (8 MiB)\n"
+      .. "huge.lua:3: policy exceeded its memory cap (8 MiB)\n", r.stderr)
+    -- through fc.host.call (render): the hook's line 5, not its first line (3)
+    assert(os.execute("cp " .. quote(POLICIES .. "basic/validate.lua") .. " " .. quote(POLICIES .. "basic/cluster.lua")
+      .. " " .. quote(dir)))
+    fx.write(dir .. "/defaults.lua", "local d = {}\n\nfunction d.apply(c)\n  local s = c.metadata.name\n"
+      .. "  for _ = 1, 64 do s = s .. s end\n  return s\nend\n\nreturn d\n")
+    fx.write(dir .. "/in.yaml", "apiVersion: flinkoperator.k8s.io/v1beta1\nkind: FlinkCluster\n"
+      .. "metadata:\n  name: grow\nspec: {}\n")
+    r = run({ "render", "-f", dir .. "/in.yaml", "--policy-dir", dir, "--policy-memory-mib", "8" })
+    assert.equal(1, r.code)
+    assert.equal("grow: policy: defaults.lua:5: policy exceeded its memory cap (8 MiB)\n", r.stderr)
+    os.execute("rm -rf " .. quote(dir))
+  end)
+
   it("exits 2 on usage and I/O errors", function()
     local r = run({ "sandbox-run" })
     assert.equal(2, r.code)
