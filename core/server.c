@@ -251,7 +251,11 @@ static int listener_start(server *s, listener *l, int fd, const server_opts *o, 
     l->srv = s;
     unsigned limit = o->connection_limit ? o->connection_limit : 64;
     unsigned timeout = o->connection_timeout_s ? o->connection_timeout_s : 10;
-    /* the logger first, so MHD never writes to stderr by itself */
+    /* The logger must be the first option: libmicrohttpd (0.9.75) counts the options as it
+     * parses them and, when EXTERNAL_LOGGER is not number 1, reports "MHD_OPTION_EXTERNAL_LOGGER
+     * is not the first option" (through the new logger) since earlier options could have
+     * written to stderr.  MHD_USE_ERROR_LOG is what lets any message reach the logger at all
+     * (without it a bad listen socket fails start-up silently). */
     l->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, l,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                                  MHD_OPTION_LISTEN_SOCKET, fd,
