@@ -24,6 +24,7 @@
 
 #include "lhost.h"
 #include "run.h"
+#include "util.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -62,48 +63,12 @@ static void main_usage(FILE *out)
 /* Reads a whole file ("-" is stdin) into a malloc'd buffer; NULL with a message on stderr. */
 static char *main_read(const char *cmd, const char *path, size_t *len)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "%s: %s: %s\n", cmd, path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            if (cap >= MAIN_INPUT_MAX) {
-                fprintf(stderr, "%s: %s: larger than %zu bytes\n", cmd, path, MAIN_INPUT_MAX);
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        errno = 0;
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                fprintf(stderr, "%s: %s: %s\n", cmd, path, errno ? strerror(errno) : "read error");
-                free(buf);
-                buf = NULL;
-            }
-            break;
-        }
-    }
-    if (f != stdin)
-        fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        *len = n;
-    }
+    char why[128];
+    char *buf = strcmp(path, "-") == 0
+                    ? util_read_stream(stdin, MAIN_INPUT_MAX, len, why, sizeof why)
+                    : util_read_file(path, MAIN_INPUT_MAX, len, why, sizeof why);
+    if (!buf)
+        fprintf(stderr, "%s: %s: %s\n", cmd, path, why);
     return buf;
 }
 

@@ -87,11 +87,12 @@ char *util_read_stream(FILE *f, size_t max, size_t *len_out, char *why, size_t w
             buf = nb;
             cap *= 2;
         }
+        errno = 0;
         size_t n = fread(buf + len, 1, cap - len - 1, f);
         len += n;
         if (n == 0) {
             if (ferror(f)) {
-                util_set_err(why, whylen, "read error");
+                util_set_err(why, whylen, "%s", errno ? strerror(errno) : "read error");
                 free(buf);
                 buf = NULL;
             }

@@ -44,10 +44,11 @@ void util_buf_free(util_buf *b);
  * reached `max` bytes (the NUL counts) is refused, so with max a power of two >= 4096 the
  * limit is max - 2 bytes of content. NULL on failure with `why`
  * (optional, whylen bytes) set to strerror(errno) when it cannot be opened, "larger than <max>
- * bytes", "read error" or "out of memory". */
+ * bytes", strerror(errno) of a failed read ("Is a directory", say; "read error" without errno)
+ * or "out of memory". */
 char *util_read_file(const char *path, size_t max, size_t *len_out, char *why, size_t whylen);
 /* The same for an open stream (stdin, say), read to its end; the stream stays open. Reasons:
- * "larger than <max> bytes", "read error", "out of memory". */
+ * "larger than <max> bytes", the read error, "out of memory". */
 char *util_read_stream(FILE *f, size_t max, size_t *len_out, char *why, size_t whylen);
 
 /* Formats t (Unix seconds, UTC) as RFC 3339 with `digits` (0..9) fractional digits, truncated
