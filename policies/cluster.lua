@@ -80,6 +80,7 @@ end
 -- Flink container, then the sidecars; the selector is the fixed component labels.
 local function component_statefulset(c, component, comp)
   local n, spec = c.metadata.name, c.spec
+  local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
   local shared = pods.shared(n, spec)
   local selector = names.component_labels(n, component)
   local containers = { flink_container(c, component, comp, shared) }
@@ -99,7 +100,7 @@ local function component_statefulset(c, component, comp)
   }
   local sts_spec = {
     replicas = comp.replicas,
-    serviceName = n .. "-" .. component,
+    serviceName = name,
     selector = { matchLabels = util.deepcopy(selector) },
     template = template,
     volumeClaimTemplates = util.nonempty(comp.volumeClaimTemplates),
@@ -112,7 +113,7 @@ local function component_statefulset(c, component, comp)
   return {
     apiVersion = "apps/v1",
     kind = "StatefulSet",
-    metadata = names.metadata(c, n .. "-" .. component, names.component_labels(n, component)),
+    metadata = names.metadata(c, name, names.component_labels(n, component)),
     spec = sts_spec,
   }
 end

@@ -4,6 +4,7 @@
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")
+local names = require("lib.names")
 
 local job = {}
 
@@ -30,8 +31,6 @@ job.TERMINAL = { Succeeded = true, Failed = true, Cancelled = true }
 -- cleanupPolicy field for each terminal state.
 local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails", Cancelled = "afterJobCancelled" }
 local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster" }
-
-local function submitter_name(n) return n .. "-job-submitter" end
 
 --- job.map_flink_state(s) -> job state | nil for an unknown Flink state string.
 function job.map_flink_state(s)
@@ -96,10 +95,10 @@ function job.observe(input)
   local n = cluster.metadata.name
   local old = ((cluster.status or {}).components or {}).job or {}
   local out = util.deepcopy(old)
-  out.name = submitter_name(n)
+  out.name = names.job_submitter(n)
   out.state = out.state or "Pending"
   out.restartCount = out.restartCount or 0
-  local submitter = (input.children.Job or {})[submitter_name(n)]
+  local submitter = (input.children.Job or {})[names.job_submitter(n)]
   if submitter and out.staleSubmitterUID and (submitter.metadata or {}).uid == out.staleSubmitterUID then
     submitter = nil -- deleted for a resubmission, still in the cache: its pods tell the old id
   end
@@ -164,7 +163,7 @@ function job.decide(input)
   local outcome = input.outcome or {}
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
     remove_annotation = false, flink = {} }
-  local submitter = (input.children.Job or {})[submitter_name(cluster.metadata.name)]
+  local submitter = (input.children.Job or {})[names.job_submitter(cluster.metadata.name)]
   if submitter and j.staleSubmitterUID and (submitter.metadata or {}).uid == j.staleSubmitterUID then
     -- the submitter deleted for a resubmission is still observed: delete it again, wait
     d.resubmit = true

@@ -3,6 +3,7 @@
 -- `compute`; it stamps conditions with lastTransitionTime/observedGeneration, sets
 -- status.observedGeneration and lastUpdateTime, and adds the PolicyError condition itself.
 local util = require("fc.util")
+local names = require("lib.names")
 
 local status = {}
 
@@ -94,12 +95,12 @@ function status.components(input)
     out[key] = c
     return obj
   end
-  one("configMap", "ConfigMap", n .. "-configmap", function() return "Ready" end)
-  one("jobManagerStatefulSet", "StatefulSet", n .. "-jobmanager", status.statefulset_state)
-  one("taskManagerStatefulSet", "StatefulSet", n .. "-taskmanager", status.statefulset_state)
-  local svc = one("jobManagerService", "Service", n .. "-jobmanager", status.service_state)
+  one("configMap", "ConfigMap", names.configmap(n), function() return "Ready" end)
+  one("jobManagerStatefulSet", "StatefulSet", names.jobmanager(n), status.statefulset_state)
+  one("taskManagerStatefulSet", "StatefulSet", names.taskmanager(n), status.statefulset_state)
+  local svc = one("jobManagerService", "Service", names.jobmanager(n), status.service_state)
   if svc then out.jobManagerService.nodePort = node_port(svc) end
-  local ing_name = n .. "-jobmanager"
+  local ing_name = names.jobmanager(n)
   if (desired.Ingress or {})[ing_name] or (children.Ingress or {})[ing_name] then
     local ing = one("jobManagerIngress", "Ingress", ing_name,
       function(o) return has_lb_address(o) and "Ready" or "NotReady" end)

@@ -2,6 +2,7 @@
 -- the image, the memory keys computed from the container limits, and the rendering of the
 -- `key: value` lines. Pure functions; used by policies/cluster.lua.
 local quantity = require("fc.quantity")
+local names = require("lib.names")
 
 local flinkconf = {}
 
@@ -129,7 +130,7 @@ function flinkconf.properties(cluster)
   local jm, tm = spec.jobManager, spec.taskManager
   local user = spec.flinkProperties or {}
   local props = {
-    ["jobmanager.rpc.address"] = cluster.metadata.name .. "-jobmanager",
+    ["jobmanager.rpc.address"] = names.jobmanager(cluster.metadata.name),
     ["jobmanager.rpc.port"] = jm.ports.rpc,
     ["blob.server.port"] = jm.ports.blob,
     ["query.server.port"] = jm.ports.query,

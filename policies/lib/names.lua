@@ -1,5 +1,7 @@
 --- lib.names: names, labels and metadata of the objects generated for a FlinkCluster.
 -- Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.
+local util = require("fc.util")
+
 local names = {}
 
 --- API group/version and kind of the owner, as in the CRD.
@@ -28,12 +30,9 @@ end
 
 --- Pod labels: the user's `podLabels` (table or nil) plus `base` (our labels). Our labels win
 -- on a clash: the StatefulSet selector must keep matching its pods (Kubernetes rejects a
--- template whose labels do not match the selector).
+-- template whose labels do not match the selector). A new table.
 function names.pod_labels(base, pod_labels)
-  local out = {}
-  for k, v in pairs(pod_labels or {}) do out[k] = v end
-  for k, v in pairs(base) do out[k] = v end
-  return out
+  return util.merge(pod_labels, base)
 end
 
 --- The controller ownerReference to the FlinkCluster `cluster` (its `metadata`). When the

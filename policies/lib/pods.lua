@@ -2,6 +2,7 @@
 -- submitter: volumes and mounts every pod shares, environment, probes, init containers and
 -- the pod spec. Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.
 local util = require("fc.util")
+local names = require("lib.names")
 
 local pods = {}
 
@@ -54,7 +55,7 @@ end
 --    GOOGLE_APPLICATION_CREDENTIALS = mountPath/keyFile (Google Application Default
 --    Credentials read the key file named by that variable).
 function pods.shared(n, spec)
-  local volumes = { { name = pods.CONF_VOLUME, configMap = { name = n .. "-configmap" } } }
+  local volumes = { { name = pods.CONF_VOLUME, configMap = { name = names.configmap(n) } } }
   local mounts = { { name = pods.CONF_VOLUME, mountPath = pods.CONF_DIR, readOnly = true } }
   local env = {}
   local hadoop = hadoop_of(spec)

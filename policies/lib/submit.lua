@@ -1,5 +1,7 @@
 --- lib.submit: the job submitter's command line and shell script (ConfigMap key
 -- `submit-job.sh`, run by the `<n>-job-submitter` Job's container `main`).
+local names = require("lib.names")
+
 local submit = {}
 
 -- An integer (port, parallelism) as decimal text, also when YAML gave it as a float.
@@ -20,7 +22,7 @@ end
 --- "<n>-jobmanager:<ui port>": the JobManager's REST endpoint through its Service, as
 -- resolved from a pod in the cluster's namespace.
 function submit.jobmanager_address(cluster)
-  return cluster.metadata.name .. "-jobmanager:" .. int_text(cluster.spec.jobManager.ports.ui)
+  return names.jobmanager(cluster.metadata.name) .. ":" .. int_text(cluster.spec.jobManager.ports.ui)
 end
 
 --- Arguments of `flink run` for the (defaulted) FlinkCluster `cluster` with a job, a list of
