@@ -16,6 +16,11 @@ job.CONTROL_JOB_CANCEL = "job-cancel"
 
 --- Seconds between Flink REST polls while the job is not in a terminal state.
 job.POLL_SECONDS = 10
+--- Seconds a job seen live may be missing from a reachable JobManager's /jobs/overview before
+-- it is Lost: right after a JobManager (re)start the list is empty while HA recovery brings the
+-- job back (flink-rest-notes.md, GET /jobs/overview: "confirm over several polls"), and a Lost
+-- job is resubmitted by FromSavepointOnFailure, which would then run it twice. 3 polls.
+job.LOST_AFTER_SECONDS = 3 * job.POLL_SECONDS
 
 --- Flink JobStatus (flink-core api/common/JobStatus.java) -> FlinkCluster job state, as the
 -- API defines it: every non-terminal state is Running; SUSPENDED is only locally terminal.
@@ -87,9 +92,10 @@ end
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
--- FLINK_STATES and an id absent from the JobManager is Lost once the job had been seen live;
--- without the JobManager the last state stays. No id: Failed when the submitter Job failed
--- (submission failed), else Pending.
+-- FLINK_STATES; an id absent from the JobManager once the job had been seen live keeps its
+-- state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339, records the first absence),
+-- then is Lost; without the JobManager the last state stays. No id: Failed when the submitter
+-- Job failed (submission failed), else Pending.
 function job.observe(input)
   local cluster = input.cluster
   local n = cluster.metadata.name
@@ -107,14 +113,20 @@ function job.observe(input)
   end
   local flink = input.flink or {}
   local flink_state, start_time = "", 0
+  out.missingSince = nil -- set again below while the grace period runs
   if out.id then
     local fj = flink.reachable and find_flink_job(flink, out.id) or nil
     if fj then
       flink_state = fj.state or fj.status or ""
       out.state = job.map_flink_state(flink_state) or out.state
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
-    elseif flink.reachable and (old.state == "Running" or old.state == "Lost" or old.state == "Suspended") then
-      out.state = "Lost"
+    elseif flink.reachable and (old.state == "Running" or old.state == "Suspended") then
+      local since = clock.parse(old.missingSince) or input.now
+      if input.now - since >= job.LOST_AFTER_SECONDS then
+        out.state = "Lost"
+      else
+        out.missingSince = clock.format(since)
+      end
     elseif old.state == nil or (old.state == "Pending" and not old.id) then
       out.state = "Pending"
     end

@@ -14,7 +14,7 @@ describe("policies/job.lua", function()
       fx.assert_cases(all, {
         "decide-cancel-after-savepoint", "decide-cleanup-succeeded", "decide-control-savepoint-done",
         "decide-restart-from-savepoint", "decide-submit-when-ready", "decide-update-resubmit", "observe-id-from-pod",
-        "observe-lost", "observe-submit-failed",
+        "observe-lost", "observe-missing-grace", "observe-submit-failed",
       })
     end)
     for _, case in ipairs(all) do
@@ -49,6 +49,30 @@ describe("policies/job.lua", function()
     for k, v in pairs(over or {}) do i[k] = v end
     return i
   end
+
+  it("calls a job missing from a live JobManager Lost only after LOST_AFTER_SECONDS", function()
+    local function observe(missing_since, jobs, now)
+      return job.observe({
+        cluster = { metadata = { name = "wc" }, spec = { job = {} }, status = { components = { job = {
+          id = ID, state = "Running", missingSince = missing_since } } } },
+        children = {}, flink = { reachable = true, jobs = jobs }, now = now,
+      }).job
+    end
+    assert.equal(30, job.LOST_AFTER_SECONDS)
+    -- 29 s after the first absence: still Running, the first absence kept
+    local j = observe("2023-11-14T22:14:31Z", {}, 1700000100)
+    assert.equal("Running", j.state)
+    assert.equal("2023-11-14T22:14:31Z", j.missingSince)
+    -- 30 s: Lost
+    j = observe("2023-11-14T22:14:30Z", {}, 1700000100)
+    assert.equal("Lost", j.state)
+    assert.is_nil(j.missingSince)
+    -- back in the list: the absence is forgotten
+    j = observe("2023-11-14T22:14:31Z", { { jid = ID, state = "RUNNING", ["start-time"] = 1700000000000 } },
+      1700000100)
+    assert.equal("Running", j.state)
+    assert.is_nil(j.missingSince)
+  end)
 
   it("keeps the last state while the JobManager is unreachable", function()
     local out = job.observe({
