@@ -1267,9 +1267,11 @@ out:
         workqueue_free(ctx->q);
     if (ctx->hc)
         http_client_free(ctx->hc);
+    /* before the client: an elector with a request in flight (a standby's try, say) cancels
+     * its kube call, which kube_client_free would already have freed */
+    leader_free(ctx->le);
     if (ctx->kc)
         kube_client_free(ctx->kc);
-    leader_free(ctx->le);
     server_stop(ctx->srv);
     metrics_registry_free(ctx->reg);
     lhost_free(ctx->host);
