@@ -1208,10 +1208,18 @@ int run_main(int argc, char **argv)
     ctx->pump_idle.data = ctx;
     ctx->nns = ctx->o.nns ? ctx->o.nns : 1;
     ctx->nss = calloc(ctx->nns, sizeof *ctx->nss);
-    if (!ctx->q || !ctx->nss)
+    if (!ctx->q || !ctx->nss) {
+        run_log(LOG_ERROR, NULL, "out of memory");
         goto out;
-    for (size_t i = 0; i < ctx->o.nns; i++)
+    }
+    for (size_t i = 0; i < ctx->o.nns; i++) {
+        /* a NULL namespace means all of them: an allocation failure must not widen the watch */
         ctx->nss[i].ns = strdup(ctx->o.namespaces[i]);
+        if (!ctx->nss[i].ns) {
+            run_log(LOG_ERROR, NULL, "out of memory");
+            goto out;
+        }
+    }
     if (run_start_reflectors(ctx))
         goto out;
     ev_signal_init(&ctx->sig_term, run_on_signal, SIGTERM);
