@@ -70,7 +70,7 @@ function flinkconf.memory_plan(limit, ratio, offheap_min, field)
     error(string.format("%s: %d bytes leave %d bytes of heap after %d bytes of off-heap; raise the limit "
       .. "or lower memoryOffHeapMin/memoryOffHeapRatio", field or "memory limit", limit, heap, offheap), 0)
   end
-  return { offheap = offheap, heap = heap, heap_mib = heap // MIB, process_mib = limit // MIB }
+  return { offheap = offheap, heap = heap, heap_mib = quantity.to_mib(heap), process_mib = quantity.to_mib(limit) }
 end
 
 -- First Flink version whose new memory model applies, per component:
@@ -108,12 +108,12 @@ function flinkconf.memory_properties(spec, component, image, props)
   local since = NEW_MODEL[component]
   if flinkconf.at_least(image, since[1], since[2]) then
     -- process size = the whole container limit, floored to MiB
-    return { [component .. ".memory.process.size"] = (limit // MIB) .. "m" }
+    return { [component .. ".memory.process.size"] = quantity.flink_mib(limit) }
   end
   local plan = flinkconf.memory_plan(limit, spec.memoryOffHeapRatio or 25,
     bytes_of(spec.memoryOffHeapMin or "600M", field .. ".memoryOffHeapMin"),
     field .. ".resources.limits.memory (" .. tostring(limits.memory) .. ")")
-  return { [component .. ".heap.size"] = plan.heap_mib .. "m" }
+  return { [component .. ".heap.size"] = quantity.flink_mib(plan.heap) }
 end
 
 --- flinkProperties values are strings in the API; YAML may hand us numbers or booleans.
