@@ -319,6 +319,16 @@ static int apply_tls(CURL *e, const http_tls *t)
     return rc;
 }
 
+/* Appends header line h to r's list; -1 when out of memory (the list stays as it was). */
+static int add_header(http_request *r, const char *h)
+{
+    struct curl_slist *n = curl_slist_append(r->headers, h);
+    if (!n)
+        return -1;
+    r->headers = n;
+    return 0;
+}
+
 http_request *http_request_start(http_client *c, const http_opts *o, char *err, size_t errlen)
 {
     if (!c || !o) {
@@ -390,19 +400,17 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
         curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, o->bearer_token);
     }
-    for (const char *const *h = o->headers; h && *h; h++) {
-        struct curl_slist *n = curl_slist_append(r->headers, *h);
-        if (!n) {
-            curl_slist_free_all(r->headers);
-            curl_easy_cleanup(e);
-            free(r);
-            util_set_err(err, errlen, "http_request_start: out of memory");
-            return NULL;
-        }
-        r->headers = n;
-    }
+    int oom = 0;
+    for (const char *const *h = o->headers; h && *h && !oom; h++)
+        oom = add_header(r, *h);
     /* no "Expect: 100-continue" round trip for bodies */
-    r->headers = curl_slist_append(r->headers, "Expect:");
+    if (oom || add_header(r, "Expect:")) {
+        curl_slist_free_all(r->headers);
+        curl_easy_cleanup(e);
+        free(r);
+        util_set_err(err, errlen, "http_request_start: out of memory");
+        return NULL;
+    }
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 
     r->next = c->active;
