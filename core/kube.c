@@ -879,10 +879,15 @@ static void list_page(kube_call *k, const http_response *resp)
         const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
         k->list_rv = strdup(rv ? rv : "");
     }
-    json_array_extend(k->items, items);
     const char *cont = json_string_value(json_object_get(meta, "continue"));
     free(k->cont);
     k->cont = cont && *cont ? strdup(cont) : NULL;
+    /* a lost continue token would end the list early: a partial list read as a whole one */
+    if (!k->list_rv || (cont && *cont && !k->cont) || json_array_extend(k->items, items) != 0) {
+        call_finish(k, 0, "list: out of memory", "", 0, NULL);
+        json_decref(body);
+        return;
+    }
     json_decref(body);
     if (k->cont && !k->full_relist) {
         call_schedule(k, 0);
