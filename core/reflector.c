@@ -162,12 +162,10 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
     char key[600];
     if (!json_is_object(obj) || obj_key(obj, key, sizeof key) != 0)
         return 0;
-    json_t *meta = json_object_get(obj, "metadata");
     json_t *copy = json_deep_copy(obj);
     if (!copy)
         return 0;
     json_object_del(json_object_get(copy, "metadata"), "managedFields");
-    (void)meta;
     json_t *old = json_object_get(r->store, key);
     if (old) {
         const char *orv = obj_rv(old), *nrv = obj_rv(copy);
@@ -453,8 +451,11 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
     r->store = json_object();
     r->by_owner = json_object();
     r->by_cluster = json_object();
-    if (kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 || !r->store || !r->by_owner ||
-        !r->by_cluster) {
+    /* a namespace or selector lost to a failed strdup would widen the watch to everything */
+    int lost = (opts && opts->namespace && *opts->namespace && !r->ns) ||
+               (opts && opts->label_selector && *opts->label_selector && !r->selector);
+    if (lost || kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 || !r->store ||
+        !r->by_owner || !r->by_cluster) {
         util_set_err(err, errlen, "reflector_start: bad namespace or out of memory");
         json_decref(r->store);
         json_decref(r->by_owner);
