@@ -276,17 +276,19 @@ const char *workqueue_get(workqueue *q)
 
 void workqueue_done(workqueue *q, const char *key)
 {
-    if (!q || !key)
+    if (!q || !key || !json_object_get(q->processing, key))
         return;
-    char *k = strdup(key);       /* `key` may be the table's own copy */
-    if (!k)
-        return;
-    if (json_object_get(q->processing, k)) {
-        json_object_del(q->processing, k);
-        if (json_object_get(q->dirty, k) && ring_push(q, k) == 0)
-            notify(q);
+    /* queue it again first (ring_push copies the key): `key` may be the processing table's own
+     * copy, freed by the delete below */
+    int again = 0;
+    if (json_object_get(q->dirty, key)) {
+        again = ring_push(q, key) == 0;
+        if (!again)
+            json_object_del(q->dirty, key); /* out of memory: the next add queues it */
     }
-    free(k);
+    json_object_del(q->processing, key);
+    if (again)
+        notify(q);
 }
 
 size_t workqueue_len(const workqueue *q)
