@@ -5,14 +5,14 @@
 local util = require("fc.util")
 local clock = require("lib.clock")
 local names = require("lib.names")
+local user_control = require("lib.control")
 
 local job = {}
 
---- The user-control annotation (original operator: flinkclusters.flinkoperator.k8s.io/user-control)
--- and its values.
-job.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
-job.CONTROL_SAVEPOINT = "savepoint"
-job.CONTROL_JOB_CANCEL = "job-cancel"
+--- The user-control annotation and its values (lib.control).
+job.CONTROL_ANNOTATION = user_control.ANNOTATION
+job.CONTROL_SAVEPOINT = user_control.SAVEPOINT
+job.CONTROL_JOB_CANCEL = user_control.JOB_CANCEL
 
 --- Seconds between Flink REST polls while the job is not in a terminal state.
 job.POLL_SECONDS = 10
@@ -138,11 +138,6 @@ function job.observe(input)
   return { job = out, flink_state = flink_state, start_time = start_time }
 end
 
-local function control_value(cluster)
-  local ann = (cluster.metadata or {}).annotations or {}
-  return ann[job.CONTROL_ANNOTATION]
-end
-
 local function all_ready(components)
   local function ready(c) return c and c.state == "Ready" end
   return ready(components.jobManagerStatefulSet) and ready(components.jobManagerService)
@@ -199,14 +194,13 @@ function job.decide(input)
 
   -- User control (annotation): record progress in status.control, remove the annotation when done.
   local old_control = status.control
-  local value = control_value(cluster)
+  local value = user_control.requested(cluster)
   local control
   if old_control and old_control.state == "Progressing" then
     control = util.deepcopy(old_control)
   elseif value == job.CONTROL_SAVEPOINT or value == job.CONTROL_JOB_CANCEL then
-    local finished_at = old_control and clock.parse(old_control.updateTime)
-    if old_control and old_control.name == value and finished_at and now - finished_at < 10 then
-      -- finished a moment ago: the annotation removal has not been observed yet
+    if user_control.just_finished(old_control, value, now) then
+      -- the annotation removal has not been observed yet
       d.remove_annotation = true
     else
       control = { name = value, state = "Progressing", updateTime = clock.format(now) }

@@ -166,3 +166,20 @@ describe("policies/job.lua", function()
     assert.equal("DeleteCluster", d.cleanup) -- afterJobCancelled default
   end)
 end)
+
+describe("lib.control", function()
+  local control = require("lib.control")
+
+  it("reads the annotation and tells a control that just finished", function()
+    assert.equal("savepoint", control.requested({ metadata = { annotations = {
+      ["flinkclusters.flinkoperator.k8s.io/user-control"] = "savepoint" } } }))
+    assert.is_nil(control.requested({ metadata = {} }))
+    local done = { name = "savepoint", state = "Succeeded", updateTime = "2023-11-14T22:14:51Z" }
+    assert.is_true(control.just_finished(done, "savepoint", 1700000100))       -- 9 s ago
+    assert.is_false(control.just_finished(done, "savepoint", 1700000101))      -- 10 s ago
+    assert.is_false(control.just_finished(done, "job-cancel", 1700000100))     -- another control
+    done.state = "Progressing"
+    assert.is_false(control.just_finished(done, "savepoint", 1700000100))
+    assert.is_false(control.just_finished(nil, "savepoint", 1700000100))
+  end)
+end)

@@ -14,10 +14,11 @@
 -- "scheduled" (autoSavepointSeconds).
 local util = require("fc.util")
 local clock = require("lib.clock")
+local user_control = require("lib.control")
 
 local savepoint = {}
 
-savepoint.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
+savepoint.CONTROL_ANNOTATION = user_control.ANNOTATION
 --- Seconds between polls of a savepoint in progress.
 savepoint.POLL_SECONDS = 5
 --- Seconds to wait for the core to report the trigger's request-id before TriggerFailed.
@@ -111,19 +112,18 @@ function savepoint.decide(input)
   if not running then return out end
 
   -- 2. What is asked for now.
-  local ann = ((cluster.metadata or {}).annotations or {})[savepoint.CONTROL_ANNOTATION]
+  local ann = user_control.requested(cluster)
   local control = status.control
   local control_live = control and control.state == "Progressing"
   -- a user control is asked for while it is in progress, or when its annotation is set and it
   -- did not just finish (the annotation removal may not be observed yet)
   local function control_asks(name)
     if control_live then return control.name == name end
-    if ann ~= name then return false end
-    return not (control and control.name == name and now - (clock.parse(control.updateTime) or 0) < 10)
+    return ann == name and not user_control.just_finished(control, name, now)
   end
   local control_since = control_live and (clock.parse(control.updateTime) or 0) or now
   local asked = {}
-  if control_asks("job-cancel") then
+  if control_asks(user_control.JOB_CANCEL) then
     asked["job cancel"] = { since = control_since, retry = false }
   elseif spec.cancelRequested == true then
     asked["job cancel"] = { since = 0, retry = true }
@@ -141,7 +141,7 @@ function savepoint.decide(input)
     local in_flight = sp.state == "InProgress" and sp.triggerReason == "user requested"
     asked["user requested"] = { since = in_flight and 0 or math.huge, retry = false }
   end
-  if control_asks("savepoint") then
+  if control_asks(user_control.SAVEPOINT) then
     asked["user requested"] = { since = control_since, retry = false }
   end
 

@@ -26,7 +26,8 @@ local function policy_dir(overrides)
   for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
-  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "lib/clock.lua", "lib/names.lua" }) do
+  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
