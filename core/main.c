@@ -75,10 +75,8 @@ static char *main_read(const char *cmd, const char *path, size_t *len)
 static int main_parse_uint(const char *cmd, const char *flag, const char *v, unsigned max,
                            unsigned *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long x = strtoul(v, &end, 10);
-    if (errno || end == v || *end || x == 0 || x > max || v[0] == '-') {
+    unsigned long x;
+    if (util_parse_uint(v, 1, max, &x)) {
         fprintf(stderr, "%s: %s: expected an integer 1..%u, got '%s'\n", cmd, flag, max, v);
         return -1;
     }

@@ -23,6 +23,7 @@
 #include "reflector.h"
 #include "run.h"
 #include "server.h"
+#include "util.h"
 #include "workqueue.h"
 
 /* ---- pure helpers (exported for tests) ---------------------------------------------------- */
@@ -978,6 +979,16 @@ static int run_parse_num(const char *flag, const char *v, double min, double max
     return 0;
 }
 
+/* The integer flags (--burst, --workers, the policy budgets): as render's, no fraction. */
+static int run_parse_int(const char *flag, const char *v, unsigned long min, unsigned long max, unsigned long *out)
+{
+    if (util_parse_uint(v, min, max, out)) {
+        fprintf(stderr, "run: %s: expected an integer %lu..%lu, got '%s'\n", flag, min, max, v);
+        return -1;
+    }
+    return 0;
+}
+
 /* Returns -1 on a usage error (message printed), 1 for --help, 0 otherwise. */
 static int run_parse(int argc, char **argv, struct run_opts *o)
 {
@@ -1000,7 +1011,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
-    double x;
+    unsigned long n;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -1039,9 +1050,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             break;
         case RO_BURST:
-            if (run_parse_num("--burst", optarg, 1, 1e6, &x))
+            if (run_parse_int("--burst", optarg, 1, 1000000, &n))
                 return -1;
-            o->burst = (int)x;
+            o->burst = (int)n;
             break;
         case RO_LOG_FORMAT:
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
@@ -1057,9 +1068,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
             }
             break;
         case RO_WORKERS:
-            if (run_parse_num("--workers", optarg, 1, 1024, &x))
+            if (run_parse_int("--workers", optarg, 1, 1024, &n))
                 return -1;
-            o->workers = (int)x;
+            o->workers = (int)n;
             break;
         case RO_FLINK_BASE:
             if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
@@ -1069,14 +1080,14 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
             o->flink_base = optarg;
             break;
         case RO_TIMEOUT:
-            if (run_parse_num("--policy-timeout-ms", optarg, 1, 3600000, &x))
+            if (run_parse_int("--policy-timeout-ms", optarg, 1, 3600000, &n))
                 return -1;
-            o->host.timeout_ms = (unsigned)x;
+            o->host.timeout_ms = (unsigned)n;
             break;
         case RO_MEMORY:
-            if (run_parse_num("--policy-memory-mib", optarg, 1, 65536, &x))
+            if (run_parse_int("--policy-memory-mib", optarg, 1, 65536, &n))
                 return -1;
-            o->host.memory_mib = (unsigned)x;
+            o->host.memory_mib = (unsigned)n;
             break;
         default:
             if (optopt)

@@ -166,3 +166,16 @@ char *util_memdup(const void *p, size_t n)
     c[n] = '\0';
     return c;
 }
+
+int util_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long x = strtoul(s, &end, 10);
+    if (errno || *end || x < min || x > max)
+        return -1;
+    *out = x;
+    return 0;
+}

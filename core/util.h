@@ -63,4 +63,8 @@ int util_format_time(double t, int digits, char *buf, size_t n);
  * NULL when n is 0). NULL when out of memory. */
 char *util_memdup(const void *p, size_t n);
 
+/* Parses s as a whole decimal integer in min..max (no sign, no spaces, no fraction, no
+ * exponent) into *out (untouched on failure). 0, or -1 when s is anything else. */
+int util_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+
 #endif

@@ -119,5 +119,9 @@ int main(void)
     IS_INT(run_main(3, a4), 2, "--policy-dir that does not exist is a usage error");
     char *a5[] = {"run", "extra", NULL};
     IS_INT(run_main(2, a5), 2, "an unexpected argument is a usage error");
+    char *a6[] = {"run", "--workers", "1.5", NULL};
+    IS_INT(run_main(3, a6), 2, "--workers 1.5 is a usage error (an integer, as render's flags)");
+    char *a7[] = {"run", "--policy-memory-mib", "1e3", NULL};
+    IS_INT(run_main(3, a7), 2, "--policy-memory-mib 1e3 is a usage error");
     return DONE_TESTING();
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -122,6 +123,24 @@ static void test_memdup(void)
     OK(util_memdup("x", SIZE_MAX) == NULL, "memdup: SIZE_MAX refused");
 }
 
+static void test_parse_uint(void)
+{
+    unsigned long x = 7;
+    IS_INT(util_parse_uint("42", 1, 100, &x), 0, "parse_uint: 42 in 1..100");
+    IS_INT((int)x, 42, "parse_uint: value 42");
+    IS_INT(util_parse_uint("100", 1, 100, &x), 0, "parse_uint: the maximum itself");
+    x = 7;
+    IS_INT(util_parse_uint("0", 1, 100, &x), -1, "parse_uint: below the minimum");
+    IS_INT(util_parse_uint("101", 1, 100, &x), -1, "parse_uint: above the maximum");
+    IS_INT(util_parse_uint("1.5", 1, 100, &x), -1, "parse_uint: a fraction");
+    IS_INT(util_parse_uint("1e2", 1, 100, &x), -1, "parse_uint: an exponent");
+    IS_INT(util_parse_uint("-1", 0, ULONG_MAX, &x), -1, "parse_uint: a sign (strtoul would wrap it)");
+    IS_INT(util_parse_uint(" 5", 1, 100, &x), -1, "parse_uint: a leading space");
+    IS_INT(util_parse_uint("", 0, 100, &x), -1, "parse_uint: empty");
+    IS_INT(util_parse_uint("99999999999999999999999", 0, ULONG_MAX, &x), -1, "parse_uint: overflow");
+    IS_INT((int)x, 7, "parse_uint: *out untouched on failure");
+}
+
 int main(void)
 {
     test_set_err();
@@ -129,5 +148,6 @@ int main(void)
     test_read_file();
     test_format_time();
     test_memdup();
+    test_parse_uint();
     return DONE_TESTING();
 }
