@@ -40,7 +40,7 @@ case_example() {
     gen=$(jp "$ns" flinkcluster/wordcount '{.metadata.generation}')
     expect "observedGeneration" "$og" "$gen" || return 1
     expect "Ready condition" "$(condition "$ns" wordcount Ready)" "True Running" || return 1
-    has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
+    poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
   }
   check "wordcount: status Running (observedGeneration, Ready=True, StateChanged event) once the StatefulSets are ready" t_running
   t_endpoints() {
@@ -218,7 +218,7 @@ case_flink() {
     echo "savepoint at $loc"
     [ -f "${loc#file:}/_metadata" ] || { echo "no _metadata under $loc"; return 1; }
     expect "savepointGeneration" "$(job savepointGeneration)" 1 || return 1
-    has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
+    poll 10 has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
   }
   check "flink: savepointGeneration 1 -> POST /jobs/<id>/savepoints, poll, Succeeded with _metadata on disk" t_flink_savepoint
   t_flink_control() {
@@ -232,7 +232,7 @@ case_flink() {
     }
     poll 60 control_done || { echo "control: $(jp "$ns" flinkcluster/ticker '{.status.control}')"; return 1; }
     [ "$(job savepointLocation)" != "$first" ] || { echo "no new savepoint"; return 1; }
-    has_event "$ns" ticker UserControl || { echo "no UserControl event"; return 1; }
+    poll 10 has_event "$ns" ticker UserControl || { echo "no UserControl event"; return 1; }
   }
   check "flink: user-control annotation 'savepoint' -> a new savepoint, control Succeeded, annotation removed (patch_annotations)" t_flink_control
   t_flink_cancel() {

@@ -114,7 +114,8 @@ owned_by() {
 condition() {
   jp "$1" "flinkcluster/$2" "{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason}"
 }
-# has_event NS NAME REASON: a core/v1 Event about FlinkCluster NAME with that reason
+# has_event NS NAME REASON: a core/v1 Event about FlinkCluster NAME with that reason (run writes
+# Events after the status patch: poll it after seeing a status)
 has_event() {
   "${K[@]}" -n "$1" get events --field-selector "involvedObject.kind=FlinkCluster,involvedObject.name=$2,reason=$3" \
     -o name 2>/dev/null | grep -q .
