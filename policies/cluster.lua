@@ -101,7 +101,7 @@ local function component_statefulset(c, component, comp)
   local sts_spec = {
     replicas = comp.replicas,
     serviceName = name,
-    selector = { matchLabels = util.deepcopy(selector) },
+    selector = { matchLabels = selector },
     template = template,
     volumeClaimTemplates = util.nonempty(comp.volumeClaimTemplates),
     revisionHistoryLimit = spec.revisionHistoryLimit,
@@ -135,7 +135,7 @@ local function jobmanager_service(c)
     svc.type = "ClusterIP"
   elseif scope == "VPC" then
     svc.type = "LoadBalancer"
-    annotations = util.deepcopy(VPC_ANNOTATIONS)
+    annotations = VPC_ANNOTATIONS
   elseif scope == "External" then
     svc.type = "LoadBalancer"
   elseif scope == "NodePort" then
@@ -195,7 +195,7 @@ local function jobmanager_ingress(c)
     apiVersion = "networking.k8s.io/v1",
     kind = "Ingress",
     metadata = names.metadata(c, names.jobmanager(n), names.component_labels(n, "jobmanager"),
-      util.deepcopy(ing.annotations or {})),
+      ing.annotations),
     spec = spec,
   }
 end
@@ -231,7 +231,7 @@ local function job_submitter(c)
   return {
     apiVersion = "batch/v1",
     kind = "Job",
-    metadata = names.metadata(c, names.job_submitter(n), util.deepcopy(labels)),
+    metadata = names.metadata(c, names.job_submitter(n), labels),
     spec = { backoffLimit = 0, template = template },
   }
 end
@@ -249,7 +249,9 @@ function cluster_policy.desired(input)
   if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c) end
   objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager)
   if spec.job then objects[#objects + 1] = job_submitter(c) end
-  -- no table shared between two places of the output: callers may normalize it in place
+  -- One copy at the end, so the pieces above may share tables (selector labels, the user's
+  -- envFrom, module constants): no table appears twice in the output, and none is the
+  -- input's or this module's, since callers may normalize the output in place.
   return { objects = util.deepcopy(objects) }
 end
 

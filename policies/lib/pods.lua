@@ -119,7 +119,7 @@ end
 function pods.init_containers(list, mounts)
   local out = {}
   for i, c in ipairs(list or {}) do
-    local copy = util.deepcopy(c)
+    local copy = util.merge(c) -- a new top level: the input's container is not changed
     copy.volumeMounts = util.nonempty(pods.merge_by("mountPath", mounts, c.volumeMounts))
     out[i] = copy
   end
