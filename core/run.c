@@ -262,13 +262,19 @@ static void run_count_request(struct run_ctx *ctx, const char *verb, long status
     metrics_inc(ctx->m.api_requests_total, v);
 }
 
-static const char *run_kind_of(struct run_ctx *ctx, const reflector *r)
+/* The index in run_kinds of the reflector r (0: FlinkCluster), -1 when it is none of ours. */
+static int run_kind_index(struct run_ctx *ctx, const reflector *r)
 {
     for (size_t i = 0; i < ctx->nns; i++)
         for (int k = 0; k < RUN_NKINDS; k++)
             if (ctx->nss[i].r[k] == r)
-                return run_kinds[k]->kind;
-    return "?";
+                return k;
+    return -1;
+}
+
+static const char *run_kind_name(int k)
+{
+    return k >= 0 ? run_kinds[k]->kind : "?";
 }
 
 static void run_on_scrape(void *ud)
@@ -807,23 +813,30 @@ static void run_on_ready(workqueue *q, void *ud)
 
 /* ---- reflector callbacks ------------------------------------------------------------------- */
 
+/* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
+ * missing or the key does not fit. */
+static int run_cluster_key(json_t *obj, char *key, size_t n)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!ns || !name)
+        return -1;
+    int w = snprintf(key, n, "%s/%s", ns, name);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
 static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
 {
     (void)old;
     struct run_ctx *ctx = ud;
     char key[600];
-    int is_cluster = 0;
     static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
-    const char *kv[] = {run_kind_of(ctx, r), evnames[ev]};
+    int k = run_kind_index(ctx, r);
+    const char *kv[] = {run_kind_name(k), evnames[ev]};
     metrics_inc(ctx->m.watch_events_total, kv);
-    for (size_t i = 0; i < ctx->nns; i++)
-        if (ctx->nss[i].r[0] == r)
-            is_cluster = 1;
-    if (is_cluster) {
-        json_t *meta = json_object_get(obj, "metadata");
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        const char *name = json_string_value(json_object_get(meta, "name"));
-        if (!ns || !name || snprintf(key, sizeof key, "%s/%s", ns, name) >= (int)sizeof key)
+    if (k == 0) {
+        if (run_cluster_key(obj, key, sizeof key))
             return;
         if (ev == REFLECTOR_DELETED) {
             json_object_del(ctx->flink, key);
@@ -838,11 +851,8 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
 static void run_enqueue_cluster(json_t *obj, void *ud)
 {
     struct run_ctx *ctx = ud;
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *name = json_string_value(json_object_get(meta, "name"));
     char key[600];
-    if (ns && name && snprintf(key, sizeof key, "%s/%s", ns, name) < (int)sizeof key)
+    if (run_cluster_key(obj, key, sizeof key) == 0)
         workqueue_add(ctx->q, key);
 }
 
@@ -866,7 +876,7 @@ static void run_on_synced(reflector *r, void *ud)
 static void run_on_error(reflector *r, const char *what, void *ud)
 {
     struct run_ctx *ctx = ud;
-    const char *kind = run_kind_of(ctx, r);
+    const char *kind = run_kind_name(run_kind_index(ctx, r));
     const char *kv[] = {kind};
     metrics_inc(ctx->m.watch_restarts_total, kv);
     run_log(LOG_WARN, NULL, "watch %s: %s", kind, what);
