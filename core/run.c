@@ -207,6 +207,9 @@ struct run_ctx {
 
 enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_EVENTS, PHASE_DONE };
 
+/* The kind of write in flight: a failed one becomes an Event with the matching reason. */
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS };
+
 struct run_item {
     struct run_ctx *ctx;
     struct run_item *next_item;
@@ -222,6 +225,7 @@ struct run_item {
     kube_call *call;
     http_request *hreq;
     char what[600];   /* the action in flight, for logs */
+    enum run_write write;
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     char flink_result[32];
     char flink_job[80];
@@ -411,10 +415,10 @@ static void run_item_finish(struct run_item *it)
  * "<what>: HTTP <status>: <API message>" (status 0: no answer). */
 static void run_failure_event(struct run_item *it, long status, const char *message)
 {
-    const char *reason = strncmp(it->what, "apply ", 6) == 0    ? "ApplyFailed"
-                         : strncmp(it->what, "delete ", 7) == 0 ? "DeleteFailed"
-                         : strcmp(it->what, "patch status") == 0 ? "StatusFailed"
-                                                                 : "PatchFailed";
+    static const char *const reasons[] = {
+        [WRITE_PATCH] = "PatchFailed", [WRITE_APPLY] = "ApplyFailed",
+        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed"};
+    const char *reason = reasons[it->write];
     char text[1024];
     snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");
     json_t *events = json_object_get(it->result, "events");
@@ -432,7 +436,7 @@ static void run_kube_done(const kube_result *res, void *ud)
     struct run_ctx *ctx = it->ctx;
     run_count_request(ctx, it->verb ? it->verb : "PATCH", res->status);
     int ok = res->status >= 200 && res->status < 300;
-    if (!ok && res->status == 404 && strncmp(it->what, "delete ", 7) == 0)
+    if (!ok && res->status == 404 && it->write == WRITE_DELETE)
         ok = 1; /* already gone */
     if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key */
@@ -476,6 +480,7 @@ static int run_start_action(struct run_item *it, json_t *a)
     const char *op = json_string_value(json_object_get(a, "op"));
     char err[512] = "";
     op = op ? op : "?";
+    it->write = WRITE_PATCH;
     if (strcmp(op, "apply") == 0) {
         json_t *obj = json_object_get(a, "object");
         json_t *meta = json_object_get(obj, "metadata");
@@ -483,6 +488,7 @@ static int run_start_action(struct run_item *it, json_t *a)
                  json_string_value(json_object_get(obj, "kind")) ?: "?",
                  json_string_value(json_object_get(meta, "name")) ?: "?");
         it->verb = "PATCH";
+        it->write = WRITE_APPLY;
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
             json_object_set_new(meta, "namespace", json_string(it->ns));
@@ -497,6 +503,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         const char *name = json_string_value(json_object_get(a, "name"));
         snprintf(it->what, sizeof it->what, "delete %s %s", kind ?: "?", name ?: "?");
         it->verb = "DELETE";
+        it->write = WRITE_DELETE;
         const kube_kind *k = kube_kind_find(NULL, kind);
         if (!k || !name)
             snprintf(err, sizeof err, "unknown kind or no name");
@@ -591,6 +598,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     char err[512] = "";
     snprintf(it->what, sizeof it->what, "patch status");
     it->verb = "PATCH";
+    it->write = WRITE_STATUS;
     if (text)
         it->call = kube_patch_status(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, text, run_kube_done, it,
                                      err, sizeof err);
