@@ -478,7 +478,7 @@ static int run_start_action(struct run_item *it, json_t *a)
 {
     struct run_ctx *ctx = it->ctx;
     const char *op = json_string_value(json_object_get(a, "op"));
-    char err[512] = "";
+    char err[512] = "out of memory"; /* what is left when json_dumps failed; others overwrite it */
     op = op ? op : "?";
     it->write = WRITE_PATCH;
     if (strcmp(op, "apply") == 0) {
@@ -595,7 +595,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     json_object_set_new(patch, "status", diff);
     char *text = json_dumps(patch, JSON_COMPACT);
     json_decref(patch);
-    char err[512] = "";
+    char err[512] = "out of memory"; /* unless kube_patch_status says otherwise */
     snprintf(it->what, sizeof it->what, "patch status");
     it->verb = "PATCH";
     it->write = WRITE_STATUS;
