@@ -15,9 +15,12 @@
  *     and raises again, so pcall/xpcall/handlers/__close cannot swallow it; __gc metamethods
  *     are refused by the sandbox's setmetatable) and a memory cap (growth beyond
  *     `call base + memory cap` trips the call and arms the same hook; small allocations may
- *     overshoot by 1 MiB so that the hook names the exact line, larger ones fail at once;
- *     an allocation failure that unwinds uncaught is reported at the hook function's first
- *     line, e.g. "rep.lua:1: policy exceeded its memory cap (64 MiB)");
+ *     overshoot by 1 MiB, larger ones fail at once; either way the error names the line of
+ *     the innermost Lua frame of the call when the cap tripped, e.g. the `s = s .. s` or the
+ *     `x:rep(n)` line: "rep.lua:3: policy exceeded its memory cap (64 MiB)".  That position
+ *     is read in the allocator, which is safe up to Lua 5.4.4 (see core/lhost.c); built
+ *     against a later release, a failure that unwinds uncaught names the hook function's
+ *     first line instead);
  *   - C-side loops that the hook cannot see are capped where practical: string.rep with an
  *     empty result, table.move over more than LHOST_MOVE_MAX elements, table.sort of more
  *     than LHOST_SORT_MAX elements without a Lua comparator, plain string.find where
