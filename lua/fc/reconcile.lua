@@ -158,6 +158,8 @@ local function index(objects)
   return by
 end
 
+-- Events for what changed between the observed status `old` and the new status `new` (cluster
+-- state, job state, savepoint, user control, PolicyError resolved), appended to `events`.
 local function transition_events(old, new, events)
   if old.state ~= new.state then
     events[#events + 1] = {
@@ -167,32 +169,37 @@ local function transition_events(old, new, events)
         or ("cluster state " .. new.state),
     }
   end
-  local oj = (old.components or {}).job or {}
-  local nj = (new.components or {}).job
-  if nj and oj.state ~= nj.state then
-    local bad = nj.state == "Failed" or nj.state == "Lost" or nj.state == "Suspended"
+  local old_job = (old.components or {}).job or {}
+  local new_job = (new.components or {}).job
+  if new_job and old_job.state ~= new_job.state then
+    local bad = new_job.state == "Failed" or new_job.state == "Lost" or new_job.state == "Suspended"
     events[#events + 1] = {
       type = bad and "Warning" or "Normal",
       reason = "JobStateChanged",
-      message = (oj.state and ("job state " .. oj.state .. " -> ") or "job state ") .. nj.state
-        .. (nj.id and (" (job " .. nj.id .. ")") or ""),
+      message = (old_job.state and ("job state " .. old_job.state .. " -> ") or "job state ")
+        .. new_job.state .. (new_job.id and (" (job " .. new_job.id .. ")") or ""),
     }
   end
-  local os_, ns = old.savepoint or {}, new.savepoint
-  if ns and (os_.state ~= ns.state or os_.triggerTime ~= ns.triggerTime) and ns.state ~= "NotTriggered" then
-    local bad = ns.state == "Failed" or ns.state == "TriggerFailed"
-    local msg = "savepoint " .. tostring(ns.state) .. " (" .. tostring(ns.triggerReason) .. ")"
-    if ns.state == "Succeeded" and nj and nj.savepointLocation then msg = msg .. ": " .. nj.savepointLocation end
-    if bad and ns.message then msg = msg .. ": " .. ns.message end
+  local old_sp, new_sp = old.savepoint or {}, new.savepoint
+  if new_sp and new_sp.state ~= "NotTriggered"
+      and (old_sp.state ~= new_sp.state or old_sp.triggerTime ~= new_sp.triggerTime) then
+    local bad = new_sp.state == "Failed" or new_sp.state == "TriggerFailed"
+    local msg = "savepoint " .. tostring(new_sp.state) .. " (" .. tostring(new_sp.triggerReason) .. ")"
+    if new_sp.state == "Succeeded" and new_job and new_job.savepointLocation then
+      msg = msg .. ": " .. new_job.savepointLocation
+    end
+    if bad and new_sp.message then msg = msg .. ": " .. new_sp.message end
     events[#events + 1] = { type = bad and "Warning" or "Normal", reason = "SavepointStateChanged", message = msg }
   end
-  local oc_, nc = old.control or {}, new.control
-  if nc and (oc_.name ~= nc.name or oc_.state ~= nc.state or oc_.updateTime ~= nc.updateTime) then
-    events[#events + 1] = { type = nc.state == "Failed" and "Warning" or "Normal", reason = "UserControl",
-      message = tostring(nc.name) .. " " .. tostring(nc.state) .. (nc.message and (": " .. nc.message) or "") }
+  local old_ctl, new_ctl = old.control or {}, new.control
+  if new_ctl and (old_ctl.name ~= new_ctl.name or old_ctl.state ~= new_ctl.state
+      or old_ctl.updateTime ~= new_ctl.updateTime) then
+    events[#events + 1] = { type = new_ctl.state == "Failed" and "Warning" or "Normal", reason = "UserControl",
+      message = tostring(new_ctl.name) .. " " .. tostring(new_ctl.state)
+        .. (new_ctl.message and (": " .. new_ctl.message) or "") }
   end
-  local oc = find_condition(old, "PolicyError")
-  if oc and oc.status == "True" then
+  local old_pe = find_condition(old, "PolicyError")
+  if old_pe and old_pe.status == "True" then
     events[#events + 1] = { type = "Normal", reason = "PolicyErrorResolved", message = "policies ran without error" }
   end
 end
