@@ -464,6 +464,9 @@ describe("lib.pods", function()
       pods.merge_by("name", { { name = "A", value = "ours" }, { name = "B", value = "1" } },
         { { name = "A", value = "user" }, { name = "C", value = "2" } }))
     assert.same({}, pods.merge_by("name", nil, nil))
+    -- an entry without its key is kept (the API server names the missing field), never an error
+    assert.same({ { name = "A", value = "1" }, { value = "2" }, { value = "3" } },
+      pods.merge_by("name", { { name = "A", value = "1" } }, { { value = "2" }, { value = "3" } }))
   end)
 
   it("mounts hadoop and gcp configuration with their variables", function()

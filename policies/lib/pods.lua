@@ -15,20 +15,28 @@ pods.GCP_VOLUME = "gcp-service-account-volume"
 --- `base` followed by `extra` (lists of tables), an item of `extra` replacing the item of
 -- `base` with the same `key` in place. Kubernetes' server-side apply treats env (key name),
 -- volumes (name) and volumeMounts (mountPath) as maps and rejects duplicate keys, so the
--- user's entry must replace ours rather than follow it. Returns a new list.
+-- user's entry must replace ours rather than follow it. Returns a new list. An item without
+-- `key` (or not a table) is kept as it is and replaces nothing: the API server reports the
+-- missing field when the object is applied, naming it, instead of this policy failing.
 function pods.merge_by(key, base, extra)
   local out, index = {}, {}
+  local function key_of(item)
+    if type(item) == "table" then return item[key] end
+    return nil
+  end
   for _, item in ipairs(base or {}) do
     out[#out + 1] = item
-    index[item[key]] = #out
+    local k = key_of(item)
+    if k ~= nil then index[k] = #out end
   end
   for _, item in ipairs(extra or {}) do
-    local at = index[item[key]]
+    local k = key_of(item)
+    local at = k ~= nil and index[k] or nil
     if at then
       out[at] = item
     else
       out[#out + 1] = item
-      index[item[key]] = #out
+      if k ~= nil then index[k] = #out end
     end
   end
   return out
