@@ -40,11 +40,15 @@ validate.MAX_STATEFULSET_NAME = 52
 
 --------------------------------------------------------------------------------------------
 -- Schema of the FlinkCluster's own structure. Node kinds: "string", "integer", "boolean",
--- "quantity" (Kubernetes quantity), "strmap" (object of strings), "object"/"list" (embedded
--- Kubernetes types: JSON type only), "resources" (ResourceRequirements: quantities),
+-- "quantity" (Kubernetes quantity), "strmap" (object of strings), "object" (an embedded
+-- Kubernetes type: JSON type only), "resources" (ResourceRequirements: quantities),
 -- {fields = {name = node}} (ours: unknown keys warn), {list = node}.
 
-local K8S_OBJECT, K8S_LIST = "object", "list"
+local K8S_OBJECT = "object"
+--- A list of embedded Kubernetes objects (volumes, mounts, containers, env, tolerations, pull
+-- secrets: every list of the API is one of objects): an item that is not an object is an
+-- error here, not a policy failure while the pods are built.
+local K8S_LIST = { list = K8S_OBJECT }
 
 local EXTRA_PORT = { fields = { name = "string", containerPort = "integer", protocol = "string" } }
 
@@ -223,8 +227,6 @@ local function check_types(v, node, path, add)
     end
   elseif node == "object" then
     if not is_object(v) then add(path, "must be an object") end
-  elseif node == "list" then
-    if not is_list(v) then add(path, "must be a list") end
   elseif node == "resources" then
     if not is_object(v) then return add(path, "must be an object") end
     for _, part in ipairs({ "limits", "requests" }) do

@@ -32,7 +32,8 @@ describe("validate fixtures", function()
       "access-scope-external", "access-scope-nodeport", "access-scope-headless", "replicas-negative",
       "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job",
       "access-scope-bad", "duplicate-ports", "hadoop-gcp-incomplete", "job-rules", "memory",
-      "memory-default-min-over-limit", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
+      "memory-default-min-over-limit",
+      "list-items-not-objects", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
       "update-savepoint-generation-next", "update-savepoints-dir-removed" })
