@@ -377,9 +377,7 @@ local function check_ports(c, path, order, add)
           add(at .. ".protocol", "must be one of " .. table.concat(validate.PROTOCOLS, ", "))
         end
         record(ep.containerPort, ep.name, at .. ".containerPort", at .. ".name", true)
-      elseif not is_null(ep) then
-        add(at, "must be an object")
-      end
+      end -- an item that is not an object: check_types reports it
     end
   end
 end

@@ -84,6 +84,13 @@ describe("validate.check", function()
     }, sorted(run(validate, cluster(s)).errors))
   end)
 
+  it("reports an extraPorts item that is not an object once", function()
+    local s = valid_spec()
+    s.jobManager = { extraPorts = { 5 } }
+    assert.are.same({ { path = "spec.jobManager.extraPorts[0]", message = "must be an object" } },
+      run(validate, cluster(s)).errors)
+  end)
+
   it("compares memoryOffHeapMin and the limit in bytes, equal allowed", function()
     local s = valid_spec()
     s.taskManager.memoryOffHeapMin = "1Gi"
