@@ -487,6 +487,9 @@ describe("lib.pods", function()
     assert.same({ { name = "own", mountPath = "/cache" }, { name = "data", mountPath = "/data" } },
       init[1].volumeMounts)
     assert.is_nil(pods.init_containers({}, {}))
+    -- a volumeMounts of the wrong type stays for the API server to name, never a policy error
+    local bad = pods.init_containers({ { name = "i", volumeMounts = 5 } }, { { mountPath = "/d" } })
+    assert.equal(5, bad[1].volumeMounts)
   end)
 end)
 

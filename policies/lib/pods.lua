@@ -123,12 +123,16 @@ end
 
 --- Init containers of a component: each one as given, plus the component's volumeMounts
 -- (`mounts`) so that, for example, a downloader writes the jar into the volume the main
--- container reads. The init container's own mount at the same mountPath wins.
+-- container reads. The init container's own mount at the same mountPath wins. `list` items
+-- are objects (validate.lua); a volumeMounts that is not a list is left for the API server
+-- to report.
 function pods.init_containers(list, mounts)
   local out = {}
   for i, c in ipairs(list or {}) do
     local copy = util.merge(c) -- a new top level: the input's container is not changed
-    copy.volumeMounts = util.nonempty(pods.merge_by("mountPath", mounts, c.volumeMounts))
+    if c.volumeMounts == nil or type(c.volumeMounts) == "table" then
+      copy.volumeMounts = util.nonempty(pods.merge_by("mountPath", mounts, c.volumeMounts))
+    end
     out[i] = copy
   end
   return util.nonempty(out)
