@@ -68,6 +68,15 @@ local function submitted_id(children, submitter)
   return nil
 end
 
+-- The observed submitter Job of cluster `n` (nil when absent) and whether it is the stale one:
+-- deleted for a resubmission (its uid kept in job.staleSubmitterUID) but still in the cache.
+local function observed_submitter(children, n, j)
+  local submitter = (children.Job or {})[names.job_submitter(n)]
+  local stale = submitter ~= nil and j.staleSubmitterUID ~= nil
+    and (submitter.metadata or {}).uid == j.staleSubmitterUID
+  return submitter, stale
+end
+
 local function submitter_failed(submitter)
   if not submitter then return false end
   local st = submitter.status or {}
@@ -104,10 +113,8 @@ function job.observe(input)
   out.name = names.job_submitter(n)
   out.state = out.state or "Pending"
   out.restartCount = out.restartCount or 0
-  local submitter = (input.children.Job or {})[names.job_submitter(n)]
-  if submitter and out.staleSubmitterUID and (submitter.metadata or {}).uid == out.staleSubmitterUID then
-    submitter = nil -- deleted for a resubmission, still in the cache: its pods tell the old id
-  end
+  local submitter, stale = observed_submitter(input.children, n, out)
+  if stale then submitter = nil end -- its pods tell the old job's id
   if not out.id then
     out.id = submitted_id(input.children, submitter)
   end
@@ -170,8 +177,8 @@ function job.decide(input)
   local outcome = input.outcome or {}
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
     remove_annotation = false, flink = {} }
-  local submitter = (input.children.Job or {})[names.job_submitter(cluster.metadata.name)]
-  if submitter and j.staleSubmitterUID and (submitter.metadata or {}).uid == j.staleSubmitterUID then
+  local submitter, stale = observed_submitter(input.children, cluster.metadata.name, j)
+  if stale then
     -- the submitter deleted for a resubmission is still observed: delete it again, wait
     d.resubmit = true
   elseif submitter then
