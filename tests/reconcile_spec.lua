@@ -404,7 +404,13 @@ describe("reconcile.run with policies-min", function()
       "return { desired = function() return { objects = { { kind = 'ConfigMap' } } } end }\n" }) })
     local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
-    assert.equal("cluster.lua: desired: objects[1] has no kind or metadata.name", r.events[1].message)
+    -- the same check and words as render (fc.shape), list positions from 0
+    assert.equal("cluster.lua: desired: objects[0] must have apiVersion, kind and metadata.name strings",
+      r.events[1].message)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = "return { desired = function() return {} end }\n" }) })
+    r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions) -- an absent list is not "delete every child"
+    assert.equal("cluster.lua: desired: must return {objects={...}}", r.events[1].message)
   end)
 
   it("prunes ControllerRevisions beyond revisionHistoryLimit, oldest first", function()

@@ -7,6 +7,7 @@
 local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
+local shape = require("fc.shape")
 
 local reconcile = {}
 
@@ -238,14 +239,14 @@ local function run(host, snapshot)
 
   -- 1. defaults, validate
   local defaulted = call(host, "defaults", "apply", cluster)
-  expect(is_table(defaulted) and is_table(defaulted.spec) and is_table(defaulted.metadata),
-    "defaults", "apply", "must return the FlinkCluster with metadata and spec")
+  local bad = shape.defaults(defaulted)
+  expect(bad == nil, "defaults", "apply", bad)
   -- fc.host.call copies every input, so the policies below share the observed status safely
   defaulted.status = old_status
   local old = previous(defaulted, children)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
-  expect(is_table(v) and is_table(v.errors or {}) and is_table(v.warnings or {}),
-    "validate", "check", "must return {errors=, warnings=}")
+  bad = shape.validate(v)
+  expect(bad == nil, "validate", "check", bad)
   if v.errors and #v.errors > 0 then return invalid_result(cluster, v.errors, now) end
   if gen ~= old_status.observedGeneration then
     for _, w in ipairs(v.warnings or {}) do
@@ -292,11 +293,8 @@ local function run(host, snapshot)
     for_desired.spec.job = util.merge(defaulted.spec.job, { fromSavepoint = jd.from_savepoint })
   end
   local des = call(host, "cluster", "desired", { cluster = for_desired })
-  expect(is_table(des) and is_table(des.objects), "cluster", "desired", "must return {objects={...}}")
-  for i, o in ipairs(des.objects) do
-    expect(is_table(o) and type(o.kind) == "string" and is_table(o.metadata) and type(o.metadata.name) == "string",
-      "cluster", "desired", "objects[" .. i .. "] has no kind or metadata.name")
-  end
+  bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
+  expect(bad == nil, "cluster", "desired", bad)
   local cleanup = jd.cleanup or ""
   local desired = {}
   for _, o in ipairs(des.objects) do

@@ -5,63 +5,16 @@
 -- output shapes checked here. Every document is processed even when an earlier one failed;
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
+local shape = require("fc.shape")
 
 local render = {}
 
-local API_VERSION = "flinkoperator.k8s.io/v1beta1"
-local KIND = "FlinkCluster"
+local API_VERSION = shape.API_VERSION
+local KIND = shape.KIND
+local is_list = shape.is_list
 
-local function is_list(v)
-  if type(v) ~= "table" then return false end
-  local n = 0
-  for _ in pairs(v) do n = n + 1 end
-  return n == #v
-end
-
--- Checks the items of a validate result list; returns an error string or nil.
-local function check_findings(list, field)
-  if list == nil then return nil end
-  if not is_list(list) then return field .. " must be a list" end
-  for i, f in ipairs(list) do
-    if type(f) ~= "table" or type(f.path) ~= "string" or type(f.message) ~= "string" then
-      return string.format("%s[%d] must be {path=<string>, message=<string>}", field, i - 1)
-    end
-  end
-  return nil
-end
-
---- Shape checks of the policy outputs. Each returns nil or "<what is wrong>".
-render.shape = {}
-
-function render.shape.defaults(c)
-  if type(c) ~= "table" then return "must return a table, got " .. type(c) end
-  if c.apiVersion ~= API_VERSION or c.kind ~= KIND then
-    return "must return a " .. KIND .. " of " .. API_VERSION
-  end
-  if type(c.metadata) ~= "table" or type(c.metadata.name) ~= "string" then
-    return "must return metadata.name as a string"
-  end
-  if type(c.spec) ~= "table" then return "must return spec as a table" end
-  return nil
-end
-
-function render.shape.validate(r)
-  if type(r) ~= "table" then return "must return a table, got " .. type(r) end
-  return check_findings(r.errors, "errors") or check_findings(r.warnings, "warnings")
-end
-
-function render.shape.cluster(r)
-  if type(r) ~= "table" then return "must return a table, got " .. type(r) end
-  if r.objects == nil then return nil end
-  if not is_list(r.objects) then return "objects must be a list" end
-  for i, o in ipairs(r.objects) do
-    if type(o) ~= "table" or type(o.apiVersion) ~= "string" or type(o.kind) ~= "string"
-      or type(o.metadata) ~= "table" or type(o.metadata.name) ~= "string" then
-      return string.format("objects[%d] must have apiVersion, kind and metadata.name strings", i - 1)
-    end
-  end
-  return nil
-end
+--- Shape checks of the policy outputs (fc.shape). Each returns nil or "<what is wrong>".
+render.shape = shape
 
 local HOOKS = {
   defaults = "apply",
