@@ -39,7 +39,9 @@ describe("flink-controller run #bin", function()
       "current-context: x" }, "\n") .. "\n")
     local cmd = "POD_NAMESPACE=default " .. quote(fx.BIN) .. " run --kubeconfig " .. quote(dir .. "/kubeconfig")
       .. " --leader-elect --health-addr 127.0.0.1:0 --metrics-addr 0 >" .. quote(dir .. "/out") .. " 2>&1 & c=$!; "
-      .. "sleep 1; kill -TERM $c; wait $c; echo $?"
+      -- SIGTERM once the elector runs (its first Lease GET goes out at once and never returns)
+      .. "for _ in $(seq 200); do grep -q 'leader election: lease' " .. quote(dir .. "/out")
+      .. " && break; sleep 0.1; done; sleep 0.3; kill -TERM $c; wait $c; echo $?"
     local p = assert(io.popen(cmd))
     local code = p:read("l")
     p:close()
