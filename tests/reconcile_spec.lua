@@ -453,13 +453,14 @@ describe("reconcile.run with policies-min", function()
     host.configure({ policy_dir = policy_dir({ ["job.lua"] = bad_job }) })
     local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
-    assert.equal("job.lua: decide: flink[1] needs method and path strings", r.events[1].message)
+    -- list positions from 0, as in every other path the policies and render report
+    assert.equal("job.lua: decide: flink[0] needs method and path strings", r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })
     r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
-    assert.equal("status.lua: compute: conditions[1] needs a type and a status", r.events[1].message)
+    assert.equal("status.lua: compute: conditions[0] needs a type and a status", r.events[1].message)
   end)
 
   it("deletes children that are no longer desired", function()

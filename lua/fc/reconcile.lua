@@ -360,7 +360,8 @@ local function run(host, snapshot)
     expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
     for i, f in ipairs(from[3] or {}) do
       expect(is_table(f) and type(f.method) == "string" and type(f.path) == "string"
-        and (f.body == nil or is_table(f.body)), from[1], from[2], "flink[" .. i .. "] needs method and path strings")
+        and (f.body == nil or is_table(f.body)), from[1], from[2],
+        "flink[" .. (i - 1) .. "] needs method and path strings")
       flink_action(f.method, f.path, f.body)
     end
   end
@@ -390,7 +391,7 @@ local function run(host, snapshot)
     "status", "compute", "must return a status with a state")
   for i, c in ipairs(st.conditions or {}) do
     expect(is_table(c) and type(c.type) == "string" and (c.status == "True" or c.status == "False"
-      or c.status == "Unknown"), "status", "compute", "conditions[" .. i .. "] needs a type and a status")
+      or c.status == "Unknown"), "status", "compute", "conditions[" .. (i - 1) .. "] needs a type and a status")
   end
   -- `st` is fc.host.call's private copy of the policy's result: stamped in place
   local new, conds = st, st.conditions or {}
