@@ -7,6 +7,7 @@
 -- memoryOffHeapMin a Kubernetes quantity (string, bytes).
 local util = require("fc.util")
 local values = require("lib.values")
+local image_ref = require("lib.image")
 
 local defaults = {}
 
@@ -40,18 +41,11 @@ end
 -- The rule Kubernetes applies to a container's imagePullPolicy (kubernetes
 -- pkg/apis/core/v1/defaults.go, SetDefaults_Container, with the tag from
 -- parsers.ParseImageName): "Always" when the tag is `latest` or the reference has neither
--- tag nor digest (it then means latest), else "IfNotPresent". The tag is what follows the
--- last ':' after the last '/' (so "registry:5000/flink" has no tag), before any "@digest".
--- `image` is the image reference string.
+-- tag nor digest (it then means latest), else "IfNotPresent". Tag and digest as lib.image
+-- reads them ("registry:5000/flink" has no tag). `image` is the image reference string.
 function defaults.pull_policy(image)
-  local ref, digest = image, false
-  local at = image:find("@", 1, true)
-  if at then
-    ref, digest = image:sub(1, at - 1), true
-  end
-  local last_slash = ref:match("^.*()/") or 0
-  local tag = ref:sub(last_slash + 1):match(":([^:]*)$")
-  if tag == "latest" or (tag == nil and not digest) then return "Always" end
+  local ref = image_ref.parse(image)
+  if ref.tag == "latest" or (ref.tag == nil and ref.digest == nil) then return "Always" end
   return "IfNotPresent"
 end
 

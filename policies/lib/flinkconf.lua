@@ -3,6 +3,7 @@
 -- `key: value` lines. Pure functions; used by policies/cluster.lua.
 local quantity = require("fc.quantity")
 local names = require("lib.names")
+local image_ref = require("lib.image")
 
 local flinkconf = {}
 
@@ -18,18 +19,16 @@ end
 
 --- Flink version of an image reference, from its tag: "flink:1.9.2" -> 1, 9;
 -- "registry:5000/team/flink:1.17.1-scala_2.12-java11" -> 1, 17; "apache/flink:v1.12" -> 1, 12.
--- The tag is after the last ':' that follows the last '/' (a registry port is not a tag) and
--- before any "@digest". Returns nil (unknown) when there is no tag (= latest), when the tag
+-- Tag and name as lib.image reads them (a registry port is not a tag; a digest is dropped).
+-- Returns nil (unknown) when there is no tag (= latest), when the tag
 -- does not start with <major>.<minor> ("latest", "stable"), and when the repository name
 -- (last path part) does not contain "flink": an application image such as "my-job:1.0.3" is
 -- tagged with its own version, not Flink's.
 function flinkconf.image_version(image)
   if type(image) ~= "string" then return nil end
-  local ref = image:gsub("@.*$", "")           -- drop a digest
-  local last = ref:match("^.*()/") or 0         -- position of the last '/'
-  local repo, tag = ref:sub(last + 1):match("^([^:]*):([^:]*)$")
-  if not tag or not repo:lower():find("flink", 1, true) then return nil end
-  local major, minor = tag:match("^[vV]?(%d+)%.(%d+)")
+  local ref = image_ref.parse(image)
+  if not ref.tag or not ref.name:lower():find("flink", 1, true) then return nil end
+  local major, minor = ref.tag:match("^[vV]?(%d+)%.(%d+)")
   if not major then return nil end
   return tonumber(major), tonumber(minor)
 end
