@@ -106,17 +106,19 @@ local function previous(defaulted, children)
   return old
 end
 
--- Result when the cluster's policies failed: no apply/delete/Flink actions, PolicyError=True.
-local function policy_failure_result(cluster, message, now)
+-- Result of a pass that acts on nothing (a failed policy, an invalid spec): `condition` set on a
+-- copy of the status (the rest stays), a Warning event `event_reason` with the condition's
+-- message unless `already(prev, generation)` says the previous condition of that type recorded
+-- it, and the status only when it changed.
+local function no_action_result(cluster, condition, event_reason, already, now)
   local old = cluster.status or {}
   local gen = (cluster.metadata or {}).generation
   local st = util.deepcopy(old)
-  local prev = find_condition(old, "PolicyError")
-  reconcile.set_condition(st, { type = "PolicyError", status = "True", reason = "PolicyFailed",
-    message = message }, now, gen)
-  local result = { actions = {}, events = {}, requeue_after = reconcile.POLICY_ERROR_REQUEUE }
-  if not (prev and prev.status == "True" and prev.message == message) then
-    result.events[1] = { type = "Warning", reason = "PolicyError", message = message }
+  local prev = find_condition(old, condition.type)
+  reconcile.set_condition(st, condition, now, gen)
+  local result = { actions = {}, events = {} }
+  if not (prev and already(prev, gen)) then
+    result.events[1] = { type = "Warning", reason = event_reason, message = condition.message }
   end
   if not util.equal(st, old) then
     st.lastUpdateTime = rfc3339(now)
@@ -125,29 +127,30 @@ local function policy_failure_result(cluster, message, now)
   return result
 end
 
+-- Result when the cluster's policies failed: no apply/delete/Flink actions, PolicyError=True,
+-- the event once per message.
+local function policy_failure_result(cluster, message, now)
+  local result = no_action_result(cluster,
+    { type = "PolicyError", status = "True", reason = "PolicyFailed", message = message }, "PolicyError",
+    function(prev) return prev.status == "True" and prev.message == message end, now)
+  result.requeue_after = reconcile.POLICY_ERROR_REQUEUE
+  return result
+end
+
 -- Result for a spec that fails validation: no actions, a Warning event and Ready=False with
--- reason InvalidSpec naming the fields; the state and everything else stay.
+-- reason InvalidSpec naming the fields (the event once per generation and message); the state
+-- and everything else stay.
 local function invalid_result(cluster, errors, now)
-  local old = cluster.status or {}
-  local gen = (cluster.metadata or {}).generation
   local parts = {}
   for _, e in ipairs(errors) do
     parts[#parts + 1] = (e.path ~= "" and e.path or "<root>") .. ": " .. tostring(e.message)
   end
   local message = "invalid spec: " .. table.concat(parts, "; ")
-  local st = util.deepcopy(old)
-  local prev = find_condition(old, "Ready")
-  reconcile.set_condition(st, { type = "Ready", status = "False", reason = "InvalidSpec", message = message },
-    now, gen)
-  local result = { actions = {}, events = {} }
-  if not (prev and prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen) then
-    result.events[1] = { type = "Warning", reason = "InvalidSpec", message = message }
-  end
-  if not util.equal(st, old) then
-    st.lastUpdateTime = rfc3339(now)
-    result.status = st
-  end
-  return result
+  return no_action_result(cluster,
+    { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec",
+    function(prev, gen)
+      return prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen
+    end, now)
 end
 
 local function index(objects)
