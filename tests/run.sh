@@ -89,16 +89,17 @@ for s in "${suites[@]}"; do
       # spec's #testenv block, the kube client and leader election against a real API server);
       # brought up here when none runs, and taken down again only then.
       if [ -x tests/env/smoke.sh ]; then
-        export TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
+        # not exported: the integration suite picks its own environment by default
+        tdir=${TESTENV_DIR:-$ROOT/build/testenv}
         env_started=0
-        if [ ! -f "$TESTENV_DIR/env.sh" ] && tests/env/up.sh >"$LOG/testenv-up.log" 2>&1; then
+        if [ ! -f "$tdir/env.sh" ] && TESTENV_DIR=$tdir tests/env/up.sh >"$LOG/testenv-up.log" 2>&1; then
           env_started=1
         fi
-        run_suite testenv tests/env/smoke.sh
-        if [ -f "$TESTENV_DIR/env.sh" ]; then
+        TESTENV_DIR=$tdir run_suite testenv tests/env/smoke.sh
+        if [ -f "$tdir/env.sh" ]; then
           (
             # shellcheck source=/dev/null
-            . "$TESTENV_DIR/env.sh"
+            . "$tdir/env.sh"
             export FC_KUBECONFIG=$KUBECONFIG
             run_suite testenv-specs "${BUSTED[@]}" --pattern=_spec --tags=testenv policies tests
             for t in build/tests/test_kube_live build/tests/test_leader; do
@@ -108,7 +109,7 @@ for s in "${suites[@]}"; do
           )
           read -r passed failed <"$LOG/testenv-counts"
         fi
-        if [ "$env_started" -eq 1 ]; then tests/env/down.sh >"$LOG/testenv-down.log" 2>&1; fi
+        if [ "$env_started" -eq 1 ]; then TESTENV_DIR=$tdir tests/env/down.sh >"$LOG/testenv-down.log" 2>&1; fi
       fi ;;
     integration)
       # the controller against the real test environment (tests/integration/, SKIPs without one)
