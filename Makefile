@@ -36,12 +36,16 @@ all: $(BUILD)/flink-controller $(LUA_SOS)
 # Go (for the real kube-apiserver) must come with the machine: Debian's is
 # too old for Kubernetes 1.34.
 TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
+# The test environment's real node (tests/env/, README.md "The real node"): container runtime,
+# CNI plugins, kube-proxy's and the kubelet's iptables/conntrack, and debootstrap for the images
+# built here (no registry). Always installed: a machine with Java may still lack these.
+NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	extra=; command -v java >/dev/null && command -v mvn >/dev/null || extra="$(TESTENV_PKGS)"; \
 	$$SUDO apt-get update -qq && \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) $$extra
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) $(NODE_PKGS) $$extra
 
 $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
