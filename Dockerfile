@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # flink-controller image:  docker build -t flink-controller:dev .
 #
-# Stage 1 builds with exactly the Debian packages of `make deps` (DEBIAN_PKGS in the Makefile);
+# Stage 1 builds with exactly the Debian packages of `make deps-build` (DEBIAN_PKGS in the Makefile);
 # stage 2 holds only the runtime libraries, the binary and the Lua code. DATADIR is compiled into
 # the binary (FC_DATADIR), so `make` and `make install` get the same value.
 # Only the build inputs are copied: a host build/ directory (objects compiled with another
@@ -15,7 +15,7 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Makefile ./
-RUN make deps \
+RUN make deps-build \
  && rm -rf /var/lib/apt/lists/*
 COPY core/ core/
 COPY lua/ lua/

@@ -28,24 +28,31 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
+.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS)
 
 # Java and Maven are for the test environment only (a real Flink from Maven
 # Central, tests/env/); installed from Debian when the machine has none.
-# Go (for the real kube-apiserver) must come with the machine: Debian's is
-# too old for Kubernetes 1.34.
+# Go >= 1.24 (the real kube-apiserver, kubelet, CoreDNS) from scripts/install-go.sh: the
+# machine's own when it has one, else Debian's golang-go fetches the pinned toolchain module.
 TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
 # The test environment's real node (tests/env/, README.md "The real node"): container runtime,
 # CNI plugins, kube-proxy's and the kubelet's iptables/conntrack, and debootstrap for the images
 # built here (no registry). Always installed: a machine with Java may still lack these.
 NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux
 
-deps:
+# deps: everything `make`, `make test` and `make demo` need; deps-build: only what `make` needs
+# (the Dockerfile's build stage).
+deps: deps-build
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	extra=; command -v java >/dev/null && command -v mvn >/dev/null || extra="$(TESTENV_PKGS)"; \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(NODE_PKGS) $$extra && \
+	$$SUDO scripts/install-go.sh
+
+deps-build:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS) $(NODE_PKGS) $$extra
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS)
 
 $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
