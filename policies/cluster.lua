@@ -11,10 +11,16 @@
 --   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
 -- Every object: labels app=flink, cluster=<n>, the cluster's namespace (when it has one) and a
 -- controller ownerReference to the FlinkCluster, so Kubernetes deletes them with it.
+-- Pod templates carry `flinkoperator.k8s.io/config-hash`, a hash of the ConfigMap files their
+-- pods read (lib.confighash): Kubernetes does not restart pods when a ConfigMap changes, a
+-- StatefulSet does when its template does, so a change of flinkProperties or logConfig restarts
+-- the JobManager and the TaskManagers (for a job cluster inside the update: savepoint, cancel,
+-- new pods, resubmit; see lua/fc/reconcile.lua and job.lua), and nothing else.
 -- Errors (policy errors, file:line): a memory limit that leaves no heap, an unknown
 -- accessScope, a flinkProperties option that cannot be written to flink-conf.yaml.
 -- The ControllerRevision history is the reconciler's, not this policy's.
 local util = require("fc.util")
+local confighash = require("lib.confighash")
 local names = require("lib.names")
 local flinkconf = require("lib.flinkconf")
 local logconf = require("lib.logconf")
@@ -75,10 +81,16 @@ local function flink_container(c, component, comp, shared)
   }
 end
 
+--- Pod template annotations: the user's podAnnotations, then our config hash (ours wins).
+local function pod_annotations(user, config_hash)
+  return util.merge(user, { [confighash.ANNOTATION] = config_hash })
+end
+
 --- StatefulSet of a component ("jobmanager" with spec.jobManager, "taskmanager" with
 -- spec.taskManager). Pods: init containers (inheriting the component's volumeMounts), the
 -- Flink container, then the sidecars; the selector is the fixed component labels.
-local function component_statefulset(c, component, comp)
+-- `config_hash`: the hash of the ConfigMap files the Flink processes read.
+local function component_statefulset(c, component, comp, config_hash)
   local n, spec = c.metadata.name, c.spec
   local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
   local shared = pods.shared(n, spec)
@@ -88,7 +100,7 @@ local function component_statefulset(c, component, comp)
   local template = pods.template {
     cluster_spec = spec,
     labels = names.pod_labels(selector, comp.podLabels),
-    annotations = comp.podAnnotations,
+    annotations = pod_annotations(comp.podAnnotations, config_hash),
     init = pods.init_containers(comp.initContainers, comp.volumeMounts),
     containers = containers,
     volumes = pods.merge_by("name", shared.volumes, comp.volumes),
@@ -204,8 +216,10 @@ end
 -- controller decides about resubmission), container `main` running submit-job.sh from the
 -- ConfigMap. It takes the job's podLabels, podAnnotations, volumes, volumeMounts,
 -- initContainers, resources and securityContext, and the cluster's env like the Flink pods
--- (a jar on HDFS or GCS needs the same credentials).
-local function job_submitter(c)
+-- (a jar on HDFS or GCS needs the same credentials). `config_hash`: the hash of every
+-- ConfigMap file, the script included (a Job's template is immutable: this records what the
+-- submission ran with).
+local function job_submitter(c, config_hash)
   local n, spec, job = c.metadata.name, c.spec, c.spec.job
   local shared = pods.shared(n, spec)
   local labels = names.cluster_labels(n)
@@ -222,7 +236,7 @@ local function job_submitter(c)
   local template = pods.template {
     cluster_spec = spec,
     labels = names.pod_labels(labels, job.podLabels),
-    annotations = job.podAnnotations,
+    annotations = pod_annotations(job.podAnnotations, config_hash),
     init = pods.init_containers(job.initContainers, job.volumeMounts),
     containers = { main },
     volumes = pods.merge_by("name", shared.volumes, job.volumes),
@@ -241,14 +255,18 @@ function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
   local c = values.without_nulls(input.cluster)
   local spec = c.spec
+  local cm = configmap(c)
+  -- the Flink processes read every file but the submit script (which changes with each
+  -- submission's fromSavepoint and must not restart them)
+  local flink_hash = confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
   local objects = {
-    configmap(c),
-    component_statefulset(c, "jobmanager", spec.jobManager),
+    cm,
+    component_statefulset(c, "jobmanager", spec.jobManager, flink_hash),
     jobmanager_service(c),
   }
   if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c) end
-  objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager)
-  if spec.job then objects[#objects + 1] = job_submitter(c) end
+  objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash)
+  if spec.job then objects[#objects + 1] = job_submitter(c, confighash.of(cm.data)) end
   -- One copy at the end, so the pieces above may share tables (selector labels, the user's
   -- envFrom, module constants): no table appears twice in the output, and none is the
   -- input's or this module's, since callers may normalize the output in place.

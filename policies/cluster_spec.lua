@@ -14,6 +14,7 @@ local flinkconf = require("lib.flinkconf")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
 local submit = require("lib.submit")
+local confighash = require("lib.confighash")
 
 local ROOT = fx.ROOT
 local TESTDATA = fx.cases_dir("cluster")
@@ -188,10 +189,44 @@ describe("cluster.desired", function()
     assert.equal("etl", pod.metadata.labels.team)            -- job.podLabels, not the JM's
     assert.is_nil(pod.metadata.labels.jmonly)
     assert.equal("flink", pod.metadata.labels.app)           -- ours win over podLabels
-    assert.same({ ["example.com/owner"] = "etl" }, pod.metadata.annotations)
+    local cm = by_kind(fixture_objects("job-full"), "ConfigMap")
+    assert.same({ ["example.com/owner"] = "etl", [confighash.ANNOTATION] = confighash.of(cm.data) },
+      pod.metadata.annotations)
     assert.equal("/cache", pod.spec.initContainers[1].volumeMounts[1].mountPath)
     assert.same({ limits = { cpu = "100m", memory = "256Mi" } }, pod.spec.containers[1].resources)
     assert.same({ runAsUser = 9999 }, pod.spec.securityContext)
+  end)
+
+  it("annotates the Flink pod templates with the hash of the files they read (not the submit script)", function()
+    local function hashes(mutate)
+      local m = load_yaml(TESTDATA .. "/job-full/input.yaml")
+      m.spec.flinkProperties = m.spec.flinkProperties or {}
+      if mutate then mutate(m.spec) end
+      local objs = render(m)
+      local function of(kind, name)
+        return by_kind(objs, kind, name).spec.template.metadata.annotations[confighash.ANNOTATION]
+      end
+      return { jm = of("StatefulSet", "etl-jobmanager"), tm = of("StatefulSet", "etl-taskmanager"),
+        job = of("Job"), data = by_kind(objs, "ConfigMap").data }
+    end
+    local base = hashes()
+    assert.matches("^%x+$", base.jm)
+    assert.equal(16, #base.jm)
+    assert.equal(base.jm, base.tm)
+    assert.equal(confighash.of(base.data, { [submit.SCRIPT_KEY] = true }), base.jm)
+    assert.are_not.equal(base.jm, base.job) -- the submitter's covers the script too
+    local props = hashes(function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end)
+    assert.are_not.equal(base.jm, props.jm)
+    assert.equal(props.jm, props.tm)
+    local log = hashes(function(s) s.logConfig = { ["log4j-console.properties"] = "rootLogger.level = DEBUG\n" } end)
+    assert.are_not.equal(base.jm, log.jm)
+    -- the script changes with fromSavepoint: the submitter's hash moves, the Flink pods' does not
+    local sp = hashes(function(s) s.job.fromSavepoint = "gs://bucket/savepoints/sp-2" end)
+    assert.equal(base.jm, sp.jm)
+    assert.are_not.equal(base.job, sp.job)
+    -- ours wins over a podAnnotation of the same key
+    local own = hashes(function(s) s.taskManager.podAnnotations = { [confighash.ANNOTATION] = "mine" } end)
+    assert.equal(base.jm, own.tm)
   end)
 
   it("computes the memory keys of the README cases exactly", function()
@@ -499,6 +534,24 @@ describe("lib.submit", function()
     spec = { jobManager = { ports = { ui = 8081 } },
       job = { jarFile = "/cache/app.jar", parallelism = 2, allowNonRestoredState = false } },
   }
+
+  it("hashes files with FNV-1a 64: published vectors, every file counted, order and skips", function()
+    -- FNV-1a 64 test vectors (Fowler/Noll/Vo reference test suite)
+    assert.equal("cbf29ce484222325", string.format("%016x", confighash.fnv1a64("")))
+    assert.equal("af63dc4c8601ec8c", string.format("%016x", confighash.fnv1a64("a")))
+    assert.equal("85944171f73967e8", string.format("%016x", confighash.fnv1a64("foobar")))
+    -- the file list "1:a3:xyz" continues from the offset basis
+    assert.equal(string.format("%016x", confighash.fnv1a64("1:a3:xyz")), confighash.of({ a = "xyz" }))
+    local files = { ["flink-conf.yaml"] = "a: 1\n", ["log4j-console.properties"] = "x" }
+    local h = confighash.of(files)
+    assert.equal(h, confighash.of({ ["log4j-console.properties"] = "x", ["flink-conf.yaml"] = "a: 1\n" }))
+    assert.are_not.equal(h, confighash.of({ ["flink-conf.yaml"] = "a: 2\n", ["log4j-console.properties"] = "x" }))
+    assert.are_not.equal(h, confighash.of({ ["flink-conf.yaml"] = "a: 1\n" }))
+    -- a file's name and contents cannot trade bytes with the next one
+    assert.are_not.equal(confighash.of({ a = "bc", d = "" }), confighash.of({ a = "b", cd = "" }))
+    assert.equal(confighash.of({ ["flink-conf.yaml"] = "a: 1\n" }),
+      confighash.of(files, { ["log4j-console.properties"] = true }))
+  end)
 
   it("quotes for the shell", function()
     assert.equal("'plain'", submit.quote("plain"))

@@ -15,6 +15,8 @@ local revision = require("fc.revision")
 local ROOT = fx.ROOT
 local T0 = 1764484800 -- 2025-11-30T06:40:00Z
 local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
+-- the JobManager REST target of the `wordcount` cluster in `default` (the ui port's default)
+local JM = { scheme = "http", namespace = "default", service = "wordcount-jobmanager", port = 8081 }
 local read, write = fx.read, fx.write
 
 local made = {}
@@ -67,7 +69,7 @@ local function served(obj, ready)
     o.status = { observedGeneration = 1, replicas = r, readyReplicas = ready and r or nil,
       currentRevision = md.name .. "-5d8f", updateRevision = md.name .. "-5d8f" }
   elseif o.kind == "Service" then
-    o.spec.clusterIP = "10.96.0.12"
+    o.spec.clusterIP = o.spec.clusterIP or "10.96.0.12"
     o.spec.sessionAffinity = "None"
     for _, p in ipairs(o.spec.ports) do
       p.protocol = "TCP"
@@ -125,6 +127,48 @@ local function with_status(cluster, status)
   local c = util.deepcopy(cluster)
   c.status = util.deepcopy(status)
   return c
+end
+
+-- A tiny world: runs a pass, then executes apply/delete on the children as the API server
+-- would (StatefulSets become Ready at once) and keeps the status.
+local function world(cluster)
+  local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, savepoint_triggers = {} },
+    now = T0, log = {} }
+  function w.pass(dt)
+    w.now = w.now + (dt or 1)
+    local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
+    for _, a in ipairs(r.actions) do
+      if a.op == "apply" then
+        local kind = a.object.kind
+        w.children[kind] = w.children[kind] or {}
+        w.children[kind][a.object.metadata.name] = served(a.object, true)
+      elseif a.op == "delete" then
+        w.children[a.kind][a.name] = nil
+      end
+    end
+    if r.status then w.cluster.status = r.status end
+    w.last = r
+    return ops(r)
+  end
+  return w
+end
+
+local function submitted(w, id)
+  local sub = w.children.Job["wordcount-job-submitter"]
+  w.children.Pod = { ["submitter-pod"] = { metadata = { name = "submitter-pod",
+    ownerReferences = { { kind = "Job", uid = sub.metadata.uid } } },
+    status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. id } } } } } } }
+  w.flink.jobs = { { jid = id, state = "RUNNING", ["start-time"] = w.now * 1000 } }
+end
+
+-- world(wordcount()) brought up to a running job: created, Ready, submitted (job id ID).
+local function running_world()
+  local w = world(wordcount())
+  w.pass()
+  w.pass()
+  submitted(w, ID)
+  w.pass()
+  return w
 end
 
 teardown(function()
@@ -207,6 +251,57 @@ describe("fc.diff", function()
 
   it("says an absent object differs", function()
     assert.equal("", diff.differs(desired, nil))
+  end)
+
+  it("stamps the hash of the applied intent, stable across key order, and of the pod template", function()
+    local a = diff.stamp(util.deepcopy(desired))
+    local ann = a.metadata.annotations
+    local bare = util.deepcopy(desired)
+    assert.equal(string.format("%08x", revision.fnv1a32(revision.canonical(bare))), ann[diff.APPLIED_HASH])
+    assert.equal(string.format("%08x", revision.fnv1a32(revision.canonical(bare.spec.template))),
+      ann[diff.TEMPLATE_HASH])
+    -- built in another order, or stamped twice: the same hashes
+    local b = { spec = util.deepcopy(desired.spec), metadata = util.deepcopy(desired.metadata), kind = "StatefulSet",
+      apiVersion = "apps/v1" }
+    assert.same(ann, diff.stamp(diff.stamp(b)).metadata.annotations)
+    -- an object without a template gets no template hash
+    local cm = diff.stamp({ apiVersion = "v1", kind = "ConfigMap", metadata = { name = "c" }, data = { a = "1" } })
+    assert.matches("^%x%x%x%x%x%x%x%x$", cm.metadata.annotations[diff.APPLIED_HASH])
+    assert.is_nil(cm.metadata.annotations[diff.TEMPLATE_HASH])
+  end)
+
+  it("applies a changed intent (removals included) and drift in our fields, nothing else", function()
+    local with_label = util.deepcopy(desired)
+    with_label.spec.template.metadata = { annotations = { team = "a" } }
+    local old = diff.stamp(util.deepcopy(with_label))
+    local observed = util.deepcopy(old)
+    observed.metadata.uid, observed.spec.podManagementPolicy = "u", "OrderedReady" -- server fields
+    assert.is_false(diff.needs_apply(diff.stamp(util.deepcopy(with_label)), observed))
+    -- the annotation removed from the intent: the live diff alone would see nothing
+    local now = diff.stamp(util.deepcopy(desired))
+    assert.is_false(diff.differs(now, util.merge(observed, { metadata = now.metadata })))
+    assert.equal("intent", diff.needs_apply(now, observed))
+    assert.is_true(diff.template_changed(now, observed))
+    -- a scale changes the intent, not the template
+    local scaled = util.deepcopy(with_label)
+    scaled.spec.replicas = 3
+    scaled = diff.stamp(scaled)
+    assert.equal("intent", diff.needs_apply(scaled, observed))
+    assert.is_false(diff.template_changed(scaled, observed))
+    -- someone else changed a field we own: repaired; an object from before the hash: applied
+    local drifted = util.deepcopy(observed)
+    drifted.spec.template.spec.containers[1].image = "flink:evil"
+    assert.equal("spec.template.spec.containers[0].image", diff.needs_apply(old, drifted))
+    local unstamped = util.deepcopy(observed)
+    unstamped.metadata.annotations = nil
+    assert.equal("intent", diff.needs_apply(old, unstamped))
+    assert.equal("absent", diff.needs_apply(old, nil))
+  end)
+
+  it("recreates a headless Service that should no longer be headless", function()
+    local headless = { kind = "Service", spec = { clusterIP = "None", type = "ClusterIP" } }
+    assert.equal("spec.clusterIP", diff.immutable_change({ kind = "Service", spec = { type = "ClusterIP" } }, headless))
+    assert.is_false(diff.immutable_change({ kind = "Service", spec = { clusterIP = "None" } }, headless))
   end)
 end)
 
@@ -344,9 +439,9 @@ describe("reconcile.run with policies-min", function()
       "flink GET /jobs/overview" }, ops(r))
     assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/savepoints",
       body = { ["target-directory"] = "/cache/savepoints", ["cancel-job"] = false },
-      base = "http://wordcount-jobmanager.default.svc:8081", result = "savepoint_trigger", job_id = ID }, r.actions[2])
+      target = JM, result = "savepoint_trigger", job_id = ID }, r.actions[2])
     assert.same({ op = "flink", method = "GET", path = "/jobs/overview",
-      base = "http://wordcount-jobmanager.default.svc:8081", result = "jobs" }, r.actions[3])
+      target = JM, result = "jobs" }, r.actions[3])
     assert.equal("Updating", r.status.state)
     assert.equal("update", r.status.savepoint.triggerReason)
     assert.are_not.equal(rev2, r.status.currentRevision)
@@ -574,44 +669,8 @@ describe("reconcile.run over several passes (policies-min)", function()
     host.configure({ policy_dir = policy_dir() })
   end)
 
-  -- A tiny world: runs a pass, then executes apply/delete on the children as the API server
-  -- would (StatefulSets become Ready at once) and keeps the status.
-  local function world(cluster)
-    local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, savepoint_triggers = {} },
-      now = T0, log = {} }
-    function w.pass(dt)
-      w.now = w.now + (dt or 1)
-      local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
-      for _, a in ipairs(r.actions) do
-        if a.op == "apply" then
-          local kind = a.object.kind
-          w.children[kind] = w.children[kind] or {}
-          w.children[kind][a.object.metadata.name] = served(a.object, true)
-        elseif a.op == "delete" then
-          w.children[a.kind][a.name] = nil
-        end
-      end
-      if r.status then w.cluster.status = r.status end
-      w.last = r
-      return ops(r)
-    end
-    return w
-  end
-
-  local function submitted(w, id)
-    local sub = w.children.Job["wordcount-job-submitter"]
-    w.children.Pod = { ["submitter-pod"] = { metadata = { name = "submitter-pod",
-      ownerReferences = { { kind = "Job", uid = sub.metadata.uid } } },
-      status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. id } } } } } } }
-    w.flink.jobs = { { jid = id, state = "RUNNING", ["start-time"] = w.now * 1000 } }
-  end
-
   it("cancelRequested: savepoint, cancel, then cleanup", function()
-    local w = world(wordcount())
-    w.pass()
-    w.pass()
-    submitted(w, ID)
-    w.pass()
+    local w = running_world()
     assert.equal("Running", w.cluster.status.components.job.state)
     w.cluster.spec.job.cancelRequested = true
     w.cluster.metadata.generation = 2
@@ -650,11 +709,7 @@ describe("reconcile.run over several passes (policies-min)", function()
   end)
 
   it("update of a running job: savepoint, cancel, new components, resubmit from it", function()
-    local w = world(wordcount())
-    w.pass()
-    w.pass()
-    submitted(w, ID)
-    w.pass()
+    local w = running_world()
     local rev1 = w.cluster.status.currentRevision
     w.cluster.spec.taskManager.replicas = 2
     w.cluster.metadata.generation = 2
@@ -734,6 +789,154 @@ describe("reconcile.run with the real policies/", function()
     assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. r3.status.nextRevision },
       ops(r3))
     assert.equal(3, applied(r3)[1].spec.replicas)
+  end)
+
+  -- A session cluster with every field the removal cases take away, brought to steady state.
+  local function session_world(spec)
+    local c = wordcount()
+    c.spec.job = nil
+    for k, v in pairs(spec or {}) do c.spec[k] = v end
+    c.spec.jobManager.accessScope = "VPC"
+    c.spec.jobManager.nodeSelector = { pool = "flink" }
+    c.spec.jobManager.ingress = { hostFormat = "{{$clusterName}}.example.com", useTls = true }
+    c.spec.taskManager.podAnnotations = { ["example.com/team"] = "data", ["example.com/keep"] = "yes" }
+    c.spec.logConfig = { ["extra.properties"] = "a = 1\n" }
+    local w = world(c)
+    w.pass()
+    assert.same({}, w.pass())
+    return w
+  end
+  -- Changes the spec (a new generation), runs one pass, returns its operations with the apply
+  -- of the new ControllerRevision written "apply revision".
+  local function edit(w, f)
+    f(w.cluster.spec)
+    w.cluster.metadata.generation = w.cluster.metadata.generation + 1
+    local o = w.pass()
+    for i, op in ipairs(o) do
+      if op == "apply ControllerRevision " .. w.cluster.status.nextRevision then o[i] = "apply revision" end
+    end
+    return o
+  end
+  local function applied_named(w, kind, name)
+    for _, o in ipairs(applied(w.last)) do
+      if o.kind == kind and o.metadata.name == name then return o end
+    end
+    return nil
+  end
+
+  it("converges removals: each removed field leaves the object we apply; steady state writes nothing", function()
+    local w = session_world({ recreateOnUpdate = false })
+    -- a podAnnotations key: the TaskManager template without it (and the same config hash)
+    local before = w.children.StatefulSet["wordcount-taskmanager"].spec.template.metadata.annotations
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "apply revision" },
+      edit(w, function(s) s.taskManager.podAnnotations["example.com/team"] = nil end))
+    local ann = applied_named(w, "StatefulSet", "wordcount-taskmanager").spec.template.metadata.annotations
+    assert.is_nil(ann["example.com/team"])
+    assert.equal("yes", ann["example.com/keep"])
+    assert.equal(before["flinkoperator.k8s.io/config-hash"], ann["flinkoperator.k8s.io/config-hash"])
+    assert.same({}, w.pass())
+    -- the nodeSelector: the JobManager template without one
+    assert.same({ "apply StatefulSet wordcount-jobmanager", "apply revision" },
+      edit(w, function(s) s.jobManager.nodeSelector = nil end))
+    assert.is_nil(applied_named(w, "StatefulSet", "wordcount-jobmanager").spec.template.spec.nodeSelector)
+    assert.same({}, w.pass())
+    -- a logConfig file: the ConfigMap without it, both Flink templates with a new config hash
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply StatefulSet wordcount-jobmanager",
+      "apply StatefulSet wordcount-taskmanager", "apply revision" }, edit(w, function(s) s.logConfig = nil end))
+    assert.is_nil(applied_named(w, "ConfigMap", "wordcount-configmap").data["extra.properties"])
+    assert.are_not.equal(before["flinkoperator.k8s.io/config-hash"],
+      applied_named(w, "StatefulSet", "wordcount-taskmanager").spec.template.metadata.annotations
+        ["flinkoperator.k8s.io/config-hash"])
+    assert.same({}, w.pass())
+    -- ingress.useTls off: the Ingress without tls
+    assert.same({ "apply Ingress wordcount-jobmanager", "apply revision" },
+      edit(w, function(s) s.jobManager.ingress.useTls = false end))
+    assert.is_nil(applied_named(w, "Ingress", "wordcount-jobmanager").spec.tls)
+    assert.same({}, w.pass())
+    -- accessScope VPC -> External: the Service without the internal load balancer annotation
+    assert.same({ "apply Service wordcount-jobmanager", "apply revision" },
+      edit(w, function(s) s.jobManager.accessScope = "External" end))
+    local svc = applied_named(w, "Service", "wordcount-jobmanager")
+    assert.is_nil(svc.metadata.annotations["networking.gke.io/load-balancer-type"])
+    assert.equal("LoadBalancer", svc.spec.type)
+    assert.same({}, w.pass())
+    -- Headless -> Cluster: clusterIP cannot change in place: deleted, then created without it
+    assert.same({ "apply revision", "delete Service wordcount-jobmanager" },
+      edit(w, function(s) s.jobManager.accessScope = "Headless" end))
+    assert.same({ "apply Service wordcount-jobmanager" }, w.pass())
+    assert.equal("None", w.children.Service["wordcount-jobmanager"].spec.clusterIP)
+    assert.same({ "apply revision", "delete Service wordcount-jobmanager" },
+      edit(w, function(s) s.jobManager.accessScope = "Cluster" end))
+    assert.same({ "apply Service wordcount-jobmanager" }, w.pass())
+    assert.is_nil(applied_named(w, "Service", "wordcount-jobmanager").spec.clusterIP)
+    assert.same({}, w.pass())
+  end)
+
+  it("repairs drift in the fields we own, and leaves the server's and others' alone", function()
+    local w = session_world()
+    local tm = w.children.StatefulSet["wordcount-taskmanager"]
+    tm.spec.template.spec.containers[1].image = "flink:patched-by-hand"
+    tm.metadata.labels["example.com/added-by-someone"] = "x"
+    assert.same({ "apply StatefulSet wordcount-taskmanager" }, w.pass())
+    assert.equal("flink:1.9.2", applied_named(w, "StatefulSet", "wordcount-taskmanager")
+      .spec.template.spec.containers[1].image)
+    w.children.Service["wordcount-jobmanager"].metadata.labels["example.com/added-by-someone"] = "x"
+    assert.same({}, w.pass())
+  end)
+
+  it("recreateOnUpdate: a flinkProperties change deletes and recreates the Flink StatefulSets", function()
+    local w = session_world()
+    local old_hash = w.children.StatefulSet["wordcount-jobmanager"].spec.template.metadata.annotations
+      ["flinkoperator.k8s.io/config-hash"]
+    local o = edit(w, function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end)
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply revision",
+      "delete StatefulSet wordcount-jobmanager", "delete StatefulSet wordcount-taskmanager" }, o)
+    assert.matches("taskmanager.numberOfTaskSlots: 4", applied_named(w, "ConfigMap", "wordcount-configmap")
+      .data["flink-conf.yaml"], 1, true)
+    assert.same({ "apply StatefulSet wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager" }, w.pass())
+    local new_hash = w.children.StatefulSet["wordcount-jobmanager"].spec.template.metadata.annotations
+      ["flinkoperator.k8s.io/config-hash"]
+    assert.are_not.equal(old_hash, new_hash)
+    assert.equal(new_hash, w.children.StatefulSet["wordcount-taskmanager"].spec.template.metadata.annotations
+      ["flinkoperator.k8s.io/config-hash"])
+    assert.same({}, w.pass())
+    -- a scale is no change of the pods: applied in place even with recreateOnUpdate
+    assert.same({ "apply StatefulSet wordcount-taskmanager", "apply revision" },
+      edit(w, function(s) s.taskManager.replicas = 3 end))
+  end)
+
+  it("recreateOnUpdate false: a flinkProperties change rolls the Flink StatefulSets in place", function()
+    local w = session_world({ recreateOnUpdate = false })
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply StatefulSet wordcount-jobmanager",
+      "apply StatefulSet wordcount-taskmanager", "apply revision" },
+      edit(w, function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end))
+    assert.same({}, w.pass())
+  end)
+
+  it("a config change of a running job: savepoint, cancel, new pods, then the resubmission", function()
+    local w = running_world()
+    assert.equal("Running", w.cluster.status.components.job.state)
+    local o = edit(w, function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end)
+    -- held: nothing of the running cluster changes before the savepoint and the cancel
+    assert.same({ "apply revision", "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, o)
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000f00", status = "COMPLETED",
+      location = "/cache/savepoints/sp-conf", time = w.now + 1 }
+    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
+    w.flink.jobs[1].state = "CANCELED"
+    assert.same({ "apply ConfigMap wordcount-configmap", "delete StatefulSet wordcount-jobmanager",
+      "delete StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter", "flink GET /jobs/overview" },
+      w.pass())
+    w.children.Pod = nil
+    -- the new pods first; the job is submitted only once they are Ready
+    o = w.pass()
+    assert.same({ "apply StatefulSet wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager" },
+      { o[1], o[2] })
+    assert.is_nil(w.children.Job["wordcount-job-submitter"])
+    o = w.pass()
+    assert.equal("apply Job wordcount-job-submitter", o[1])
+    assert.truthy(w.children.ConfigMap["wordcount-configmap"].data["submit-job.sh"]
+      :find("'--fromSavepoint' '/cache/savepoints/sp-conf'", 1, true))
+    assert.equal(w.cluster.status.nextRevision, w.cluster.status.currentRevision)
   end)
 
   it("reports an invalid spec from validate.lua", function()

@@ -16,6 +16,7 @@
 --   "500m"), since the API server canonicalises them (apimachinery resource.Quantity);
 -- - a number matches the same number (1 and 1.0 from different decoders are equal).
 local has_quantity, quantity = pcall(require, "fc.quantity")
+local revision = require("fc.revision")
 
 local diff = {}
 
@@ -80,6 +81,59 @@ function diff.differs(desired, observed)
   return first_difference(desired, observed, "", false) or false
 end
 
+--- The annotation on every child we apply: the hash of the object as we last applied it (our
+-- intent), so that a later intent that differs in any way, a field removed included, is seen
+-- without a live diff (which only walks the fields still desired).
+diff.APPLIED_HASH = "flinkoperator.k8s.io/applied-hash"
+--- The annotation on children with a pod template (spec.template): the hash of that template as
+-- applied, so that a change of the pods (recreateOnUpdate) is told apart from a scale.
+diff.TEMPLATE_HASH = "flinkoperator.k8s.io/template-hash"
+
+local function hash(v)
+  return string.format("%08x", revision.fnv1a32(revision.canonical(v)))
+end
+
+local function annotation(obj, key)
+  local ann = type(obj) == "table" and type(obj.metadata) == "table" and obj.metadata.annotations
+  return type(ann) == "table" and ann[key] or nil
+end
+
+--- diff.stamp(obj) -> obj, changed in place: metadata.annotations gets APPLIED_HASH = FNV-1a 32
+-- (8 hex digits, fc.revision) of the canonical JSON of `obj` as given (an APPLIED_HASH or
+-- TEMPLATE_HASH already there is left out of it), and, when obj.spec.template is a table,
+-- TEMPLATE_HASH = the same hash of that template. The same object always gets the same hashes
+-- (keys sorted; 1.0 and 1 alike), whatever the order its tables were built in.
+function diff.stamp(obj)
+  obj.metadata = obj.metadata or {}
+  local ann = obj.metadata.annotations or {}
+  ann[diff.APPLIED_HASH], ann[diff.TEMPLATE_HASH] = nil, nil
+  if next(ann) == nil then obj.metadata.annotations = nil end
+  local template = type(obj.spec) == "table" and type(obj.spec.template) == "table" and obj.spec.template
+  local whole = hash(obj)
+  ann[diff.APPLIED_HASH] = whole
+  if template then ann[diff.TEMPLATE_HASH] = hash(template) end
+  obj.metadata.annotations = ann
+  return obj
+end
+
+--- diff.needs_apply(desired, observed) -> false | "absent" | "intent" | "<path of drift>"
+-- `desired` stamped by diff.stamp, `observed` from the cache or nil. "absent": no object yet;
+-- "intent": what we want differs from what we last applied (observed APPLIED_HASH differs or is
+-- missing: a field added, changed or removed); else the path of the first field we set that
+-- someone changed (diff.differs: drift in our fields). false: nothing to write.
+function diff.needs_apply(desired, observed)
+  if observed == nil then return "absent" end
+  if annotation(observed, diff.APPLIED_HASH) ~= annotation(desired, diff.APPLIED_HASH) then return "intent" end
+  return diff.differs(desired, observed)
+end
+
+--- diff.template_changed(desired, observed) -> bool: both stamped objects have a pod template
+-- and its TEMPLATE_HASH differs (the pods would be replaced; a replicas change alone is not).
+function diff.template_changed(desired, observed)
+  local want = annotation(desired, diff.TEMPLATE_HASH)
+  return want ~= nil and observed ~= nil and annotation(observed, diff.TEMPLATE_HASH) ~= want
+end
+
 --- Fields Kubernetes refuses to change in place, per kind (apps/v1 StatefulSet validation
 -- ValidateStatefulSetUpdate: only replicas, template, updateStrategy, minReadySeconds,
 -- persistentVolumeClaimRetentionPolicy and ordinals may change; core/v1 Service: clusterIP is
@@ -101,9 +155,15 @@ end
 --- diff.immutable_change(desired, observed) -> false | "<path>": the first field of
 -- diff.IMMUTABLE[desired.kind] that we set and that differs from the observed object, i.e. the
 -- object must be deleted and created again instead of applied. A `clusterIP` we do not set is
--- not compared (the server assigns one).
+-- not compared (the server assigns one), except that a headless Service (observed `clusterIP:
+-- None`) we no longer want headless is one: the API server keeps the old clusterIP when an
+-- update leaves it out (Service REST strategy, patchAllocatedValues), so it would stay headless.
 function diff.immutable_change(desired, observed)
   if observed == nil then return false end
+  if desired.kind == "Service" and get(observed, { "spec", "clusterIP" }) == "None"
+      and get(desired, { "spec", "clusterIP" }) ~= "None" then
+    return "spec.clusterIP"
+  end
   for _, path in ipairs(diff.IMMUTABLE[desired.kind] or {}) do
     local d = get(desired, path)
     if d ~= nil then

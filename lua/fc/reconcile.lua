@@ -17,6 +17,9 @@ reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" 
 --- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
 -- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
 reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
+--- Kinds deleted and created again when an update (a new revision) changes their pod template
+-- and spec.recreateOnUpdate is true (the API's default): all pods replaced at once, not rolled.
+reconcile.RECREATE = { StatefulSet = true }
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
 --- The user-control annotation (removed by a patch_annotations action when done).
@@ -301,6 +304,7 @@ local function run(host, snapshot)
   local cleanup = jd.cleanup or ""
   local desired = {}
   for _, o in ipairs(des.objects) do
+    diff.stamp(o)
     local keep = true
     if o.kind == "Job" then
       local observed = (children.Job or {})[o.metadata.name]
@@ -322,17 +326,21 @@ local function run(host, snapshot)
     desired[#desired + 1] = obj
   end
 
-  -- 5. diff: apply what differs (in order), delete what is no longer desired
+  -- 5. diff: apply what differs from the last applied intent or drifted (in order), delete what
+  -- is no longer desired; during an update with recreateOnUpdate, a StatefulSet whose pods change
+  -- is deleted and created again by the next pass instead of rolled pod by pod
   local by_kind = index(desired)
+  local recreate = update.pending and defaulted.spec.recreateOnUpdate ~= false
   for _, o in ipairs(desired) do
     local observed = (children[o.kind] or {})[o.metadata.name]
     local changed
     if observed ~= nil and (reconcile.CREATE_ONLY[o.kind] or jd.hold) then
       changed = false
     else
-      changed = diff.differs(o, observed)
+      changed = diff.needs_apply(o, observed)
     end
-    if changed and diff.immutable_change(o, observed) then
+    if changed and (diff.immutable_change(o, observed)
+        or recreate and reconcile.RECREATE[o.kind] and diff.template_changed(o, observed)) then
       -- cannot be changed in place: deleted below, created again by the next pass
       by_kind[o.kind][o.metadata.name] = nil
     elseif changed then
