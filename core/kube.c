@@ -496,6 +496,31 @@ int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const cha
     return rc ? -1 : 0;
 }
 
+int kube_service_proxy_path(char *buf, size_t n, const char *ns, const char *scheme, const char *service,
+                            const char *port, const char *path)
+{
+    if (!buf || !n)
+        return -1;
+    buf[0] = '\0';
+    if (!ns || !*ns || !service || !*service || !port || !*port || strchr(port, '/') || !path || path[0] != '/' ||
+        !scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
+        return -1;
+    size_t off = 0;
+    int rc = append(buf, n, &off, "/api/v1/namespaces/", 0);
+    rc |= append(buf, n, &off, ns, 1);
+    rc |= append(buf, n, &off, "/services/", 0);
+    rc |= append(buf, n, &off, scheme, 0);
+    rc |= append(buf, n, &off, ":", 0);
+    rc |= append(buf, n, &off, service, 1);
+    rc |= append(buf, n, &off, ":", 0);
+    rc |= append(buf, n, &off, port, 1);
+    rc |= append(buf, n, &off, "/proxy", 0);
+    rc |= append(buf, n, &off, path, 0);
+    if (rc)
+        buf[0] = '\0';
+    return rc ? -1 : 0;
+}
+
 /* ---- client ---------------------------------------------------------- */
 
 enum { CALL_PLAIN, CALL_LIST, CALL_WATCH };

@@ -121,6 +121,19 @@ const kube_kind *kube_kind_find(const char *api_version, const char *kind);
 int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const char *name,
               const char *subresource);
 
+/* Writes the API server path of a request through a Service's proxy subresource into buf:
+ * "/api/v1/namespaces/<ns>/services/<scheme>:<service>:<port>/proxy<path>", e.g.
+ * "/api/v1/namespaces/ns/services/http:x-jobmanager:8081/proxy/jobs/overview". `scheme` is
+ * "http" or "https" (how the API server talks to the endpoint), `port` a Service port name or
+ * number as text (a number is mapped to its port name by the API server), `path` begins with
+ * '/' and may carry a query (passed on as given). `ns` and `service` are percent-escaped. Send
+ * it with kube_request(): the client's credentials, TLS and rate limit apply. RBAC: the verb
+ * on `services/proxy` is the method's (GET get, POST create, PATCH patch, PUT update, DELETE
+ * delete). Returns 0, or -1 (buf left "") when buf (n bytes) is too small or an argument is
+ * empty or invalid. */
+int kube_service_proxy_path(char *buf, size_t n, const char *ns, const char *scheme, const char *service,
+                            const char *port, const char *path);
+
 /* ---- client and calls ------------------------------------------------ */
 
 typedef struct kube_client kube_client;

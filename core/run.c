@@ -145,6 +145,175 @@ int run_flink_record(json_t *st, const char *result, const char *job_id, const c
     return 0;
 }
 
+/* ---- Flink REST calls ---------------------------------------------------------------------- */
+
+int run_flink_access_parse(const char *s, run_flink_access *out)
+{
+    static const char *const names[] = {[RUN_FLINK_AUTO] = "auto", [RUN_FLINK_SERVICE] = "service",
+                                        [RUN_FLINK_PROXY] = "proxy"};
+    for (int i = 0; s && i < 3; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = (run_flink_access)i;
+            return 0;
+        }
+    return -1;
+}
+
+run_flink_access run_flink_access_resolve(run_flink_access a, const char *kube_context)
+{
+    if (a != RUN_FLINK_AUTO)
+        return a;
+    return kube_context && strcmp(kube_context, "in-cluster") == 0 ? RUN_FLINK_SERVICE : RUN_FLINK_PROXY;
+}
+
+int run_flink_location(char *buf, size_t n, run_flink_access access, const char *base_url, json_t *target,
+                       const char *path)
+{
+    if (!buf || !n)
+        return -1;
+    buf[0] = '\0';
+    if (!path || path[0] != '/')
+        return -1;
+    int w = -1;
+    if (base_url) {
+        size_t bl = strlen(base_url);
+        while (bl > 0 && base_url[bl - 1] == '/')
+            bl--;
+        w = snprintf(buf, n, "%.*s%s", (int)bl, base_url, path);
+    } else {
+        const char *scheme = json_string_value(json_object_get(target, "scheme"));
+        const char *ns = json_string_value(json_object_get(target, "namespace"));
+        const char *svc = json_string_value(json_object_get(target, "service"));
+        json_t *jp = json_object_get(target, "port");
+        json_int_t port = json_is_integer(jp) ? json_integer_value(jp)
+                          : json_is_real(jp) && json_real_value(jp) == (double)(json_int_t)json_real_value(jp)
+                              ? (json_int_t)json_real_value(jp) : 0;
+        if (!scheme || (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) || !ns || !*ns || !svc ||
+            !*svc || port < 1 || port > 65535)
+            return -1;
+        if (access == RUN_FLINK_SERVICE) {
+            w = snprintf(buf, n, "%s://%s.%s.svc:%d%s", scheme, svc, ns, (int)port, path);
+        } else if (access == RUN_FLINK_PROXY) {
+            char ps[8];
+            snprintf(ps, sizeof ps, "%d", (int)port);
+            return kube_service_proxy_path(buf, n, ns, scheme, svc, ps, path);
+        }
+    }
+    if (w < 0 || (size_t)w >= n) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
+struct run_flink_call {
+    kube_call *kcall;
+    http_request *hreq;
+    run_flink_done_fn done;
+    void *ud;
+};
+
+static void run_flink_http_done(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    struct run_flink_call *c = ud;
+    c->hreq = NULL;
+    c->done(resp->status, resp->body ? resp->body : "", resp->error ? resp->error : "", c->ud);
+    free(c);
+}
+
+/* An answer of the API server itself (a metav1.Status: no endpoints, no such Service, no RBAC,
+ * the dial to the pod failed) means the JobManager was not reached: reported as status 0 with
+ * the reason, like a connection error. Flink's own errors are {"errors": [...]}. */
+static void run_flink_kube_done(const kube_result *res, void *ud)
+{
+    struct run_flink_call *c = ud;
+    c->kcall = NULL;
+    const char *kind = json_string_value(json_object_get(res->body, "kind"));
+    int ok = res->status >= 200 && res->status < 300;
+    if (res->status == 0) {
+        c->done(0, "", *res->error ? res->error : "no answer from the API server", c->ud);
+    } else if (!ok && kind && strcmp(kind, "Status") == 0) {
+        char text[1024];
+        snprintf(text, sizeof text, "JobManager unreachable through the API server: HTTP %ld: %s", res->status,
+                 *res->message ? res->message : *res->reason ? res->reason : "no message");
+        c->done(0, "", text, c->ud);
+    } else {
+        c->done(res->status, res->raw, "", c->ud);
+    }
+    free(c);
+}
+
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
+                                char *err, size_t errlen)
+{
+    const char *method = json_string_value(json_object_get(action, "method"));
+    const char *path = json_string_value(json_object_get(action, "path"));
+    char loc[2048];
+    if (!env || !done || !method || !path) {
+        util_set_err(err, errlen, "flink action needs method and path");
+        return NULL;
+    }
+    if (run_flink_location(loc, sizeof loc, env->access, env->base_url, json_object_get(action, "target"), path)) {
+        util_set_err(err, errlen, "flink action needs target {scheme, namespace, service, port} and a path "
+                                  "starting with '/' (or the location is too long)");
+        return NULL;
+    }
+    int proxy = !env->base_url && env->access == RUN_FLINK_PROXY;
+    if ((proxy && !env->kc) || (!proxy && !env->hc)) {
+        util_set_err(err, errlen, "flink call: no %s client", proxy ? "kube" : "http");
+        return NULL;
+    }
+    struct run_flink_call *c = calloc(1, sizeof *c);
+    json_t *body = json_object_get(action, "body");
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    if (!c || (body && !text)) {
+        free(c);
+        free(text);
+        util_set_err(err, errlen, "flink call: out of memory");
+        return NULL;
+    }
+    c->done = done;
+    c->ud = ud;
+    if (proxy) {
+        kube_req r = {.method = method,
+                      .path = loc,
+                      .body = text,
+                      .body_len = text ? strlen(text) : 0,
+                      .timeout_s = RUN_FLINK_TIMEOUT_MS / 1000.0};
+        c->kcall = kube_request(env->kc, &r, run_flink_kube_done, c, err, errlen);
+    } else {
+        static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json", NULL};
+        http_opts ho = {.method = method,
+                        .url = loc,
+                        .headers = hdrs,
+                        .body = text,
+                        .body_len = text ? strlen(text) : 0,
+                        .timeout_ms = RUN_FLINK_TIMEOUT_MS,
+                        .max_body = (size_t)16 << 20,
+                        .on_done = run_flink_http_done,
+                        .ud = c};
+        c->hreq = http_request_start(env->hc, &ho, err, errlen);
+    }
+    free(text);
+    if (!c->kcall && !c->hreq) {
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void run_flink_cancel(run_flink_call *c)
+{
+    if (!c)
+        return;
+    if (c->kcall)
+        kube_cancel(c->kcall);
+    if (c->hreq)
+        http_request_cancel(c->hreq);
+    free(c);
+}
+
 /* ---- the controller ------------------------------------------------------------------------ */
 
 enum { RUN_NKINDS = 8 };
@@ -171,6 +340,7 @@ struct run_opts {
     log_level log_level;
     int workers;
     const char *flink_base;
+    run_flink_access flink_access; /* as given; ctx->flink_env.access holds the resolved one */
     struct lhost_opts host;
 };
 
@@ -182,6 +352,7 @@ struct run_ctx {
     struct lhost *host;
     kube_client *kc;
     http_client *hc;
+    run_flink_env flink_env;
     workqueue *q;
     struct run_ns *nss;
     size_t nns;
@@ -223,7 +394,7 @@ struct run_item {
     int failed;
     int conflict;
     kube_call *call;
-    http_request *hreq;
+    run_flink_call *fcall;
     char what[600];   /* the action in flight, for logs */
     enum run_write write;
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
@@ -455,20 +626,16 @@ static void run_kube_done(const kube_result *res, void *ud)
     run_item_step(it);
 }
 
-static void run_http_done(http_request *req, const http_response *resp, void *ud)
+static void run_flink_done(long status, const char *body, const char *error, void *ud)
 {
-    (void)req;
     struct run_item *it = ud;
-    it->hreq = NULL;
-    double now = (double)time(NULL);
+    it->fcall = NULL;
     json_t *st = run_flink_state(it->ctx, it->key);
-    run_flink_record(st, it->flink_result, it->flink_job, it->flink_path, resp->status, resp->body,
-                     resp->error, now);
-    if (resp->status < 200 || resp->status >= 300)
-        run_log(LOG_WARN, it->key, "%s: %s", it->what,
-                resp->error && *resp->error ? resp->error : resp->body ? resp->body : "failed");
+    run_flink_record(st, it->flink_result, it->flink_job, it->flink_path, status, body, error, (double)time(NULL));
+    if (status < 200 || status >= 300)
+        run_log(LOG_WARN, it->key, "%s: %s", it->what, *error ? error : *body ? body : "failed");
     else
-        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, resp->status);
+        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, status);
     run_item_step(it);
 }
 
@@ -534,39 +701,15 @@ static int run_start_action(struct run_item *it, json_t *a)
     } else if (strcmp(op, "flink") == 0) {
         const char *method = json_string_value(json_object_get(a, "method"));
         const char *path = json_string_value(json_object_get(a, "path"));
-        const char *base = ctx->o.flink_base ? ctx->o.flink_base : json_string_value(json_object_get(a, "base"));
         const char *result = json_string_value(json_object_get(a, "result"));
         const char *job = json_string_value(json_object_get(a, "job_id"));
         snprintf(it->what, sizeof it->what, "flink %s %s", method ?: "?", path ?: "?");
         snprintf(it->flink_result, sizeof it->flink_result, "%s", result ? result : "");
         snprintf(it->flink_job, sizeof it->flink_job, "%s", job ? job : "");
         snprintf(it->flink_path, sizeof it->flink_path, "%s", path ? path : "");
-        if (!method || !path || !base) {
-            snprintf(err, sizeof err, "needs method, path and base");
-        } else {
-            char url[2048];
-            size_t bl = strlen(base);
-            while (bl > 0 && base[bl - 1] == '/')
-                bl--;
-            snprintf(url, sizeof url, "%.*s%s", (int)bl, base, path);
-            json_t *body = json_object_get(a, "body");
-            char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-            static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json",
-                                               NULL};
-            http_opts ho = {.method = method,
-                            .url = url,
-                            .headers = hdrs,
-                            .body = text,
-                            .body_len = text ? strlen(text) : 0,
-                            .timeout_ms = RUN_FLINK_TIMEOUT_MS,
-                            .max_body = (size_t)16 << 20,
-                            .on_done = run_http_done,
-                            .ud = it};
-            it->hreq = http_request_start(ctx->hc, &ho, err, sizeof err);
-            free(text);
-            if (it->hreq)
-                return 1;
-        }
+        it->fcall = run_flink_start(&ctx->flink_env, a, run_flink_done, it, err, sizeof err);
+        if (it->fcall)
+            return 1;
         /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
         run_flink_record(run_flink_state(ctx, it->key), it->flink_result, it->flink_job, it->flink_path, 0,
                          NULL, err, (double)time(NULL));
@@ -973,15 +1116,20 @@ static void run_usage(FILE *out)
             "         [--metrics-addr A] [--health-addr A] [--leader-elect]\n"
             "         [--leader-election-namespace NS] [--qps N --burst N] [--log-format text|json]\n"
             "         [--log-level debug|info|warn|error]\n"
-            "         [--workers N] [--flink-base-url URL] [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
+            "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
+            "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
+            "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
+            "auto (default: service in a pod with the service-account config, else proxy).\n"
             "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n");
 }
 
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
-    RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL
+    RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
+    RO_FLINK_ACCESS
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1024,6 +1172,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"log-level", required_argument, NULL, RO_LOG_LEVEL},
         {"workers", required_argument, NULL, RO_WORKERS},
         {"flink-base-url", required_argument, NULL, RO_FLINK_BASE},
+        {"flink-access", required_argument, NULL, RO_FLINK_ACCESS},
         {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
         {"help", no_argument, NULL, 'h'},
@@ -1096,6 +1245,12 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             }
             o->flink_base = optarg;
+            break;
+        case RO_FLINK_ACCESS:
+            if (run_flink_access_parse(optarg, &o->flink_access)) {
+                fprintf(stderr, "run: --flink-access: expected auto, service or proxy, got '%s'\n", optarg);
+                return -1;
+            }
             break;
         case RO_TIMEOUT:
             if (run_parse_int("--policy-timeout-ms", optarg, 1, 3600000, &n))
@@ -1222,6 +1377,12 @@ int run_main(int argc, char **argv)
     ctx->kc = kube_client_new(ctx->loop, &cfg, err, sizeof err);
     run_log(LOG_INFO, NULL, "API server %s (context %s), policies %s, %d workers", cfg.server ? cfg.server : "?",
             cfg.context ? cfg.context : "?", lhost_policy_dir(ctx->host), ctx->o.workers);
+    ctx->flink_env.access = run_flink_access_resolve(ctx->o.flink_access, cfg.context);
+    ctx->flink_env.base_url = ctx->o.flink_base;
+    run_log(LOG_INFO, NULL, "Flink REST: %s", ctx->o.flink_base ? ctx->o.flink_base
+                                               : ctx->flink_env.access == RUN_FLINK_SERVICE
+                                                   ? "each JobManager Service's cluster DNS name"
+                                                   : "the API server's service proxy");
     kube_config_clear(&cfg);
     if (!ctx->kc) {
         run_log(LOG_ERROR, NULL, "kubernetes client: %s", err);
@@ -1232,6 +1393,8 @@ int run_main(int argc, char **argv)
         run_log(LOG_ERROR, NULL, "http client: %s", err);
         goto out;
     }
+    ctx->flink_env.kc = ctx->kc;
+    ctx->flink_env.hc = ctx->hc;
     ctx->q = workqueue_new(ctx->loop, &(workqueue_opts){.on_ready = run_on_ready, .ready_ud = ctx});
     ev_idle_init(&ctx->pump_idle, run_pump_cb);
     ctx->pump_idle.data = ctx;
@@ -1289,8 +1452,8 @@ out:
         struct run_item *it = ctx->items;
         if (it->call)
             kube_cancel(it->call);
-        if (it->hreq)
-            http_request_cancel(it->hreq);
+        if (it->fcall)
+            run_flink_cancel(it->fcall);
         run_item_free(it);
     }
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {

@@ -19,6 +19,9 @@
 
 #include <jansson.h>
 
+#include "http.h"
+#include "kube.h"
+
 #define RUN_WORKERS_DEFAULT 2     /* keys in flight at once */
 #define RUN_STOP_GRACE_S 9.0      /* seconds between SIGTERM and exit at the latest */
 #define RUN_FLINK_TIMEOUT_MS 10000 /* one Flink REST call, milliseconds */
@@ -50,5 +53,61 @@ json_t *run_merge_patch(json_t *old, json_t *new);
  * Returns 0, or -1 when `st` is not an object. */
 int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
                      long status, const char *body, const char *error, double now);
+
+/* ---- Flink REST calls (the `flink` action) ---------------------------------------------------- */
+
+/* How Flink REST calls reach a JobManager (--flink-access). SERVICE: straight to the Service's
+ * cluster DNS name (needs the cluster network: in a pod). PROXY: through the API server's
+ * service proxy with the kube client's credentials, TLS, rate limit and retries (works wherever
+ * the API server is reachable; one more hop, load on the API server). AUTO: SERVICE when the
+ * kube config is the in-cluster service account, else PROXY. */
+typedef enum { RUN_FLINK_AUTO = 0, RUN_FLINK_SERVICE, RUN_FLINK_PROXY } run_flink_access;
+
+/* Parses "auto" | "service" | "proxy" into *out; -1 for anything else. */
+int run_flink_access_parse(const char *s, run_flink_access *out);
+
+/* AUTO -> SERVICE when `kube_context` is "in-cluster" (kube_config_load_incluster), else PROXY;
+ * SERVICE and PROXY are returned as they are. */
+run_flink_access run_flink_access_resolve(run_flink_access a, const char *kube_context);
+
+/* Where one Flink REST call goes, into buf (n bytes). `target` is the action's
+ * {scheme="http"|"https", namespace=, service=, port=<1..65535>}; `path` begins with '/' (query
+ * allowed). With `base_url` (--flink-base-url, tests and demos) the result is the URL
+ * "<base_url without trailing '/'><path>" whatever the access and target; else for SERVICE the
+ * URL "<scheme>://<service>.<namespace>.svc:<port><path>", for PROXY the API server path of
+ * kube_service_proxy_path (port as a number). AUTO must be resolved first. Returns 0; -1 (buf
+ * "") when the target lacks a field, the access is AUTO or buf is too small. */
+int run_flink_location(char *buf, size_t n, run_flink_access access, const char *base_url, json_t *target,
+                       const char *path);
+
+/* What a Flink call needs: the resolved access, the --flink-base-url override (or NULL), the
+ * kube client (PROXY) and the HTTP client (SERVICE, base URL). */
+typedef struct run_flink_env {
+    run_flink_access access;
+    const char *base_url;
+    kube_client *kc;
+    http_client *hc;
+} run_flink_env;
+
+typedef struct run_flink_call run_flink_call;
+
+/* The answer of a Flink call: `status` the JobManager's HTTP status, or 0 when no answer came
+ * from Flink (then `error` says why: transport error, timeout, or an API server proxy error
+ * "JobManager unreachable through the API server: HTTP <code>: <Status message>", e.g. 503 "no
+ * endpoints available for service ..." or 404 "services ... not found"); `body` Flink's body
+ * ("" when none). Pointers are valid during the callback only. */
+typedef void (*run_flink_done_fn)(long status, const char *body, const char *error, void *ud);
+
+/* Starts the Flink REST call of `action` ({method, path, body=<JSON or absent>, target}) the
+ * way `env` says, JSON in and out, RUN_FLINK_TIMEOUT_MS per attempt. Through the proxy the call
+ * goes through kube_request (the client's qps/burst limiter, 429 / 5xx+Retry-After retries, a
+ * 401 re-reads the token file). `done` runs exactly once, never inside this call, unless
+ * cancelled. Returns NULL with err filled when the action is malformed or cannot start (done
+ * is then not called). */
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
+                                char *err, size_t errlen);
+
+/* Stops a call that has not reported; its callback will not run. */
+void run_flink_cancel(run_flink_call *call);
 
 #endif

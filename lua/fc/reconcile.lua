@@ -211,13 +211,15 @@ local function transition_events(old, new, events)
   end
 end
 
---- reconcile.flink_action(base, method, path, body) -> {op="flink", method=, path=, body=, base=,
+--- reconcile.flink_action(target, method, path, body) -> {op="flink", method=, path=, body=, target=,
 --   result=<"jobs"|"savepoint_trigger"|"savepoint_status"|nil>, job_id=<id or nil>}
+-- `target` = reconcile.flink_target(...): the JobManager's REST Service; the core reaches it by
+-- its cluster DNS name or through the API server's service proxy (`run --flink-access`).
 -- `result` tells the core where the answer goes in the next snapshot's `flink` (see
 -- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
 -- /jobs/<id>/savepoints and GET /jobs/<id>/savepoints/<rid> -> flink.savepoint_triggers[<id>].
-function reconcile.flink_action(base, method, path, body)
-  local a = { op = "flink", method = method, path = path, body = body, base = base }
+function reconcile.flink_action(target, method, path, body)
+  local a = { op = "flink", method = method, path = path, body = body, target = target }
   if method == "GET" and path == "/jobs/overview" then
     a.result = "jobs"
   elseif method == "POST" and path:match("^/jobs/%x+/savepoints$") then
@@ -226,6 +228,13 @@ function reconcile.flink_action(base, method, path, body)
     a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
   end
   return a
+end
+
+--- reconcile.flink_target(namespace, name, ui_port) -> {scheme="http", namespace=, service=
+--   "<name>-jobmanager", port=<integer>}: the JobManager Service's REST (`ui`) port of a cluster.
+function reconcile.flink_target(namespace, name, ui_port)
+  return { scheme = "http", namespace = namespace, service = name .. "-jobmanager",
+    port = math.tointeger(tonumber(ui_port)) or 8081 }
 end
 
 local function run(host, snapshot)
@@ -362,10 +371,10 @@ local function run(host, snapshot)
   end
 
   -- 6. Flink REST calls and the user-control annotation
-  local base = string.format("http://%s-jobmanager.%s.svc:%s", name, tostring(md.namespace or "default"),
-    tostring(((defaulted.spec.jobManager or {}).ports or {}).ui or 8081))
+  local target = reconcile.flink_target(tostring(md.namespace or "default"), name,
+    ((defaulted.spec.jobManager or {}).ports or {}).ui)
   local function flink_action(method, path, body)
-    result.actions[#result.actions + 1] = reconcile.flink_action(base, method, path, body)
+    result.actions[#result.actions + 1] = reconcile.flink_action(target, method, path, body)
   end
   for _, from in ipairs({ { "savepoint", "decide", sd.flink }, { "job", "decide", jd.flink } }) do
     expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
@@ -432,7 +441,7 @@ end
 -- snapshot: {cluster=<FlinkCluster as observed, metadata.generation, status (or none)>,
 --   children={<kind>={<name>=obj}}, flink={reachable=bool, jobs={...}, savepoint_triggers={...}},
 --   now=<unix seconds>}.
--- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", method=, path=, body=}
+-- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", method=, path=, body=, target=}
 --   |{op="patch_annotations", remove={key,...}}}, status=<new status or nil when unchanged>,
 --   events={{type="Normal"|"Warning", reason=, message=}}, requeue_after=<seconds or nil>}.
 -- A policy failure (fc.host.call returning false, or an output of the wrong shape) fails this

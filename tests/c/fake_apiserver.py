@@ -101,6 +101,8 @@ class Handler(BaseHTTPRequestHandler):
                                         "contentType": self.headers.get("Content-Type", ""),
                                         "auth": self.headers.get("Authorization", ""),
                                         "body": self.body()})
+        if len(p.split("/")) > 7 and p.split("/")[5] == "services" and p.split("/")[7] == "proxy":
+            return self.service_proxy(method, p, q)
         self.body()
         if p == "/hello":
             return self.send_json(200, {"hello": "world"})
@@ -158,6 +160,31 @@ class Handler(BaseHTTPRequestHandler):
                 return self.watch(ns, q)
             return self.list(ns, q)
         return self.send_json(404, status(404, "NotFound", "no route " + p))
+
+    # -- /api/v1/namespaces/NS/services/[SCHEME:]NAME[:PORT]/proxy/PATH -------------------
+    def service_proxy(self, method, p, q):
+        """The service proxy subresource, as kube-apiserver answers it: its own errors are
+        metav1.Status objects; otherwise the endpoint's answer (here a JobManager stand-in that
+        echoes the request, or answers with a Flink error) passes through."""
+        parts = p.split("/")
+        ns, svc, rest = parts[4], parts[6], "/" + "/".join(parts[8:])
+        body = self.body()
+        cert = self.connection.getpeercert()
+        cn = "".join(v for rdn in (cert or {}).get("subject", ()) for k, v in rdn if k == "commonName")
+        auth = self.headers.get("Authorization", "")
+        if not auth and not cn:
+            return self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        name = svc.split(":")[1] if svc.count(":") == 2 else svc.split(":")[0]
+        if ns == "noep":
+            return self.send_json(503, status(503, "ServiceUnavailable",
+                                              'no endpoints available for service "%s"' % name))
+        if ns == "nosvc":
+            return self.send_json(404, status(404, "NotFound", 'services "%s" not found' % name))
+        if ns == "flinkerr":
+            return self.send_json(404, {"errors": ["Job could not be found."]})
+        return self.send_json(200, {"method": method, "ns": ns, "service": svc, "path": rest, "query": q,
+                                    "contentType": self.headers.get("Content-Type", ""),
+                                    "auth": auth, "cn": cn, "body": body})
 
     # -- list ------------------------------------------------------------
     def list(self, ns, q):

@@ -263,6 +263,19 @@ static void path_tests(void)
     IS_STR(p, "/api/v1/namespaces/n1", "cluster-scoped kind ignores the namespace");
     IS_INT(kube_path(p, 10, &kube_kind_statefulset, "ns", "x", NULL), -1, "too small buffer -> -1");
     IS_INT(kube_path(p, sizeof p, &kube_kind_pod, "ns", "", NULL), -1, "empty name -> -1");
+    IS_INT(kube_service_proxy_path(p, sizeof p, "ns", "http", "wc-jobmanager", "8081", "/jobs/overview"), 0,
+           "service proxy path ok");
+    IS_STR(p, "/api/v1/namespaces/ns/services/http:wc-jobmanager:8081/proxy/jobs/overview",
+           "service proxy path: scheme:name:port, then /proxy and the path");
+    kube_service_proxy_path(p, sizeof p, "a b", "https", "svc", "ui", "/jobs/ab?mode=cancel");
+    IS_STR(p, "/api/v1/namespaces/a%20b/services/https:svc:ui/proxy/jobs/ab?mode=cancel",
+           "service proxy path: namespace escaped, port name, query kept");
+    IS_INT(kube_service_proxy_path(p, sizeof p, "ns", "ftp", "svc", "1", "/"), -1, "proxy scheme ftp -> -1");
+    IS_INT(kube_service_proxy_path(p, sizeof p, "ns", "http", "", "1", "/"), -1, "proxy without service -> -1");
+    IS_INT(kube_service_proxy_path(p, sizeof p, "ns", "http", "svc", "1", "jobs"), -1, "proxy path without / -> -1");
+    IS_INT(kube_service_proxy_path(p, 40, "ns", "http", "svc", "8081", "/jobs/overview"), -1,
+           "proxy path, buffer too small -> -1");
+    IS_STR(p, "", "a short buffer is left empty, not with a partial path");
     OK(kube_kind_find("networking.k8s.io/v1", "Ingress") == &kube_kind_ingress, "kind lookup");
     OK(kube_kind_find("v1", "Nope") == NULL, "unknown kind -> NULL");
     OK(kube_kind_find(NULL, "ControllerRevision") == &kube_kind_controllerrevision, "lookup by kind alone");
@@ -506,12 +519,7 @@ int main(void)
     mutation_tests();
     limiter_tests();
     path_tests();
-    int port = server_start();
-    if (port > 0)
-        net_tests(port);
-    else
-        OK(0, "fake apiserver started");
-    server_stop();
+    SERVER_RUN(net_tests);
     ev_loop_destroy(loop);
     return DONE_TESTING();
 }

@@ -59,6 +59,12 @@ static inline void server_stop(void)
     }
 }
 
+/* Starts the fake API server, runs `tests(port)` against it and stops it; a server that does
+ * not start is one failed TAP line (OK comes from transport_tap.h). */
+#define SERVER_RUN(tests) do { int port_ = server_start(); \
+    if (port_ > 0) { tests(port_); } else { OK(0, "fake apiserver started"); } \
+    server_stop(); } while (0)
+
 /* Reads a whole file into a malloc'd buffer (for PEM blobs). */
 static inline char *slurp(const char *path, size_t *len)
 {
