@@ -4,8 +4,10 @@
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
 # well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
-# for flink.  Exit status non-zero when a component fails to build; the log of
-# each build is in <cache>/<component>-<hash>.log.
+# for flink, root + debootstrap + jq for the images image-base,
+# image-controller-base and flink-image (tests/env/image/components.sh).  Exit
+# status non-zero when a component fails to build; the log of each build is in
+# <cache>/<component>-<hash>.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -99,7 +101,8 @@ build_flink() {
 build_one() {
   local name=$1 dir; dir=$(component_dir "$name")
   if [ -f "$dir/.done" ]; then log "$name: cached in $dir"; return 0; fi
-  command -v "$( [ "$name" = flink ] && echo mvn || echo go)" >/dev/null ||
+  local tool; case $name in flink) tool=mvn ;; image-*base) tool=debootstrap ;; flink-image) tool=jq ;; *) tool=go ;; esac
+  command -v "$tool" >/dev/null ||
     { log "$name: toolchain missing"; return 1; }
   local tmp=$dir.tmp.$$ start=$SECONDS
   mkdir -p "$tmp"
@@ -129,7 +132,7 @@ exec 8>"$TESTENV_CACHE/.build.lock"
 flock 8
 rm -rf "$TESTENV_CACHE"/*.tmp.*
 
-comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink)
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink image-base flink-image image-controller-base)
 rc=0
 for c in "${comps[@]}"; do build_one "$c" || rc=1; done
 exit $rc

@@ -18,6 +18,9 @@ component_pins() {
     etcd)  echo "etcd $ETCD_VERSION" ;;
     kwok)  echo "kwok $KWOK_VERSION" ;;
     flink) echo "flink $FLINK_VERSION $LOG4J_VERSION $(cat "$TESTENV_SRC/flink/pom.xml" "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC"/jobs/src/main/java/*/*.java 2>/dev/null | sha256sum)" ;;
+    image-base) echo "image-base $IMAGE_DEBIAN_SUITE $IMAGE_BASE_PKGS $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;
+    image-controller-base) echo "image-controller-base $IMAGE_DEBIAN_SUITE $(controller_runtime_pkgs) $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;
+    flink-image) echo "flink-image $FLINK_IMAGE_TAGS $(basename "$(component_dir flink)") $(basename "$(component_dir image-base)") $(cat "$TESTENV_SRC"/image/flink/* "$TESTENV_SRC/image/components.sh" "$TESTENV_SRC/testdata/log4j-console.properties" "$TESTENV_SRC/mkimage.sh" | sha256sum)" ;;
     *) echo "unknown component $1" >&2; return 1 ;;
   esac
 }
@@ -27,6 +30,10 @@ component_dir() {
   h=$(printf '%s rev%s\n' "$(component_pins "$1")" "$TESTENV_RECIPE_REV" | sha256sum | cut -c1-12)
   echo "$TESTENV_CACHE/$1-$h"
 }
+
+# the images built here (components image-base, image-controller-base, flink-image)
+# shellcheck source=image/components.sh
+. "$TESTENV_SRC/image/components.sh"
 
 # log MSG...: progress on stderr with a UTC timestamp.
 log() { printf '[testenv %s] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }

@@ -19,7 +19,8 @@
 # Archive layout: manifest.json ([{Config, RepoTags, Layers}]), <sha256>.json
 # (the image config, rootfs.diff_ids = [sha256 of the layer]) and
 # <diff_id>/layer.tar.  The layer is packed in name order without access or
-# change times, so the same ROOTFS gives the same digests.
+# change times, the archive with fixed times and owners: the same ROOTFS gives
+# the same bytes.
 # Needs GNU tar, sha256sum and jq.  Exit: 0 written; 1 a tool failed; 2 usage
 # (including an ENTRYPOINT/CMD that is not a JSON array of strings).
 set -euo pipefail
@@ -69,5 +70,6 @@ mv "$w/config.json" "$w/$cfg.json"
 jq -cn --arg c "$cfg.json" --arg l "$diff/layer.tar" \
   '[{Config: $c, RepoTags: $ARGS.positional, Layers: [$l]}]' --args "${tags[@]}" >"$w/manifest.json"
 
-tar -C "$w" -cf "$out.tmp" manifest.json "$cfg.json" "$diff"
+tar --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$w" -cf "$out.tmp" \
+  manifest.json "$cfg.json" "$diff"
 mv "$out.tmp" "$out"
