@@ -112,8 +112,10 @@ check_flink() {
     opt/flink/image/log4j-cli.properties; do [ -f "$r/$f" ] || bad+=" $f"; done
   ls "$r"/opt/flink/lib/flink-runtime-"$FLINK_VERSION".jar "$r"/opt/flink/lib/flink-clients-"$FLINK_VERSION".jar \
     >/dev/null 2>&1 || bad+=" flink-runtime/flink-clients $FLINK_VERSION jars"
-  unzip -l "$r/opt/flink/usrlib/testenv-jobs.jar" 2>/dev/null | grep -q 'testenv/WordCount.class' ||
-    bad+=" testenv/WordCount.class"
+  # (a zip's central directory holds the entry names as plain text)
+  for f in testenv/WordCount.class testenv/Ticker.class; do
+    grep -qa "$f" "$r/opt/flink/usrlib/testenv-jobs.jar" || bad+=" $f"
+  done
   if [ -z "$bad" ]; then ok "flink: files (entrypoint, bin/flink, java, curl, jars, test jobs)"
   else not_ok "flink: files" "missing:$bad"; fi
 
