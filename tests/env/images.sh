@@ -45,6 +45,8 @@ case $what in
     datadir=$(sed -n 's/^ARG DATADIR=//p' "$TESTENV_DOCKERFILE" | tail -n 1)
     [ -n "$datadir" ] || { echo "images.sh: no ARG DATADIR= in the Dockerfile" >&2; exit 1; }
     bdir=$ROOT/build/image-controller
+    # one make at a time in that folder (fd 7 held until exit)
+    mkdir -p "$bdir"; exec 7>"$bdir/.lock"; flock 7
     log "controller: make in $bdir (DATADIR=$datadir)"
     w=$(mktemp -d "$(dirname "$out")/.images.XXXXXX")
     trap 'rm -rf "$w"' EXIT
