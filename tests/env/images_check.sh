@@ -163,7 +163,8 @@ for i in $(seq 60); do
   sleep 1
 done
 echo "== job $id: $state"
-echo "== jobmanager log"; grep -E 'docker-entrypoint|Rest endpoint listening|Starting RPC|ERROR' /tmp/jm.log | head -n 20
+echo "== jobmanager log"
+grep -E 'docker-entrypoint|legacy YAML|Rest endpoint listening|Starting RPC|ERROR' /tmp/jm.log | head -n 20
 echo "== taskmanager log"; grep -E 'docker-entrypoint|Successful registration|ERROR' /tmp/tm.log | head -n 20
 echo "== listening"; cat /proc/net/tcp /proc/net/tcp6 | awk '$4 == "0A" {print $2}' | sort -u | tr '\n' ' '; echo
 EOF
@@ -174,6 +175,9 @@ EOF
   has "flink: bind addresses added as -D (the configuration lacks them)" \
     'docker-entrypoint: .*StandaloneSession.*-Djobmanager.bind-host=0.0.0.0 -Drest.bind-address=0.0.0.0' \
     'docker-entrypoint: .*TaskManagerRunner.*-Dtaskmanager.bind-host=0.0.0.0'
+  # Flink 1.20 without a config.yaml: the legacy file and parser
+  has "flink: the JobManager reads the legacy flink-conf.yaml" \
+    'Using legacy YAML parser to load flink configuration file from /opt/flink/conf/flink-conf.yaml'
   # the mounted file is log4j 1 syntax: the image's log4j2 console file is used
   has "flink: JobManager logs to stdout (log4j 1 file replaced)" \
     'docker-entrypoint: .*log4j /opt/flink/image/log4j-console.properties' 'Rest endpoint listening'
