@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) every binary and jar the test environment runs.
-# Usage: tests/env/build.sh [k8s|etcd|kwok|flink]...   (default: all four)
+# Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause]...
+#   (default: all; node/coredns/pause are the real node's kubelet +
+#   kube-proxy, cluster DNS and sandbox image)
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
 # well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
@@ -52,10 +54,12 @@ go_wrapper() {
   } >"$dir/tools.go"
 }
 
-build_k8s() {
-  local out=$1 src=$1/src v=v$K8S_VERSION sv=v$K8S_STAGING_VERSION m
-  local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  local pkgs=() c; for c in "${cmds[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+# k8s_cmds OUT CMD...: builds k8s.io/kubernetes/cmd/CMD... of the pinned
+# release into OUT/bin through a wrapper module (staging modules replaced by
+# their tags, version stamped as a release build would).
+k8s_cmds() {
+  local out=$1 src=$1/src v=v$K8S_VERSION sv=v$K8S_STAGING_VERSION m; shift
+  local pkgs=() c; for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
   {
     echo
     echo "godebug default=go1.24"
@@ -71,6 +75,33 @@ build_k8s() {
     x+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
   (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w$x" -o "$out/bin/" "${pkgs[@]}")
+}
+
+build_k8s() { k8s_cmds "$1" kube-apiserver kube-controller-manager kube-scheduler kubectl; }
+# the real node's kubelet and kube-proxy (same release as the control plane)
+build_node() { k8s_cmds "$1" kubelet kube-proxy; }
+
+# CoreDNS: our main (tests/env/node/coredns/main.go, only the plugins the
+# real node's Corefile uses) in a wrapper module requiring the pinned release.
+build_coredns() {
+  local out=$1 src=$1/src
+  go_wrapper "$src" github.com/coredns/coredns "v$COREDNS_VERSION" github.com/coredns/coredns/coremain </dev/null
+  mkdir -p "$src/cmd/coredns"
+  cp "$TESTENV_SRC/node/coredns/main.go" "$src/cmd/coredns/"
+  (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/coredns" ./cmd/coredns)
+}
+
+# pause: the sandbox image of the real node's pods (localhost/pause:testenv):
+# our static pause binary (tests/env/node/pause/) plus /probe, a test tool
+# (tests/env/node/probe/), packed by mkimage.sh into OUT/image.tar.
+build_pause() {
+  local out=$1 src=$1/src
+  mkdir -p "$src/rootfs" "$src/pause" "$src/probe"
+  printf 'module testenv.local/pause\n\ngo 1.24.0\n' >"$src/go.mod"
+  cp "$TESTENV_SRC/node/pause/main.go" "$src/pause/"
+  cp "$TESTENV_SRC/node/probe/main.go" "$src/probe/"
+  (cd "$src" && "${GO_BUILD[@]}" -ldflags="-s -w" -o rootfs/ ./pause ./probe)
+  "$TESTENV_SRC/mkimage.sh" "$src/rootfs" "$PAUSE_IMAGE" "$out/image.tar" '["/pause"]'
 }
 
 build_etcd() {
@@ -132,7 +163,7 @@ exec 8>"$TESTENV_CACHE/.build.lock"
 flock 8
 rm -rf "$TESTENV_CACHE"/*.tmp.*
 
-comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink image-base flink-image image-controller-base)
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base)
 rc=0
 for c in "${comps[@]}"; do build_one "$c" || rc=1; done
 exit $rc

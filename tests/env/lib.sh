@@ -11,12 +11,17 @@ TESTENV_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTENV_CACHE=${TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flink-controller/testenv}
 # Bump when a build recipe changes in a way that needs a rebuild.
 TESTENV_RECIPE_REV=1
+# The real node's sandbox image (component pause), imported into its containerd.
+PAUSE_IMAGE=localhost/pause:testenv
 
 component_pins() {
   case $1 in
     k8s)   echo "k8s $K8S_VERSION $K8S_STAGING_VERSION" ;;
     etcd)  echo "etcd $ETCD_VERSION" ;;
     kwok)  echo "kwok $KWOK_VERSION" ;;
+    node)  echo "node $K8S_VERSION $K8S_STAGING_VERSION" ;;
+    coredns) echo "coredns $COREDNS_VERSION $(sha256sum <"$TESTENV_SRC/node/coredns/main.go")" ;;
+    pause) echo "pause $PAUSE_IMAGE $(cat "$TESTENV_SRC"/node/{pause,probe}/main.go "$TESTENV_SRC/mkimage.sh" | sha256sum)" ;;
     flink) echo "flink $FLINK_VERSION $LOG4J_VERSION $(cat "$TESTENV_SRC/flink/pom.xml" "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC"/jobs/src/main/java/*/*.java 2>/dev/null | sha256sum)" ;;
     image-base) echo "image-base $IMAGE_DEBIAN_SUITE $IMAGE_BASE_PKGS $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;
     image-controller-base) echo "image-controller-base $IMAGE_DEBIAN_SUITE $(controller_runtime_pkgs) $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;

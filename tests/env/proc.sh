@@ -33,14 +33,17 @@ pids_running() {
   done <"$1"
 }
 
-# pids_stop PIDFILE: stops every recorded process that is still ours, newest
-# first: SIGTERM, up to 20 s grace, then SIGKILL.  Prints what it did.
+# pids_stop PIDFILE [NAME...]: stops every recorded process (only those
+# named NAME... when given) that is still ours, newest first: SIGTERM, up to
+# 20 s grace, then SIGKILL.  Prints what it did.
 pids_stop() {
-  local pidfile=$1 lines=() i name pid start waited
+  local pidfile=$1 lines=() i name pid start waited; shift
+  local only=" $* "
   [ -f "$pidfile" ] || return 0
   mapfile -t lines <"$pidfile"
   for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
     read -r name pid start <<<"${lines[$i]}"
+    [ "$only" = "  " ] || [[ $only == *" $name "* ]] || continue
     if ! proc_ours "$pid" "$start"; then
       echo "testenv: $name (pid $pid) already gone"
       continue

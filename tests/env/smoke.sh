@@ -6,12 +6,14 @@
 # go and nothing cached).  Everything it creates lives in a namespace
 # smoke-<pid> that it deletes at the end.  up.sh decides what is missing:
 # its exit status 2 (a tool needed to build an uncached part) means SKIP.
+# The real-node checks (12-15) SKIP when the environment has no real node;
+# the host-trace check after down (16) SKIPs unless this test started it.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
 export TESTENV_DIR
-PLAN=11
+PLAN=16
 
 for tool in curl lua5.4; do
   if ! command -v "$tool" >/dev/null; then
@@ -21,7 +23,10 @@ for tool in curl lua5.4; do
 done
 
 started=0
+SYSCTLS=$(mktemp)
 if [ ! -f "$TESTENV_DIR/env.sh" ]; then
+  # the host values the real node changes, compared after down (16)
+  "$HERE/traces.sh" --save "$SYSCTLS"
   uplog=$(mktemp)
   "$HERE/up.sh" >"$uplog" 2>&1
   rc=$?
@@ -47,7 +52,7 @@ NS=smoke-$$
 TMP=$(mktemp -d)
 cleanup() {
   "${K[@]}" delete namespace "$NS" --wait=false >/dev/null 2>&1
-  rm -rf "$TMP"
+  rm -rf "$TMP" "$SYSCTLS"
   if [ "$started" -eq 1 ]; then "$HERE/down.sh" >/dev/null 2>&1; fi
 }
 trap cleanup EXIT
@@ -143,7 +148,7 @@ t_sts() {
   got=$(kget statefulset smoke-sts -o jsonpath='{.status.readyReplicas}')
   expect "readyReplicas" "$got" 2
 }
-check "StatefulSet pods Running and Ready on the fake node (kwok)" t_sts
+check "StatefulSet pods (tolerating the kwok taint) Running and Ready on the fake node (kwok)" t_sts
 
 # 6: a Job's pod completes and the Job controller marks it Complete
 t_job() {
@@ -237,6 +242,108 @@ t_savepoint() {
   poll 30 finished || { echo "job state after stop: $(job_state "$jid")"; return 1; }
 }
 check "stop-with-savepoint of the Ticker job: COMPLETED, _metadata written, job FINISHED" t_savepoint
+
+# --- the real node (12-15); skipped without one
+# skip DESCRIPTION REASON: one TAP line "ok N # SKIP".
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+# real_check DESCRIPTION CMD...: check, or skip when there is no real node.
+real_check() {
+  if [ -n "${TESTENV_NODE:-}" ]; then check "$@"; else skip "$1" "no real node in this environment"; fi
+}
+# probe_pod NAME ARGS...: a pod of the pause image running /probe ARGS on the
+# default node; waits until it ended; prints "NODE PHASE", then its log.
+probe_pod() {
+  local name=$1 a args=""; shift
+  for a in "$@"; do args+="\"$a\", "; done
+  "${K[@]}" -n "$NS" apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: $name}
+spec:
+  restartPolicy: Never
+  containers:
+    - {name: main, image: localhost/pause:testenv, imagePullPolicy: Never, command: [/probe, ${args%, }]}
+EOF
+  ended() { [[ $(kget pod "$name" -o jsonpath='{.status.phase}') == @(Succeeded|Failed) ]]; }
+  poll 60 ended || true
+  kget pod "$name" -o jsonpath='{.spec.nodeName} {.status.phase}{"\n"}'
+  "${K[@]}" -n "$NS" logs "$name"
+}
+
+# 12: the real node is Ready, kwok's is tainted, the API server's endpoint is the node IP
+t_node() {
+  local got
+  got=$("${K[@]}" get node "$TESTENV_NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')
+  expect "$TESTENV_NODE Ready" "$got" True || return 1
+  got=$("${K[@]}" get node "$TESTENV_KWOK_NODE" -o jsonpath='{.spec.taints[0].key}')
+  expect "$TESTENV_KWOK_NODE taint" "$got" kwok.x-k8s.io/node || return 1
+  got=$("${K[@]}" -n default get endpointslice -l kubernetes.io/service-name=kubernetes \
+    -o jsonpath='{.items[0].endpoints[0].addresses[0]}')
+  expect "kubernetes Service endpoint" "$got" "$TESTENV_NODE_IP"
+}
+real_check "real node Ready, kwok node tainted, the kubernetes Service's endpoint is the node IP" t_node
+
+# 13: a pod without node selection runs on the real node and Succeeds (kubectl logs via the kubelet)
+t_pod() {
+  local out
+  out=$(probe_pod smoke-echo echo hello from a pod); echo "$out"
+  expect "node phase" "$(head -n 1 <<<"$out")" "$TESTENV_NODE Succeeded" || return 1
+  expect "log" "$(tail -n 1 <<<"$out")" "hello from a pod"
+}
+real_check "a pod runs a command on the real node and Succeeds (kubectl logs)" t_pod
+
+# 14: pod -> Service ClusterIP (kube-proxy) -> a server pod
+t_service() {
+  "${K[@]}" -n "$NS" apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: smoke-web, labels: {app: smoke-web}}
+spec:
+  containers:
+    - name: main
+      image: localhost/pause:testenv
+      imagePullPolicy: Never
+      command: [/probe, serve, ":8080", hello from smoke-web]
+      readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: smoke-web}
+spec:
+  selector: {app: smoke-web}
+  ports: [{port: 80, targetPort: 8080}]
+EOF
+  "${K[@]}" -n "$NS" wait --for=condition=Ready pod/smoke-web --timeout=60s || return 1
+  local ip out
+  ip=$(kget service smoke-web -o jsonpath='{.spec.clusterIP}')
+  out=$(probe_pod smoke-get get "http://$ip/"); echo "$out"
+  expect "node phase" "$(head -n 1 <<<"$out")" "$TESTENV_NODE Succeeded" || return 1
+  expect "answer" "$(tail -n 1 <<<"$out")" "hello from smoke-web"
+}
+real_check "pod -> Service ClusterIP -> pod on the real node" t_service
+
+# 15: cluster DNS (CoreDNS) from inside a pod: the API's Service and ours, by full and short name
+t_dns() {
+  local out
+  out=$(probe_pod smoke-dns dns kubernetes.default.svc.cluster.local "smoke-web.$NS.svc.cluster.local" smoke-web)
+  echo "$out"
+  expect "node phase" "$(head -n 1 <<<"$out")" "$TESTENV_NODE Succeeded" || return 1
+  grep -qx "kubernetes.default.svc.cluster.local 10.96.0.1" <<<"$out" || return 1
+  grep -qx "smoke-web $(kget service smoke-web -o jsonpath='{.spec.clusterIP}')" <<<"$out"
+}
+real_check "cluster DNS in a pod resolves kubernetes.default.svc.cluster.local and a Service name" t_dns
+
+# 16: after down, the real node left nothing on the host (only when this test started the environment)
+if [ "$started" -eq 1 ] && [ -n "${TESTENV_NODE:-}" ]; then
+  t_traces() {
+    "${K[@]}" delete namespace "$NS" --wait=false >/dev/null 2>&1
+    "$HERE/down.sh" || return 1
+    "$HERE/traces.sh" "$SYSCTLS"
+  }
+  check "down.sh stops the real node and leaves no host trace (tests/env/traces.sh)" t_traces
+else
+  skip "down.sh leaves no host trace" "environment not started by this test, or no real node"
+fi
 
 [ "$n" -eq "$PLAN" ] || echo "# ran $n of $PLAN"
 [ "$failed" -eq 0 ]

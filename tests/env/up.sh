@@ -2,19 +2,26 @@
 # Starts the test environment on loopback, every port chosen free at start:
 #   etcd -> kube-apiserver (TLS, client-certificate authn, RBAC) ->
 #   kube-controller-manager (GC, StatefulSet, Job, ... controllers) ->
-#   kube-scheduler -> kwok (plays the kubelet of the fake node testenv-node-0)
+#   kube-scheduler -> kwok (plays the kubelet of the fake node testenv-node-0,
+#   tainted: only pods tolerating kwok.x-k8s.io/node go there) and, when this
+#   machine can (root, containerd, ...; TESTENV_REAL_NODE=auto|1|0), the real
+#   node testenv-real-0 (tests/env/node/node.sh: containerd, kubelet,
+#   kube-proxy, CoreDNS; the API server then also listens on the node IP)
 #   and a Flink session cluster: JobManager (REST + web submission) and one
 #   TaskManager with 4 slots, as plain `java` processes.
 # Then applies deploy/crd.yaml, waits for it to be Established and for the
 # TaskManager to register, and writes $TESTENV_DIR/env.sh (source it):
 #   KUBECONFIG, FLINK_REST_URL, KUBE_APISERVER_URL, TESTENV_DIR, TESTENV_KUBECTL,
-#   TESTENV_FLINK_JOBS_JAR, TESTENV_PIDS ("name=pid ...") and TESTENV_PID_<NAME>.
+#   TESTENV_FLINK_JOBS_JAR, TESTENV_PIDS ("name=pid ...") and TESTENV_PID_<NAME>,
+#   TESTENV_NODE (the real node; empty without one), TESTENV_NODE_IP,
+#   TESTENV_KWOK_NODE, TESTENV_KWOK_TOLERATION, TESTENV_KWOK_NS_ANNOTATIONS.
 # TESTENV_DIR defaults to build/testenv; logs go to $TESTENV_DIR/logs/.
 # Exit: 0 ready; 1 already running / failed (then everything it started is
 # stopped again; logs stay); 2 cannot be built here (toolchain missing).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$TESTENV_SRC/proc.sh"
+. "$TESTENV_SRC/node/node.sh"
 ROOT=$(cd "$TESTENV_SRC/../.." && pwd)
 TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
 CRD=${TESTENV_CRD:-$ROOT/deploy/crd.yaml}
@@ -41,7 +48,7 @@ mkdir -p "$LOGS" "$TESTENV_DIR/pki" "$TESTENV_DIR/data"
 # need TOOL WHY: exit 2 (the caller may skip) when TOOL is missing
 need() { command -v "$1" >/dev/null || { echo "testenv: $1 not found ($2)" >&2; exit 2; }; }
 for tool in java openssl curl flock lua5.4; do need "$tool" "needed to run the test environment"; done
-for c in etcd kwok k8s; do
+for c in etcd kwok k8s node coredns pause; do
   [ -f "$(component_dir "$c")/.done" ] || need go "needed to build $c; not cached"
 done
 [ -f "$(component_dir flink)/.done" ] || need mvn "needed to resolve the Flink jars; not cached"
@@ -51,10 +58,26 @@ K8S=$(component_dir k8s)/bin ETCD=$(component_dir etcd)/bin/etcd
 KWOK=$(component_dir kwok)/bin/kwok FLINK=$(component_dir flink)
 KUBECTL=$K8S/kubectl KC=$TESTENV_DIR/kubeconfig PKI=$TESTENV_DIR/pki
 
+# --- the real node: TESTENV_REAL_NODE=auto (default: when this machine can),
+# 1 (fail without it) or 0 (only the kwok node)
+REAL=${TESTENV_REAL_NODE:-auto} NODE_IP=""
+if [ "$REAL" != 0 ]; then
+  why=$(node_unusable)
+  [ -n "$why" ] || node_claim || why="another environment claimed the real node"
+  if [ -z "$why" ]; then
+    REAL=1 NODE_IP=$(node_ip)
+  elif [ "$REAL" = 1 ]; then
+    echo "testenv: TESTENV_REAL_NODE=1 but no real node here: $why" >&2; exit 1
+  else
+    log "no real node: $why (only the kwok node)"; REAL=0
+  fi
+fi
+
 done_ok=0
 on_exit() {
   if [ "$done_ok" -ne 1 ]; then
     echo "testenv: start-up failed after $((SECONDS - T0)) s; stopping what was started (logs: $LOGS)" >&2
+    if [ "$REAL" = 1 ]; then node_teardown "$KUBECTL" "$KC" >&2 || true; fi
     pids_stop "$PIDS" >&2 || true
     find "$TESTENV_DIR" -mindepth 1 -maxdepth 1 ! -name logs ! -name .lock -exec rm -rf {} +
   fi
@@ -128,10 +151,14 @@ sign() {
   openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
     -days 30 -out "$PKI/$1.crt" -extfile <(printf '%s\n' "$3") 2>>"$LOGS/openssl.log"
 }
-sign apiserver /CN=kube-apiserver "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
+sign apiserver /CN=kube-apiserver "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:10.96.0.1${NODE_IP:+,IP:$NODE_IP},DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local
 extendedKeyUsage=serverAuth
 keyUsage=critical,digitalSignature,keyEncipherment"
 sign admin "/O=system:masters/CN=testenv-admin" "extendedKeyUsage=clientAuth
+keyUsage=critical,digitalSignature,keyEncipherment"
+# the API server's client cert towards kubelets (the kubelet authorizes any
+# cert of this CA)
+sign kubelet-client /CN=kube-apiserver-kubelet-client "extendedKeyUsage=clientAuth
 keyUsage=critical,digitalSignature,keyEncipherment"
 openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>>"$LOGS/openssl.log"
 openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>>"$LOGS/openssl.log"
@@ -143,6 +170,9 @@ kc config set-credentials testenv-admin --client-certificate="$PKI/admin.crt" \
   --client-key="$PKI/admin.key" --embed-certs=true >/dev/null
 kc config set-context testenv --cluster=testenv --user=testenv-admin --namespace=default >/dev/null
 kc config use-context testenv >/dev/null
+
+# containerd starts now and imports the images while the control plane starts
+if [ "$REAL" = 1 ]; then node_start_runtime; fi
 
 # --- Flink: config, then the JobManager at once (it starts in parallel with
 # the control plane); the TaskManager needs its memory pre-resolved by
@@ -213,11 +243,20 @@ start flink-taskmanager java "${OPENS[@]}" "${TM_JVM[@]}" "${LOG4J[@]}" -cp "$CP
 wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 log "etcd ready (+$((SECONDS - T0)) s)"
 
+# with the real node, pods reach the API server at the node IP (the
+# `kubernetes` Service's endpoint, kept by the lease reconciler)
+API_NET=(--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --endpoint-reconciler-type=none)
+if [ "$REAL" = 1 ]; then
+  API_NET=(--bind-address=0.0.0.0 --advertise-address="$NODE_IP" --endpoint-reconciler-type=lease)
+fi
 start kube-apiserver "$K8S/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+  "${API_NET[@]}" --secure-port="$API_PORT" \
   --cert-dir="$PKI" --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-  --client-ca-file="$PKI/ca.crt" --authorization-mode=RBAC --anonymous-auth=false \
-  --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true --endpoint-reconciler-type=none \
+  --client-ca-file="$PKI/ca.crt" --authorization-mode=Node,RBAC --anonymous-auth=false \
+  --enable-admission-plugins=NodeRestriction,PodNodeSelector,PodTolerationRestriction \
+  --kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
+  --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --profiling=false
@@ -238,6 +277,7 @@ start kwok "$KWOK" --kubeconfig="$KC" --config="$TESTENV_DIR/kwok.yaml" \
   --node-lease-duration-seconds=40
 
 kc apply -f "$TESTENV_SRC/testdata/node.yaml" >"$LOGS/apply-node.log" 2>&1 || fail "cannot create the fake node" apply-node
+if [ "$REAL" = 1 ]; then node_start; fi
 [ -f "$CRD" ] || fail "no CRD at $CRD"
 kc apply -f "$CRD" >"$LOGS/apply-crd.log" 2>&1 || fail "cannot apply $CRD" apply-crd
 CRD_NAMES=$(kc apply -f "$CRD" --dry-run=server -o name 2>>"$LOGS/apply-crd.log" | grep customresourcedefinition || true)
@@ -250,6 +290,10 @@ kc wait --for=condition=Ready --timeout=60s node/testenv-node-0 >"$LOGS/node-rea
 wait_for kube-controller-manager 30 curl -skf "https://127.0.0.1:$KCM_PORT/healthz"
 wait_for kube-scheduler 30 curl -skf "https://127.0.0.1:$SCHED_PORT/healthz"
 log "node Ready, controller-manager and scheduler healthy (+$((SECONDS - T0)) s)"
+if [ "$REAL" = 1 ]; then
+  node_wait
+  log "real node $NODE_NAME Ready ($NODE_IP), kube-proxy synced, CoreDNS ready (+$((SECONDS - T0)) s)"
+fi
 
 # --- Flink: REST up and the TaskManager registered with its slots
 flink_ready() {
@@ -276,6 +320,11 @@ ln -sf "$KUBECTL" "$TESTENV_DIR/bin/kubectl"
   printf 'export PATH=%q:"$PATH"\n' "$TESTENV_DIR/bin"
   printf 'export TESTENV_FLINK_JOBS_JAR=%q\n' "$FLINK/jobs.jar"
   printf 'export TESTENV_FLINK_CONF_DIR=%q\n' "$FCONF"
+  printf 'export TESTENV_NODE=%q\n' "$([ "$REAL" = 1 ] && echo "$NODE_NAME")"
+  printf 'export TESTENV_NODE_IP=%q\n' "$NODE_IP"
+  printf 'export TESTENV_KWOK_NODE=%q\n' "$KWOK_NODE"
+  printf 'export TESTENV_KWOK_TOLERATION=%q\n' "$KWOK_TOLERATION"
+  printf 'export TESTENV_KWOK_NS_ANNOTATIONS=%q\n' "$KWOK_NS_ANNOTATIONS"
   all=""
   while read -r name pid _; do
     printf 'export TESTENV_PID_%s=%s\n' "$(echo "$name" | tr a-z- A-Z_)" "$pid"

@@ -65,12 +65,20 @@ stop_controller() {
   rm -f "$WORK/$1.pid"
 }
 
-# new_ns SUFFIX: creates the namespace int-<pid>-SUFFIX, prints its name and lists it in
+# new_ns SUFFIX [real]: creates the namespace int-<pid>-SUFFIX, prints its name and lists it in
 # $WORK/namespaces (deleted at the end; a file because callers run it in a subshell).
+# Its pods go to the kwok node (the namespace annotations TESTENV_KWOK_NS_ANNOTATIONS of env.sh:
+# a node selector and the toleration of kwok's taint) unless the second argument is "real": then
+# to the real node.
 new_ns() {
   local ns="int-$$-$1"
   echo "$ns" >>"$WORK/namespaces"
-  "${K[@]}" create namespace "$ns" >/dev/null && echo "$ns"
+  "${K[@]}" create namespace "$ns" >/dev/null || return 1
+  if [ "${2:-}" != real ] && [ -n "${TESTENV_KWOK_NS_ANNOTATIONS:-}" ]; then
+    # shellcheck disable=SC2086  # key=value words, none with a space
+    "${K[@]}" annotate namespace "$ns" $TESTENV_KWOK_NS_ANNOTATIONS >/dev/null || return 1
+  fi
+  echo "$ns"
 }
 
 # session_cluster NAME [extra spec YAML lines, indented 2]: a small session FlinkCluster.
