@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) every binary and jar the test environment runs.
-# Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause]...
+# Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause|image-base|
+#          flink-image|image-controller-base]...
 #   (default: all; node/coredns/pause are the real node's kubelet +
-#   kube-proxy, cluster DNS and sandbox image)
+#   kube-proxy, cluster DNS and sandbox image; the image-* and flink-image
+#   components are its other images' parts, see image/components.sh)
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
 # well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
