@@ -92,6 +92,8 @@ for s in "${suites[@]}"; do
         # not exported: the integration suite picks its own environment by default
         tdir=${TESTENV_DIR:-$ROOT/build/testenv}
         env_started=0
+        # the host values a real node changes, checked again after down
+        tests/env/traces.sh --save "$LOG/testenv-sysctls"
         if [ ! -f "$tdir/env.sh" ] && TESTENV_DIR=$tdir tests/env/up.sh >"$LOG/testenv-up.log" 2>&1; then
           env_started=1
         fi
@@ -109,7 +111,12 @@ for s in "${suites[@]}"; do
           )
           read -r passed failed <"$LOG/testenv-counts"
         fi
-        if [ "$env_started" -eq 1 ]; then TESTENV_DIR=$tdir tests/env/down.sh >"$LOG/testenv-down.log" 2>&1; fi
+        if [ "$env_started" -eq 1 ]; then
+          real=$(. "$tdir/env.sh" && echo "${TESTENV_NODE:-}")
+          TESTENV_DIR=$tdir tests/env/down.sh >"$LOG/testenv-down.log" 2>&1
+          # after a real node: nothing of it left on the host
+          [ -z "$real" ] || TESTENV_DIR=$tdir run_suite testenv-traces tests/env/traces.sh --tap "$LOG/testenv-sysctls"
+        fi
       fi ;;
     integration)
       # the controller against the real test environment (tests/integration/, SKIPs without one)

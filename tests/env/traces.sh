@@ -5,11 +5,12 @@
 # chains KUBE-*/CNI-*, the CNI bridge, cni-* network namespaces, kubepods
 # cgroups, mounts, the fixed host directories, the host mark.
 # Usage: tests/env/traces.sh [SYSCTLS]          list traces
+#        tests/env/traces.sh --tap [SYSCTLS]    the same as a one-check TAP test
 #        tests/env/traces.sh --save SYSCTLS     write the host sysctls the node
 #                                               changes (to compare with later)
 # SYSCTLS: a file from --save; when given, each sysctl differing from it is a
 # trace too.  TESTENV_DIR (default build/testenv) selects the environment.
-# Exit: 0 nothing left (or saved); 1 traces listed.
+# Exit: 0 nothing left (or saved); 1 traces listed (with --tap: "not ok").
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$TESTENV_SRC/proc.sh"
@@ -47,7 +48,13 @@ traces() {
   return 0
 }
 
+tap=0
+if [ "${1:-}" = --tap ]; then tap=1; shift; echo 1..1; fi
 out=$(traces "${1:-}")
-[ -z "$out" ] && exit 0
-echo "$out"
+what="no host trace of a real node left (tests/env/traces.sh)"
+if [ -z "$out" ]; then
+  [ "$tap" -eq 0 ] || echo "ok 1 - $what"
+  exit 0
+fi
+if [ "$tap" -eq 1 ]; then echo "not ok 1 - $what"; echo "$out" | sed 's/^/# /'; else echo "$out"; fi
 exit 1

@@ -5,6 +5,8 @@
 //	probe dns NAME...        resolves each NAME via the pod's /etc/resolv.conf;
 //	                         prints "NAME ADDR..." per name
 //	probe get URL            HTTP GET; prints the body; fails unless status 200
+//	                         (a refused or failed connection is retried for 30 s:
+//	                         a new Service's rules may still be on their way)
 //	probe serve ADDR TEXT    HTTP server on ADDR answering TEXT to every request
 //	probe echo WORD...       prints the words (a command that just succeeds)
 //
@@ -73,7 +75,12 @@ func get(args []string) error {
 		usage()
 	}
 	c := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
 	resp, err := c.Get(args[0])
+	for err != nil && time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		resp, err = c.Get(args[0])
+	}
 	if err != nil {
 		return err
 	}
