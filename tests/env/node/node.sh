@@ -60,7 +60,8 @@ node_owner() {
   # a mark without owner yet: another up is claiming it this instant
   [ -n "$owner" ] || { echo "(being claimed)"; return 0; }
   [ "$owner" != "$TESTENV_DIR" ] || return 0
-  if [ -n "$(pids_running "$owner/pids")" ] || ! flock -n "$owner/.lock" true 2>/dev/null; then
+  if [ -n "$(pids_running "$owner/pids")" ] ||
+    { [ -e "$owner/.lock" ] && ! flock -n "$owner/.lock" true 2>/dev/null; }; then
     echo "$owner"
   fi
 }
