@@ -380,3 +380,168 @@ case_rbac() {
   }
   check "as the ServiceAccount of deploy/rbac.yaml (token): Lease, watches, apply, status, Events, nothing forbidden" t_rbac
 }
+
+# --- Convergence (issue 8): what the spec no longer says leaves the children, configuration
+# changes roll the pods that read it, and a pass with nothing to do writes nothing.
+
+# conv_cluster NAME RECREATE: a session FlinkCluster with every field the removal checks take
+# away (recreateOnUpdate RECREATE: false keeps the StatefulSets, so that a removal is seen on the
+# same object, applied in place).
+conv_cluster() {
+  session_cluster "$1" "  recreateOnUpdate: $2
+  flinkProperties:
+    taskmanager.numberOfTaskSlots: \"1\"
+  logConfig:
+    extra.properties: \"a = 1\"" |
+    sed -e 's/^  jobManager:$/&\n    accessScope: VPC\n    nodeSelector: {type: kwok}\n    ingress: {hostFormat: "{{$clusterName}}.example.com", useTls: true}/' \
+      -e 's|^  taskManager:$|&\n    podAnnotations: {example.com/team: data, example.com/keep: "yes"}|'
+}
+# spec_patch NS NAME JSON: merge patch of the FlinkCluster's spec (null removes a field)
+spec_patch() { kc -n "$1" patch flinkcluster "$2" --type merge -p "{\"spec\":$3}" >/dev/null; }
+# metric_sum CONTROLLER FAMILY: the sum of a family's samples on that controller's /metrics
+metric_sum() {
+  local mp
+  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
+  [ -n "$mp" ] || return 1
+  curl -sf "http://127.0.0.1:$mp/metrics" | awk -v f="$2" '$1 == f || index($1, f "{") == 1 { s += $2 } END { print s + 0 }'
+}
+CONFIG_HASH='{.spec.template.metadata.annotations.flinkoperator\.k8s\.io/config-hash}'
+
+case_converge() {
+  local ns
+  ns=$(new_ns converge)
+  start_controller converge --namespace "$ns"
+  conv_cluster conv false | kc -n "$ns" apply -f - >/dev/null
+  # t_removed PATCH KIND/NAME JSONPATH: the field is set; after PATCH the object exists without it
+  t_removed() {
+    local obj=$2 path=$3
+    set_now() { [ -n "$(jp "$ns" "$obj" "$path")" ]; }
+    poll 60 set_now || { echo "$obj: $path never set"; return 1; }
+    spec_patch "$ns" conv "$1" || return 1
+    gone() { [ -n "$(jp "$ns" "$obj" '{.metadata.uid}')" ] && [ -z "$(jp "$ns" "$obj" "$path")" ]; }
+    poll 30 gone || { echo "$obj: $path still '$(jp "$ns" "$obj" "$path")' 30 s after the patch"; return 1; }
+  }
+  t_annotation() {
+    t_removed '{"taskManager":{"podAnnotations":{"example.com/team":null}}}' \
+      statefulset/conv-taskmanager '{.spec.template.metadata.annotations.example\.com/team}' || return 1
+    expect "the podAnnotations key still in the spec" \
+      "$(jp "$ns" statefulset/conv-taskmanager '{.spec.template.metadata.annotations.example\.com/keep}')" yes
+  }
+  check "converge: a podAnnotations key removed from the spec leaves the TaskManager pod template, the other stays" \
+    t_annotation
+  check "converge: the jobManager nodeSelector removed leaves the JobManager pod template" \
+    t_removed '{"jobManager":{"nodeSelector":null}}' statefulset/conv-jobmanager '{.spec.template.spec.nodeSelector}'
+  check "converge: a logConfig file removed leaves the ConfigMap" \
+    t_removed '{"logConfig":null}' configmap/conv-configmap '{.data.extra\.properties}'
+  check "converge: ingress.useTls turned off leaves the Ingress without tls" \
+    t_removed '{"jobManager":{"ingress":{"useTls":false}}}' ingress/conv-jobmanager '{.spec.tls}'
+  check "converge: accessScope VPC -> External drops the internal load balancer annotation of the Service" \
+    t_removed '{"jobManager":{"accessScope":"External"}}' service/conv-jobmanager \
+    '{.metadata.annotations.networking\.gke\.io/load-balancer-type}'
+  t_headless() {
+    local ip
+    spec_patch "$ns" conv '{"jobManager":{"accessScope":"Headless"}}' || return 1
+    headless() { [ "$(jp "$ns" service/conv-jobmanager '{.spec.clusterIP}')" = None ]; }
+    poll 30 headless || { echo "clusterIP '$(jp "$ns" service/conv-jobmanager '{.spec.clusterIP}')', want None"; return 1; }
+    spec_patch "$ns" conv '{"jobManager":{"accessScope":"Cluster"}}' || return 1
+    with_ip() { ip=$(jp "$ns" service/conv-jobmanager '{.spec.clusterIP}'); [ -n "$ip" ] && [ "$ip" != None ]; }
+    poll 30 with_ip || { echo "clusterIP '$(jp "$ns" service/conv-jobmanager '{.spec.clusterIP}')' 30 s after"; return 1; }
+    expect "Service type" "$(jp "$ns" service/conv-jobmanager '{.spec.type}')" ClusterIP
+  }
+  check "converge: accessScope Headless -> Cluster gives the Service a cluster IP (recreated)" t_headless
+}
+
+# A flinkProperties change changes the config hash of both Flink pod templates: with
+# recreateOnUpdate (default) the StatefulSets are created again, without it they roll in place.
+case_rollout() {
+  local ns
+  ns=$(new_ns rollout)
+  start_controller rollout --namespace "$ns"
+  conv_cluster recreated true | kc -n "$ns" apply -f - >/dev/null
+  conv_cluster inplace false | kc -n "$ns" apply -f - >/dev/null
+  # t_rolled NAME RECREATE: patch flinkProperties, then the new hash on both templates, the
+  # StatefulSet uid new (RECREATE true) or the same, and the ConfigMap with the new value
+  t_rolled() {
+    local n=$1 h1 u1 h2 u2 jm
+    hashed() { [ -n "$(jp "$ns" "statefulset/$n-taskmanager" "$CONFIG_HASH")" ]; }
+    poll 60 hashed || { echo "no config hash on $n-taskmanager's template"; return 1; }
+    # an update is a change from a recorded revision: wait for the first one
+    has_rev() { [ -n "$(jp "$ns" "flinkcluster/$n" '{.status.currentRevision}')" ]; }
+    poll 30 has_rev || { echo "no status.currentRevision"; return 1; }
+    h1=$(jp "$ns" "statefulset/$n-taskmanager" "$CONFIG_HASH")
+    u1=$(jp "$ns" "statefulset/$n-taskmanager" '{.metadata.uid}')
+    expect "JobManager's hash" "$(jp "$ns" "statefulset/$n-jobmanager" "$CONFIG_HASH")" "$h1" || return 1
+    spec_patch "$ns" "$n" '{"flinkProperties":{"taskmanager.numberOfTaskSlots":"4"}}' || return 1
+    moved() { h2=$(jp "$ns" "statefulset/$n-taskmanager" "$CONFIG_HASH"); [ -n "$h2" ] && [ "$h2" != "$h1" ]; }
+    poll 60 moved || { echo "TaskManager hash still '$h2'"; return 1; }
+    jm_moved() { jm=$(jp "$ns" "statefulset/$n-jobmanager" "$CONFIG_HASH"); [ "$jm" = "$h2" ]; }
+    poll 30 jm_moved || { echo "JobManager hash '$jm', want '$h2'"; return 1; }
+    jp "$ns" "configmap/$n-configmap" '{.data.flink-conf\.yaml}' | grep -qx 'taskmanager.numberOfTaskSlots: 4' ||
+      { echo "flink-conf.yaml without the new value"; return 1; }
+    u2=$(jp "$ns" "statefulset/$n-taskmanager" '{.metadata.uid}')
+    if [ "$2" = true ]; then
+      [ "$u2" != "$u1" ] || { echo "recreateOnUpdate: the TaskManager StatefulSet kept uid $u1"; return 1; }
+    else
+      expect "TaskManager StatefulSet uid (updated in place)" "$u2" "$u1" || return 1
+    fi
+    echo "config hash $h1 -> $h2"
+  }
+  check "rollout: flinkProperties change -> new config hash on both templates, StatefulSets recreated (recreateOnUpdate)" \
+    t_rolled recreated true
+  check "rollout: flinkProperties change -> new config hash on both templates, updated in place (recreateOnUpdate false)" \
+    t_rolled inplace false
+  t_pod_rolled() {
+    local want
+    want=$(jp "$ns" statefulset/inplace-taskmanager "$CONFIG_HASH")
+    [ -n "$want" ] || { echo "no config hash on the template"; return 1; }
+    pod_new() { [ "$(jp "$ns" pod/inplace-taskmanager-0 '{.metadata.annotations.flinkoperator\.k8s\.io/config-hash}')" = "$want" ]; }
+    poll 90 pod_new || { echo "pod inplace-taskmanager-0 hash '$(jp "$ns" pod/inplace-taskmanager-0 \
+      '{.metadata.annotations.flinkoperator\.k8s\.io/config-hash}')', want '$want'"; return 1; }
+  }
+  check "rollout: the StatefulSet controller replaces the TaskManager pod with one of the new hash" t_pod_rolled
+}
+
+# Once a removal and a configuration change converged (the StatefulSets recreated), passes with
+# nothing to do (the FlinkCluster touched without a spec change, as a resync does) write nothing:
+# no apply, delete, status or Event (flink_controller_api_requests_total).
+case_steady() {
+  local ns
+  ns=$(new_ns steady)
+  start_controller steady --namespace "$ns" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0
+  conv_cluster still true | kc -n "$ns" apply -f - >/dev/null
+  t_steady() {
+    local w0 w1 r0 r1 i prev=-1 same=0
+    local h0 h1
+    hashed() { h0=$(jp "$ns" statefulset/still-taskmanager "$CONFIG_HASH"); [ -n "$h0" ]; }
+    poll 60 hashed || { echo "no TaskManager StatefulSet with a config hash"; return 1; }
+    spec_patch "$ns" still '{"logConfig":null,"flinkProperties":{"taskmanager.numberOfTaskSlots":"2"}}' || return 1
+    converged() {
+      h1=$(jp "$ns" statefulset/still-taskmanager "$CONFIG_HASH")
+      [ -n "$h1" ] && [ "$h1" != "$h0" ] && [ "$(jp "$ns" statefulset/still-jobmanager "$CONFIG_HASH")" = "$h1" ] &&
+        [ -z "$(jp "$ns" configmap/still-configmap '{.data.extra\.properties}')" ]
+    }
+    poll 60 converged || { echo "the change did not converge: hash '$h1' (was '$h0')"; return 1; }
+    # settled: no write for 6 s in a row (at most 60 s)
+    for i in $(seq 1 60); do
+      w0=$(metric_sum steady flink_controller_api_requests_total) || { echo "no /metrics"; return 1; }
+      if [ "$w0" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+      prev=$w0
+      [ "$same" -ge 6 ] && break
+      sleep 1
+    done
+    [ "$same" -ge 6 ] || { echo "still writing after 60 s"; return 1; }
+    r0=$(metric_sum steady flink_controller_reconcile_total)
+    for i in 1 2 3 4 5; do
+      kc -n "$ns" annotate --overwrite flinkcluster still "example.com/poke=$i" >/dev/null || return 1
+      sleep 1
+    done
+    sleep 3
+    w1=$(metric_sum steady flink_controller_api_requests_total)
+    r1=$(metric_sum steady flink_controller_reconcile_total)
+    echo "passes $r0 -> $r1, writes $w0 -> $w1"
+    [ "$r1" -ge $((r0 + 3)) ] || { echo "the pokes did not run passes"; return 1; }
+    expect "API writes over the passes" "$w1" "$w0"
+  }
+  check "steady state: after a converged change, 5 passes with nothing changed write nothing (/metrics api_requests_total)" \
+    t_steady
+}
