@@ -5,7 +5,8 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink apiserver sigkill leader rbac (default: all, in that order)
+#                                        flink apiserver sigkill leader rbac converge rollout steady
+#                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -66,7 +67,8 @@ trap cleanup EXIT
 # shellcheck source=cases.sh
 . "$HERE/cases.sh"
 cases=("$@")
-[ ${#cases[@]} -gt 0 ] || cases=(example scale service invalid policy reject flink apiserver sigkill leader rbac)
+[ ${#cases[@]} -gt 0 ] ||
+  cases=(example scale service invalid policy reject flink apiserver sigkill leader rbac converge rollout steady)
 for c in "${cases[@]}"; do
   "case_$c"
 done
