@@ -177,7 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         name = svc.split(":")[1] if svc.count(":") == 2 else svc.split(":")[0]
         if ns == "noep":
             return self.send_json(503, status(503, "ServiceUnavailable",
-                                              'no endpoints available for service "%s"' % name))
+                                              'no endpoints available for service "%s"' % svc))
         if ns == "nosvc":
             return self.send_json(404, status(404, "NotFound", 'services "%s" not found' % name))
         if ns == "flinkerr":

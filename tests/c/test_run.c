@@ -188,7 +188,7 @@ static void proxy_tests(int port)
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/overview\"," TARGET("noep") "}", &a);
     IS_INT(a.status, 0, "API server 503 (no endpoints): no answer from Flink");
     IS_STR(a.error, "JobManager unreachable through the API server: HTTP 503: no endpoints available for service "
-                    "\"wc-jobmanager\"", "503 Status -> unreachable, with the API server's reason");
+                    "\"http:wc-jobmanager:8081\"", "503 Status -> unreachable, with the API server's reason");
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/overview\"," TARGET("nosvc") "}", &a);
     IS_INT(a.status, 0, "API server 404 (no such Service): no answer from Flink");
     IS_STR(a.error, "JobManager unreachable through the API server: HTTP 404: services \"wc-jobmanager\" not found",

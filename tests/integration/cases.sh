@@ -196,27 +196,14 @@ case_flink() {
   t_flink_running() {
     [ -n "$jid" ] || { echo "could not submit the Ticker job"; return 1; }
     poll 60 is_state "$ns" ticker Running || { echo "state: $(state "$ns" ticker)"; return 1; }
-    running() {
-      [ "$(job id)" = "$jid" ] ||
-        kc -n "$ns" patch flinkcluster ticker --subresource=status --type=merge \
-          -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null
-      [ "$(job id) $(job state)" = "$jid Running" ]
-    }
-    poll 30 running || { echo "job: $(job id) $(job state)"; return 1; }
+    poll 30 job_running "$ns" ticker "$jid" || { echo "job: $(job id) $(job state)"; return 1; }
     sleep 12 # one more /jobs/overview poll (every 10 s while the job runs): still Running, not Lost
     expect "job state after a poll" "$(job state)" Running || return 1
     expect "JobRunning condition" "$(condition "$ns" ticker JobRunning | cut -d' ' -f1)" True
   }
   check "flink: GET /jobs/overview of the real JobManager keeps the job Running" t_flink_running
   t_flink_savepoint() {
-    kc -n "$ns" patch flinkcluster ticker --type=merge -p '{"spec":{"job":{"savepointGeneration":1}}}' >/dev/null ||
-      return 1
-    done_sp() { [ "$(jp "$ns" flinkcluster/ticker '{.status.savepoint.state}')" = Succeeded ]; }
-    poll 60 done_sp || { echo "savepoint: $(jp "$ns" flinkcluster/ticker '{.status.savepoint}')"; return 1; }
-    local loc
-    loc=$(job savepointLocation)
-    echo "savepoint at $loc"
-    [ -f "${loc#file:}/_metadata" ] || { echo "no _metadata under $loc"; return 1; }
+    savepoint_generation "$ns" ticker || return 1
     expect "savepointGeneration" "$(job savepointGeneration)" 1 || return 1
     poll 10 has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
   }
@@ -361,15 +348,8 @@ case_rbac() {
   local ns
   ns=$(new_ns rbac)
   t_rbac() {
-    kc apply -f "$ROOT/deploy/namespace.yaml" -f "$ROOT/deploy/rbac.yaml" >/dev/null || return 1
-    local token sakc="$WORK/sa.kubeconfig"
-    token=$(kc -n flink-system create token flink-controller --duration=1h) || return 1
-    local skc=("$TESTENV_KUBECTL" --kubeconfig="$sakc")
-    "${skc[@]}" config set-cluster testenv --server="$KUBE_APISERVER_URL" \
-      --certificate-authority="$TESTENV_DIR/pki/ca.crt" --embed-certs=true >/dev/null &&
-      "${skc[@]}" config set-credentials sa --token="$token" >/dev/null &&
-      "${skc[@]}" config set-context sa --cluster=testenv --user=sa --namespace=flink-system >/dev/null &&
-      "${skc[@]}" config use-context sa >/dev/null || return 1
+    local sakc="$WORK/sa.kubeconfig"
+    sa_kubeconfig "$sakc" || return 1
     start_controller rbac --kubeconfig "$sakc" --namespace "$ns" --leader-elect --leader-election-namespace flink-system
     kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
     poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/rbac.log"; return 1; }
