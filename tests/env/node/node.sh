@@ -57,8 +57,11 @@ node_owner() {
   local owner
   [ -d "$NODE_MARK" ] || return 0
   owner=$(cat "$NODE_MARK/owner" 2>/dev/null) || true
-  # a mark without owner yet: another up is claiming it this instant
-  [ -n "$owner" ] || { echo "(being claimed)"; return 0; }
+  # a fresh mark without owner yet: another up is claiming it this instant
+  if [ -z "$owner" ]; then
+    [ -z "$(find "$NODE_MARK" -maxdepth 0 -mmin -1)" ] || echo "(being claimed)"
+    return 0
+  fi
   [ "$owner" != "$TESTENV_DIR" ] || return 0
   if [ -n "$(pids_running "$owner/pids")" ] ||
     { [ -e "$owner/.lock" ] && ! flock -n "$owner/.lock" true 2>/dev/null; }; then
