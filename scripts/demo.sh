@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# The controller end to end on the test environment (README.md, "The test environment"):
+# The controller end to end on the test environment's real node (README.md, "The test environment"):
 #   1. `make testenv-up` (unless one already runs at $TESTENV_DIR, default build/testenv);
-#   2. `flink-controller run` against it (log: build/demo/controller.log);
-#   3. applies deploy/examples/wordcount.yaml in a fresh namespace and shows one progress line
-#      while the FlinkCluster goes to Running (pods get Ready through kwok's fake node);
-#   4. prints what the controller made, then stops what this script started (the controller,
-#      the namespace and, when it started it, the test environment).
-# Exit 0 when the cluster reached Running within $DEMO_TIMEOUT seconds (default 180), else 1.
+#   2. `flink-controller run` against it from outside the cluster, as on a laptop: it reaches each
+#      JobManager through the API server's service proxy (no --flink-base-url)
+#      (log: build/demo/controller.log);
+#   3. applies deploy/examples/wordcount-local.yaml (or $DEMO_EXAMPLE) in a fresh namespace: real
+#      JobManager and TaskManager pods of the Flink image built here, the submitter Job runs
+#      `flink run`; one progress line while the job goes Running -> Succeeded and the cluster is
+#      cleaned up (cleanupPolicy afterJobSucceeds: DeleteCluster);
+#   4. a job still running after $DEMO_RUN_SECONDS (default 30; a jar that runs until cancelled) is
+#      stopped with a savepoint through the user-control annotation (job-cancel) and the savepoint
+#      location is shown;
+#   5. prints what the controller made and its Events, then stops what this script started (the
+#      controller, the namespace and, when it started it, the test environment).
+# Exit 0 when the job reached Succeeded (or was cancelled with a savepoint) within
+# $DEMO_TIMEOUT seconds (default 300), else 1.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 export TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
-TIMEOUT=${DEMO_TIMEOUT:-180}
+TIMEOUT=${DEMO_TIMEOUT:-300}
+RUN_SECONDS=${DEMO_RUN_SECONDS:-30}
+EXAMPLE=${DEMO_EXAMPLE:-deploy/examples/wordcount-local.yaml}
 NS=demo-$$
 OUT=$ROOT/build/demo
 mkdir -p "$OUT"
@@ -28,13 +38,14 @@ env_alive() {
 if env_alive; then
   say "using the test environment running at $TESTENV_DIR"
 else
-  say "starting the test environment (make testenv-up; the first run builds it, later runs ~30 s)"
+  say "starting the test environment (make testenv-up; the first run builds it, later runs take about a minute)"
   make -s testenv-up TESTENV_DIR="$TESTENV_DIR" || { say "the test environment did not start"; exit 1; }
   started_env=1
 fi
 # shellcheck source=/dev/null
 . "$TESTENV_DIR/env.sh"
 K=("$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG")
+NAME=$("${K[@]}" create --dry-run=client -f "$EXAMPLE" -o 'jsonpath={.metadata.name}') || exit 1
 
 ctl=""
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -52,35 +63,51 @@ trap 'exit 1' INT TERM
 
 "${K[@]}" create namespace "$NS" >/dev/null || exit 1
 say "starting: flink-controller run --namespace $NS (log: $OUT/controller.log)"
-# the JobManager REST API of the demo cluster is the test environment's Flink session cluster
-build/flink-controller run --kubeconfig "$KUBECONFIG" --namespace "$NS" --flink-base-url "$FLINK_REST_URL" \
+build/flink-controller run --kubeconfig "$KUBECONFIG" --namespace "$NS" \
   --health-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 >"$OUT/controller.log" 2>&1 &
 ctl=$!
-say "applying deploy/examples/wordcount.yaml"
-"${K[@]}" -n "$NS" apply -f deploy/examples/wordcount.yaml || exit 1
+say "applying $EXAMPLE"
+"${K[@]}" -n "$NS" apply -f "$EXAMPLE" || exit 1
 
 field() { "${K[@]}" -n "$NS" get "$1" -o "jsonpath=$2" 2>/dev/null; }
 t0=$SECONDS
-state=""
+state="" job="" seen_running=0 cancel_sent=0 result="" done_at=0
 while [ $((SECONDS - t0)) -lt "$TIMEOUT" ]; do
   kill -0 "$ctl" 2>/dev/null || { printf '\n'; say "the controller exited:"; tail -n 20 "$OUT/controller.log"; exit 1; }
-  state=$(field flinkcluster/wordcount '{.status.state}')
-  jm=$(field statefulset/wordcount-jobmanager '{.status.readyReplicas}/{.spec.replicas}')
-  tm=$(field statefulset/wordcount-taskmanager '{.status.readyReplicas}/{.spec.replicas}')
-  job=$(field flinkcluster/wordcount '{.status.components.job.state}')
-  printf '\r[demo] %3d s  state=%-12s jobmanager=%-5s taskmanager=%-5s job=%-10s' "$((SECONDS - t0))" \
-    "${state:--}" "${jm:--}" "${tm:--}" "${job:--}"
-  [ "$state" = Running ] && break
+  state=$(field "flinkcluster/$NAME" '{.status.state}')
+  job=$(field "flinkcluster/$NAME" '{.status.components.job.state}')
+  pods=$(field pods '{range .items[*]}{.metadata.labels.component}{"="}{.status.phase}{" "}{end}')
+  printf '\r\033[K[demo] %3d s  cluster=%-12s job=%-10s pods: %s' "$((SECONDS - t0))" "${state:--}" "${job:--}" \
+    "${pods:--}"
+  [ "$job" = Running ] && [ "$seen_running" -eq 0 ] && { seen_running=$SECONDS; printf '\n'; say "job Running"; }
+  case "$job" in
+    Succeeded | Cancelled | Failed)
+      [ -n "$result" ] || { result=$job; done_at=$SECONDS; printf '\n'; say "job $job; the controller applies the cleanup policy"; }
+      # the cleanup policy has acted once the cluster reports Stopped; a policy that keeps the
+      # cluster (KeepCluster) leaves it as it is: stop watching after 60 s
+      [ "$state" = Stopped ] || [ $((SECONDS - done_at)) -ge 60 ] && break
+      ;;
+  esac
+  if [ "$job" = Running ] && [ "$cancel_sent" -eq 0 ] && [ $((SECONDS - seen_running)) -ge "$RUN_SECONDS" ]; then
+    printf '\n'; say "job still running after $RUN_SECONDS s: stopping it with a savepoint (user-control job-cancel)"
+    "${K[@]}" -n "$NS" annotate flinkcluster "$NAME" flinkclusters.flinkoperator.k8s.io/user-control=job-cancel \
+      >/dev/null && cancel_sent=1
+  fi
   sleep 1
 done
 printf '\n'
-if [ "$state" != Running ]; then
-  say "not Running after $TIMEOUT s; controller log:"; tail -n 30 "$OUT/controller.log"; exit 1
+if [ -z "$result" ] || [ "$result" = Failed ]; then
+  say "the job did not finish within $TIMEOUT s (job=${job:--}, cluster=${state:--}); controller log:"
+  tail -n 30 "$OUT/controller.log"
+  "${K[@]}" -n "$NS" get pods -o wide 2>/dev/null
+  exit 1
 fi
-say "wordcount is Running after $((SECONDS - t0)) s. What the controller made:"
-"${K[@]}" -n "$NS" get statefulsets,services,configmaps,jobs,controllerrevisions -l 'app=flink' 2>/dev/null
-"${K[@]}" -n "$NS" get flinkcluster wordcount
+say "job $result after $((SECONDS - t0)) s; cluster $state. The FlinkCluster and what is left of its objects:"
+"${K[@]}" -n "$NS" get flinkcluster "$NAME"
+"${K[@]}" -n "$NS" get statefulsets,services,configmaps,jobs,pods -l "cluster=$NAME" 2>/dev/null
+sp=$(field "flinkcluster/$NAME" '{.status.components.job.savepointLocation}')
+[ -z "$sp" ] || say "savepoint: $sp"
 say "events:"
-"${K[@]}" -n "$NS" get events --field-selector involvedObject.kind=FlinkCluster \
+"${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" \
   -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
 exit 0

@@ -37,12 +37,15 @@ jp() { "${K[@]}" -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
 
 # start_controller NAME ARGS...: runs the controller in the background (log $WORK/NAME.log),
 # its pid in $WORK/NAME.pid and, once it exited, its exit status in $WORK/NAME.rc (a small
-# wrapper waits for it, so any subshell can read the status).
+# wrapper waits for it, so any subshell can read the status). Its Flink REST calls go to the
+# test environment's host Flink (--flink-base-url) unless FLINK_DIRECT=1: then to each
+# cluster's own JobManager, as a user's controller would (the real-pod cases).
 start_controller() {
-  local name=$1; shift
+  local name=$1 flink=(--flink-base-url "$FLINK_REST_URL"); shift
+  [ "${FLINK_DIRECT:-0}" = 1 ] && flink=()
   rm -f "$WORK/$name.rc" "$WORK/$name.pid"
   bash -c '"$@" </dev/null >>"$0.log" 2>&1 & echo $! >"$0.pid.tmp"; mv "$0.pid.tmp" "$0.pid"; wait $!; echo $? >"$0.rc"' \
-    "$WORK/$name" "$FC_BIN" run --kubeconfig "$KUBECONFIG" --flink-base-url "$FLINK_REST_URL" \
+    "$WORK/$name" "$FC_BIN" run --kubeconfig "$KUBECONFIG" "${flink[@]}" \
     --log-level "${FC_LOG_LEVEL:-info}" "$@" \
     </dev/null >/dev/null 2>&1 &
   local i=0

@@ -1,0 +1,247 @@
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
+# Integration cases on the test environment's real node (sourced by tests/integration/run.sh,
+# helpers in lib.sh): real JobManager and TaskManager pods of the Flink image built here
+# (flink:1.20.5, tests/env/), a real submitter running `flink run`, and the controller reaching
+# each JobManager as a user's would (no --flink-base-url: through the API server's service
+# proxy from outside the cluster, by Service DNS name inside it).
+#   realjob      deploy/examples/wordcount-local.yaml: job Succeeded, id from the termination message
+#   realticker   Ticker: Running, /jobmanager/config = the ConfigMap, savepoint by annotation with
+#                _metadata on the host, JobManager pod deleted and back, cancel with savepoint
+#   incluster    the controller image built here, `kubectl apply -k deploy/`, its pod Ready,
+#                reconciling a FlinkCluster with its own ServiceAccount
+# Each case skips (TAP "# SKIP") when the environment has no real node or no Flink image.
+
+# real_node_ready: the environment has a Ready real node and the Flink image on it.
+real_node_ready() {
+  [ -n "${TESTENV_NODE:-}" ] &&
+    [ "$(jp default "node/$TESTENV_NODE" '{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+# skip DESCRIPTION REASON: one TAP line that counts as passed, with the SKIP directive.
+skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
+
+# job_field NS NAME FIELD: status.components.job.FIELD of a FlinkCluster
+job_field() { jp "$1" "flinkcluster/$2" "{.status.components.job.$3}"; }
+is_job() { [ "$(job_field "$1" "$2" state)" = "$3" ]; }
+# jm_get NS NAME PATH: GET PATH of the cluster's JobManager REST API, through the API server's
+# service proxy (what the controller does from outside the cluster)
+jm_get() {
+  kc get --raw "/api/v1/namespaces/$1/services/$2-jobmanager:ui/proxy$3"
+}
+jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
+# config_value KEY: the value of KEY in a JobManager's GET /jobmanager/config answer on stdin
+# (a JSON list of {key, value}); empty when absent
+config_value() {
+  lua5.4 -e 'local t = require("cjson").decode(io.read("a"))
+    for _, e in ipairs(t) do if e.key == arg[1] then print(e.value) end end' /dev/null "$1"
+}
+# why NS NAME: what a failed wait shows (state, job, pods, the controller's last lines)
+why() {
+  echo "cluster $(state "$1" "$2"), job $(jp "$1" "flinkcluster/$2" '{.status.components.job}')"
+  kc -n "$1" get pods -o wide 2>&1 | head -n 10
+}
+
+case_realjob() {
+  local desc="real pods: wordcount-local.yaml runs flink run in the submitter; job Succeeded with the id of its termination message; cluster cleaned up"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns; ns=$(new_ns realjob)
+  FLINK_DIRECT=1 start_controller realjob --namespace "$ns"
+  kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount-local.yaml" >/dev/null
+  t_realjob() {
+    poll 240 is_job "$ns" wordcount Succeeded || { why "$ns" wordcount; tail -n 15 "$WORK/realjob.log"; return 1; }
+    local id msg
+    id=$(job_field "$ns" wordcount id)
+    msg=$(kc -n "$ns" get pods -l job-name=wordcount-job-submitter \
+      -o 'jsonpath={.items[0].status.containerStatuses[0].state.terminated.message}')
+    expect "submitter termination message" "$msg" "jobID: $id" || return 1
+    [ "${#id}" -eq 32 ] || { echo "job id '$id' is not 32 hex digits"; return 1; }
+    # afterJobSucceeds: DeleteCluster (the default): the JobManager and TaskManagers go away
+    poll 60 is_state "$ns" wordcount Stopped || { why "$ns" wordcount; return 1; }
+    gone() { ! kc -n "$ns" get statefulset wordcount-jobmanager wordcount-taskmanager >/dev/null 2>&1; }
+    poll 30 gone || { echo "StatefulSets still there after cleanup"; return 1; }
+  }
+  check "$desc" t_realjob
+  stop_controller realjob >/dev/null
+}
+
+# ticker_cluster NAME HOSTDIR: a job cluster running testenv.Ticker (runs until cancelled), its
+# savepoints in HOSTDIR on the host (a hostPath volume the JobManager, TaskManager and submitter
+# share), resubmitted from the latest savepoint when lost, kept after a cancel.
+ticker_cluster() {
+  local vol="
+    volumes: [{name: savepoints, hostPath: {path: $2, type: DirectoryOrCreate}}]
+    volumeMounts: [{name: savepoints, mountPath: /savepoints}]"
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkCluster
+metadata:
+  name: $1
+spec:
+  image: {name: "flink:1.20.5"}
+  jobManager:
+    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+  taskManager:
+    replicas: 1
+    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+  job:
+    jarFile: /opt/flink/usrlib/testenv-jobs.jar
+    className: testenv.Ticker
+    parallelism: 1
+    savepointsDir: file:///savepoints
+    restartPolicy: FromSavepointOnFailure
+    cleanupPolicy: {afterJobCancelled: KeepCluster}$vol
+  flinkProperties:
+    taskmanager.numberOfTaskSlots: "2"
+EOF
+}
+
+case_realticker() {
+  local desc="real pods: Ticker"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns spdir
+  ns=$(new_ns realticker)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller realticker --namespace "$ns"
+  ticker_cluster ticker "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  t_ticker_running() {
+    poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/realticker.log"; return 1; }
+    local id flink_state
+    id=$(job_field "$ns" ticker id)
+    flink_state=$(jm_get "$ns" ticker "/jobs/$id" | jget state)
+    expect "Flink's state of job $id" "$flink_state" RUNNING || return 1
+    expect "cluster state" "$(state "$ns" ticker)" Running
+  }
+  check "$desc: job Running in Flink (its id from the submitter), cluster Running" t_ticker_running
+  t_ticker_config() {
+    local conf cm want key
+    conf=$(jm_get "$ns" ticker /jobmanager/config) || { echo "no /jobmanager/config"; return 1; }
+    cm=$(jp "$ns" configmap/ticker-configmap '{.data.flink-conf\.yaml}')
+    # every key the ConfigMap sets is what the running JobManager reports
+    for key in taskmanager.numberOfTaskSlots jobmanager.rpc.address rest.port blob.server.port; do
+      want=$(printf '%s\n' "$cm" | sed -n "s/^$key: *//p")
+      [ -n "$want" ] || { echo "the ConfigMap has no $key"; return 1; }
+      expect "$key" "$(printf '%s' "$conf" | config_value "$key")" "$want" || return 1
+    done
+    # and the TaskManager registered with the slots the ConfigMap gives it
+    expect "TaskManager slots" "$(jm_get "$ns" ticker /overview | jget slots-total)" 2
+  }
+  check "$desc: the JobManager's /jobmanager/config shows the ConfigMap's values; the TaskManager has its 2 slots" t_ticker_config
+  t_ticker_savepoint() {
+    kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=savepoint >/dev/null ||
+      return 1
+    control_done() { [ "$(jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state}')" = "savepoint Succeeded" ]; }
+    poll 90 control_done || { echo "control: $(jp "$ns" flinkcluster/ticker '{.status.control}')"; return 1; }
+    local loc
+    loc=$(job_field "$ns" ticker savepointLocation)
+    case "$loc" in file:/savepoints/*) ;; *) echo "savepoint location '$loc' is not under /savepoints"; return 1 ;; esac
+    [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata in $spdir for $loc"; ls -R "$spdir"; return 1; }
+  }
+  check "$desc: user-control savepoint -> control Succeeded, _metadata on the volume shared with the host" t_ticker_savepoint
+  t_ticker_jm_restart() {
+    local old_pod old_id
+    old_pod=$(jp "$ns" pod/ticker-jobmanager-0 '{.metadata.uid}')
+    old_id=$(job_field "$ns" ticker id)
+    kc -n "$ns" delete pod ticker-jobmanager-0 --wait=false >/dev/null || return 1
+    # while the JobManager is away the cluster does not claim to be Running
+    not_running() { [ "$(state "$ns" ticker)" != Running ]; }
+    poll 60 not_running || { echo "cluster stayed Running with its JobManager deleted"; return 1; }
+    back() { local u; u=$(jp "$ns" pod/ticker-jobmanager-0 '{.metadata.uid}'); [ -n "$u" ] && [ "$u" != "$old_pod" ]; }
+    poll 60 back || { echo "the StatefulSet did not bring the JobManager back"; return 1; }
+    # a JobManager without HA comes back empty: the job is lost, and FromSavepointOnFailure
+    # resubmits it from the latest savepoint as a new Flink job
+    resubmitted() {
+      local id; id=$(job_field "$ns" ticker id)
+      [ -n "$id" ] && [ "$id" != "$old_id" ] && is_job "$ns" ticker Running
+    }
+    poll 240 resubmitted || { why "$ns" ticker; return 1; }
+    expect "Flink's state of the new job" "$(jm_get "$ns" ticker "/jobs/$(job_field "$ns" ticker id)" | jget state)" RUNNING ||
+      return 1
+    [ "$(job_field "$ns" ticker restartCount)" -ge 1 ] || { echo "restartCount not counted"; return 1; }
+    poll 60 is_state "$ns" ticker Running || { why "$ns" ticker; return 1; }
+  }
+  check "$desc: JobManager pod deleted -> cluster not Running meanwhile, pod back, job resubmitted from the savepoint and Running" t_ticker_jm_restart
+  t_ticker_cancel() {
+    local id before
+    id=$(job_field "$ns" ticker id)
+    before=$(job_field "$ns" ticker savepointLocation)
+    kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=job-cancel >/dev/null ||
+      return 1
+    poll 120 is_job "$ns" ticker Cancelled || { why "$ns" ticker; return 1; }
+    local loc
+    loc=$(job_field "$ns" ticker savepointLocation)
+    [ -n "$loc" ] && [ "$loc" != "$before" ] || { echo "no new savepoint before the cancel ($loc)"; return 1; }
+    [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata for $loc"; return 1; }
+    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" CANCELED
+  }
+  check "$desc: user-control job-cancel -> savepoint with _metadata, Flink CANCELED, job Cancelled" t_ticker_cancel
+  stop_controller realticker >/dev/null
+  kc -n "$ns" delete flinkcluster ticker --wait=true --timeout=60s >/dev/null 2>&1
+  rm -rf "$spdir"
+}
+
+# The controller as users run it: its image (built here from the Dockerfile's recipe by
+# tests/env/images.sh, no registry), imported into the real node's containerd, and
+# `kubectl apply -k` of deploy/ through an overlay that changes only what this environment needs:
+# the image reference (localhost/flink-controller:testenv) and `--namespace` (the controller
+# watches the test's namespace alone, not the other cases' leftovers). Everything else, the
+# ServiceAccount, the least-privilege RBAC, the hardened pod and the leader Lease, is deploy/'s.
+case_incluster() {
+  local desc="in-cluster: kubectl apply -k deploy/ (controller image built here)"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns ov=$WORK/overlay
+  ns=$(new_ns incluster)
+  mkdir -p "$ov"
+  cat >"$ov/kustomization.yaml" <<EOK
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $ROOT/deploy
+images:
+  - name: flink-controller
+    newName: localhost/flink-controller
+    newTag: testenv
+patches:
+  - target: {kind: Deployment, name: flink-controller}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/args/-
+        value: --namespace=$ns
+EOK
+  t_incluster_image() {
+    "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" >"$WORK/controller-image.log" 2>&1 ||
+      { tail -n 20 "$WORK/controller-image.log"; return 1; }
+    "$ROOT/tests/env/images.sh" import "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 ||
+      { tail -n 20 "$WORK/controller-image.log"; return 1; }
+  }
+  check "$desc: the controller image builds and is on the node" t_incluster_image
+  t_incluster_ready() {
+    kc apply -k "$ov" >"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
+    kc -n flink-system rollout status deployment/flink-controller --timeout=180s >>"$WORK/apply-k.log" 2>&1 ||
+      { kc -n flink-system get pods -o wide; kc -n flink-system describe pods | tail -n 30; return 1; }
+    expect "ServiceAccount" "$(kc -n flink-system get pods -l app.kubernetes.io/name=flink-controller \
+      -o 'jsonpath={range .items[*]}{.spec.serviceAccountName}{" "}{end}')" "flink-controller flink-controller " || return 1
+    local holder
+    holder_is_pod() {
+      holder=$(jp flink-system lease/flink-controller '{.spec.holderIdentity}')
+      [ -n "$holder" ] && kc -n flink-system get pod "$holder" >/dev/null 2>&1
+    }
+    poll 60 holder_is_pod || { echo "Lease holder '$holder' is not a controller pod"; return 1; }
+  }
+  check "$desc: both replicas Ready with the flink-controller ServiceAccount; one holds the Lease" t_incluster_ready
+  t_incluster_reconciles() {
+    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount-local.yaml" >/dev/null || return 1
+    # in the cluster the controller reaches the JobManager by its Service DNS name
+    poll 240 is_job "$ns" wordcount Succeeded || {
+      why "$ns" wordcount
+      kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=20 2>&1
+      return 1
+    }
+    # least privilege held: nothing the controller did was forbidden
+    ! kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 2>/dev/null | grep -q '"code":403\| 403 ' ||
+      { echo "the controller was refused (403):"; kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 | grep 403 | head -5; return 1; }
+  }
+  check "$desc: the in-cluster controller runs wordcount-local to job Succeeded, with no request refused" t_incluster_reconciles
+  kc -n flink-system delete deployment flink-controller --wait=true --timeout=60s >/dev/null 2>&1
+  kc delete namespace flink-system --wait=false >/dev/null 2>&1
+  kc delete clusterrolebinding,clusterrole flink-controller >/dev/null 2>&1
+}
