@@ -171,6 +171,15 @@ local function running_world()
   return w
 end
 
+-- The savepoint of a running job (ID) completes at `location`: the next pass cancels the job,
+-- which Flink then reports CANCELED.
+local function savepoint_then_cancel(w, location)
+  w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
+    location = location, time = w.now + 1 }
+  assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
+  w.flink.jobs[1].state = "CANCELED"
+end
+
 teardown(function()
   for _, d in ipairs(made) do os.execute("rm -rf '" .. d .. "'") end
 end)
@@ -679,10 +688,7 @@ describe("reconcile.run over several passes (policies-min)", function()
     w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", time = w.now + 1 }
     assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000abc",
       "flink GET /jobs/overview" }, w.pass())
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
-      location = "/cache/savepoints/sp-cancel", time = w.now + 1 }
-    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
-    w.flink.jobs[1].state = "CANCELED"
+    savepoint_then_cancel(w, "/cache/savepoints/sp-cancel")
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
     assert.equal("Cancelled", w.cluster.status.components.job.state)
@@ -740,6 +746,38 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.equal("Running", w.cluster.status.state)
     assert.equal(new_id, w.cluster.status.components.job.id)
     assert.equal("True", condition(w.cluster.status, "JobRunning").status)
+  end)
+end)
+
+describe("reconcile.run: a new pod template outside an update (policies-min)", function()
+  it("waits while the job runs (a Warning says so), then rolls out with the next update", function()
+    host.configure({ policy_dir = policy_dir() })
+    local w = running_world()
+    -- the operator edits the cluster policy: every pod template gets an annotation
+    local text = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local edited = text:gsub("metadata = { labels = labels },",
+      'metadata = { labels = labels, annotations = { ["example.com/policy"] = "v2" } },')
+    assert.are_not.equal(text, edited)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = edited }) })
+    assert.same({ "flink GET /jobs/overview" }, w.pass())
+    assert.same({ type = "Warning", reason = "TemplateChangeHeld",
+      message = "new pod template of StatefulSet wordcount-jobmanager, StatefulSet wordcount-taskmanager held "
+        .. "while the job runs: it rolls out with the next update of the spec (savepoint, cancel, resubmit)" },
+      w.last.events[1])
+    assert.is_nil(w.children.StatefulSet["wordcount-taskmanager"].spec.template.metadata.annotations)
+    -- an update of the spec: savepoint, cancel, then the StatefulSets are created again with it
+    w.cluster.spec.taskManager.replicas = 2
+    w.cluster.metadata.generation = 2
+    local o = w.pass()
+    assert.equal("flink POST /jobs/" .. ID .. "/savepoints", o[2])
+    savepoint_then_cancel(w, "/cache/savepoints/sp-policy")
+    assert.same({ "delete StatefulSet wordcount-jobmanager", "delete StatefulSet wordcount-taskmanager",
+      "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass())
+    o = w.pass()
+    assert.same({ "apply StatefulSet wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager" }, { o[1], o[2] })
+    assert.equal("v2", w.children.StatefulSet["wordcount-taskmanager"].spec.template.metadata.annotations
+      ["example.com/policy"])
+    assert.equal(2, w.children.StatefulSet["wordcount-taskmanager"].spec.replicas)
   end)
 end)
 
@@ -919,10 +957,7 @@ describe("reconcile.run with the real policies/", function()
     local o = edit(w, function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end)
     -- held: nothing of the running cluster changes before the savepoint and the cancel
     assert.same({ "apply revision", "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, o)
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000f00", status = "COMPLETED",
-      location = "/cache/savepoints/sp-conf", time = w.now + 1 }
-    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
-    w.flink.jobs[1].state = "CANCELED"
+    savepoint_then_cancel(w, "/cache/savepoints/sp-conf")
     assert.same({ "apply ConfigMap wordcount-configmap", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter", "flink GET /jobs/overview" },
       w.pass())

@@ -17,9 +17,11 @@ reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" 
 --- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
 -- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
 reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
---- Kinds deleted and created again when an update (a new revision) changes their pod template
--- and spec.recreateOnUpdate is true (the API's default): all pods replaced at once, not rolled.
-reconcile.RECREATE = { StatefulSet = true }
+--- Kinds whose pod template runs the Flink processes. When an update (a new revision) changes
+-- their template and spec.recreateOnUpdate is true (the API's default) they are deleted and
+-- created again: all pods replaced at once, not rolled. A template change outside an update (a
+-- policy edit, a new controller version) waits while a job cluster's job runs (see run()).
+reconcile.POD_KINDS = { StatefulSet = true }
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
 --- The user-control annotation (removed by a patch_annotations action when done).
@@ -337,9 +339,12 @@ local function run(host, snapshot)
 
   -- 5. diff: apply what differs from the last applied intent or drifted (in order), delete what
   -- is no longer desired; during an update with recreateOnUpdate, a StatefulSet whose pods change
-  -- is deleted and created again by the next pass instead of rolled pod by pod
+  -- is deleted and created again by the next pass instead of rolled pod by pod; outside an update
+  -- a new pod template waits while the job runs (new pods would kill it without a savepoint)
   local by_kind = index(desired)
   local recreate = update.pending and defaulted.spec.recreateOnUpdate ~= false
+  local job_runs = is_job and not update.pending and jd.job.state == "Running"
+  local held = {}
   for _, o in ipairs(desired) do
     local observed = (children[o.kind] or {})[o.metadata.name]
     local changed
@@ -348,13 +353,22 @@ local function run(host, snapshot)
     else
       changed = diff.needs_apply(o, observed)
     end
-    if changed and (diff.immutable_change(o, observed)
-        or recreate and reconcile.RECREATE[o.kind] and diff.template_changed(o, observed)) then
+    local new_pods = changed and reconcile.POD_KINDS[o.kind] and diff.template_changed(o, observed)
+    if changed == "intent" and new_pods and job_runs then
+      held[#held + 1] = o.kind .. " " .. o.metadata.name
+      changed = false
+    end
+    if changed and (diff.immutable_change(o, observed) or recreate and new_pods) then
       -- cannot be changed in place: deleted below, created again by the next pass
       by_kind[o.kind][o.metadata.name] = nil
     elseif changed then
       result.actions[#result.actions + 1] = { op = "apply", object = o }
     end
+  end
+  if #held > 0 then
+    result.events[#result.events + 1] = { type = "Warning", reason = "TemplateChangeHeld",
+      message = "new pod template of " .. table.concat(held, ", ") .. " held while the job runs: "
+        .. "it rolls out with the next update of the spec (savepoint, cancel, resubmit)" }
   end
   for _, kind in ipairs(reconcile.DELETABLE) do
     for _, n in ipairs(util.sorted_keys(children[kind] or {})) do
