@@ -6,14 +6,15 @@
 # go and nothing cached).  Everything it creates lives in a namespace
 # smoke-<pid> that it deletes at the end.  up.sh decides what is missing:
 # its exit status 2 (a tool needed to build an uncached part) means SKIP.
-# The real-node checks (12-15) SKIP when the environment has no real node;
-# the host-trace check after down (16) SKIPs unless this test started it.
+# The real-node checks (12-16) SKIP when the environment has no real node
+# (16 also without the Flink image); the host-trace check after down (17)
+# SKIPs unless this test started the environment.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
 export TESTENV_DIR
-PLAN=16
+PLAN=17
 
 for tool in curl lua5.4; do
   if ! command -v "$tool" >/dev/null; then
@@ -243,17 +244,17 @@ t_savepoint() {
 }
 check "stop-with-savepoint of the Ticker job: COMPLETED, _metadata written, job FINISHED" t_savepoint
 
-# --- the real node (12-15); skipped without one
+# --- the real node (12-16); skipped without one
 # skip DESCRIPTION REASON: one TAP line "ok N # SKIP".
 skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
 # real_check DESCRIPTION CMD...: check, or skip when there is no real node.
 real_check() {
   if [ -n "${TESTENV_NODE:-}" ]; then check "$@"; else skip "$1" "no real node in this environment"; fi
 }
-# probe_pod NAME ARGS...: a pod of the pause image running /probe ARGS on the
-# default node; waits until it ended; prints "NODE PHASE", then its log.
-probe_pod() {
-  local name=$1 a args=""; shift
+# run_pod NAME IMAGE CMD...: a pod running CMD of the (imported) IMAGE on
+# the default node; waits until it ended; prints "NODE PHASE", then its log.
+run_pod() {
+  local name=$1 image=$2 a args=""; shift 2
   for a in "$@"; do args+="\"$a\", "; done
   "${K[@]}" -n "$NS" apply -f - >/dev/null <<EOF || return 1
 apiVersion: v1
@@ -262,13 +263,15 @@ metadata: {name: $name}
 spec:
   restartPolicy: Never
   containers:
-    - {name: main, image: localhost/pause:testenv, imagePullPolicy: Never, command: [/probe, ${args%, }]}
+    - {name: main, image: $image, imagePullPolicy: Never, command: [${args%, }]}
 EOF
   ended() { [[ $(kget pod "$name" -o jsonpath='{.status.phase}') == @(Succeeded|Failed) ]]; }
   poll 60 ended || true
   kget pod "$name" -o jsonpath='{.spec.nodeName} {.status.phase}{"\n"}'
   "${K[@]}" -n "$NS" logs "$name"
 }
+# probe_pod NAME ARGS...: run_pod with the pause image's /probe ARGS.
+probe_pod() { local name=$1; shift; run_pod "$name" localhost/pause:testenv /probe "$@"; }
 
 # 12: the real node is Ready, kwok's is tainted, the API server's endpoint is the node IP
 t_node() {
@@ -333,7 +336,22 @@ t_dns() {
 }
 real_check "cluster DNS in a pod resolves kubernetes.default.svc.cluster.local and a Service name" t_dns
 
-# 16: after down, the real node left nothing on the host (only when this test started the environment)
+# 16: the Flink image (build.sh flink-image, imported at up) runs its JVM on the real node
+FLINK_IMAGE=docker.io/library/flink:$(. "$HERE/versions.env"; echo "$FLINK_VERSION")
+t_flink_image() {
+  local out
+  out=$(run_pod smoke-java "$FLINK_IMAGE" java -version); echo "$out"
+  expect "node phase" "$(head -n 1 <<<"$out")" "$TESTENV_NODE Succeeded" || return 1
+  grep -q '^openjdk version' <<<"$out"
+}
+if [ -n "${TESTENV_NODE:-}" ] && ! "${K[@]}" get node "$TESTENV_NODE" -o jsonpath='{.status.images[*].names}' |
+  grep -qF "$FLINK_IMAGE"; then
+  skip "the Flink image runs java on the real node" "$FLINK_IMAGE not imported (build.sh flink-image)"
+else
+  real_check "the Flink image runs java on the real node" t_flink_image
+fi
+
+# 17: after down, the real node left nothing on the host (only when this test started the environment)
 if [ "$started" -eq 1 ] && [ -n "${TESTENV_NODE:-}" ]; then
   t_traces() {
     "${K[@]}" delete namespace "$NS" --wait=false >/dev/null 2>&1
