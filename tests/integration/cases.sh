@@ -180,14 +180,21 @@ case_reject() {
 # submitted over REST stands for the cluster's job (its id written into the status, as the
 # submitter's termination message would under a kubelet); the controller polls /jobs/overview,
 # takes a user-requested savepoint (trigger + poll) and cancels with a savepoint.
+# submit_ticker: uploads the test jobs jar to the host Flink and runs testenv.Ticker (unbounded);
+# prints its job id
+submit_ticker() {
+  local jar
+  jar=$(curl -sf -X POST -F "jarfile=@$TESTENV_FLINK_JOBS_JAR;type=application/x-java-archive" \
+    "$FLINK_REST_URL/jars/upload" | lua5.4 "$ROOT/tests/env/json.lua" filename) || return 1
+  curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":1}' \
+    "$FLINK_REST_URL/jars/$(basename "$jar")/run" | lua5.4 "$ROOT/tests/env/json.lua" jobid
+}
+
 case_flink() {
-  local ns jar jid
+  local ns jid
   ns=$(new_ns flink)
   jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
-  jar=$(curl -sf -X POST -F "jarfile=@$TESTENV_FLINK_JOBS_JAR;type=application/x-java-archive" \
-    "$FLINK_REST_URL/jars/upload" | jget filename)
-  jid=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":1}' \
-    "$FLINK_REST_URL/jars/$(basename "$jar")/run" | jget jobid)
+  jid=$(submit_ticker)
   echo "$jid" >"$WORK/flink.jid"
   start_controller flink --namespace "$ns"
   sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
@@ -524,4 +531,78 @@ case_steady() {
   }
   check "steady state: after a converged change, 5 passes with nothing changed write nothing (/metrics api_requests_total)" \
     t_steady
+}
+
+# A job cluster whose job runs (the host Flink's Ticker): a policy edit that changes the Flink pod
+# templates waits (Warning TemplateChangeHeld); a flinkProperties change then goes through the
+# update flow: savepoint, the job cancelled in Flink, the StatefulSets created again with the new
+# config hash (and the held template), a new submitter, currentRevision = nextRevision.
+case_jobupdate() {
+  local ns jid pdir
+  ns=$(new_ns jobupdate)
+  jid=$(submit_ticker)
+  pdir=$WORK/policies-template
+  cp -r "$ROOT/policies" "$pdir"
+  # the edit: every StatefulSet's pod template gets one more annotation
+  sed -i 's/^  return { objects = util.deepcopy(objects) }$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
+    "$pdir/cluster.lua"
+  grep -q 'example.com/policy' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
+  start_controller jobupdate --namespace "$ns"
+  sed "s/name: wordcount/name: upd/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
+    "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
+  local policy_ann='{.spec.template.metadata.annotations.example\.com/policy}'
+  t_job_up() {
+    [ -n "$jid" ] || { echo "could not submit the Ticker job"; return 1; }
+    poll 90 is_state "$ns" upd Running || { echo "state: $(state "$ns" upd)"; return 1; }
+    poll 30 job_running "$ns" upd "$jid" || { echo "job: $(jp "$ns" flinkcluster/upd '{.status.components.job}')"; return 1; }
+  }
+  check "jobupdate: the job cluster Running with the Ticker job" t_job_up
+  t_held() {
+    local uid
+    uid=$(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}')
+    stop_controller jobupdate >/dev/null
+    start_controller jobupdate2 --namespace "$ns" --policy-dir "$pdir"
+    poll 30 has_event "$ns" upd TemplateChangeHeld || { echo "no TemplateChangeHeld event"; return 1; }
+    sleep 2
+    expect "TaskManager template annotation of the edited policy" "$(jp "$ns" statefulset/upd-taskmanager "$policy_ann")" "" ||
+      return 1
+    expect "TaskManager StatefulSet uid" "$(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}')" "$uid" || return 1
+    expect "job state" "$(jp "$ns" flinkcluster/upd '{.status.components.job.state}')" Running || return 1
+    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | lua5.4 "$ROOT/tests/env/json.lua" state)" RUNNING
+  }
+  check "jobupdate: a policy edit of the pod templates waits while the job runs (TemplateChangeHeld, StatefulSets untouched)" \
+    t_held
+  t_config_update() {
+    local h1 u1 h2 s1
+    s1=$(jp "$ns" job/upd-job-submitter '{.metadata.uid}')
+    h1=$(jp "$ns" statefulset/upd-taskmanager "$CONFIG_HASH")
+    u1=$(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}')
+    [ -n "$h1" ] || { echo "no config hash on the TaskManager template"; return 1; }
+    spec_patch "$ns" upd '{"flinkProperties":{"taskmanager.numberOfTaskSlots":"2"}}' || return 1
+    sp_done() {
+      [ "$(jp "$ns" flinkcluster/upd '{.status.savepoint.triggerReason} {.status.savepoint.state}')" = "update Succeeded" ]
+    }
+    poll 60 sp_done || { echo "savepoint: $(jp "$ns" flinkcluster/upd '{.status.savepoint}')"; return 1; }
+    cancelled() { [ "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | lua5.4 "$ROOT/tests/env/json.lua" state)" = CANCELED ]; }
+    poll 60 cancelled || { echo "the Flink job was not cancelled"; return 1; }
+    renewed() {
+      h2=$(jp "$ns" statefulset/upd-taskmanager "$CONFIG_HASH")
+      [ -n "$h2" ] && [ "$h2" != "$h1" ] && [ "$(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}')" != "$u1" ] &&
+        [ "$(jp "$ns" statefulset/upd-jobmanager "$CONFIG_HASH")" = "$h2" ]
+    }
+    poll 60 renewed || { echo "TaskManager StatefulSet: hash '$h2' (was '$h1'), uid $(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}') (was $u1)"; return 1; }
+    expect "the held template annotation, now applied" "$(jp "$ns" statefulset/upd-taskmanager "$policy_ann")" v2 || return 1
+    resubmitted() {
+      local s2
+      s2=$(jp "$ns" job/upd-job-submitter '{.metadata.uid}')
+      [ -n "$s2" ] && [ "$s2" != "$s1" ] &&
+        [ "$(jp "$ns" flinkcluster/upd '{.status.currentRevision}')" = "$(jp "$ns" flinkcluster/upd '{.status.nextRevision}')" ]
+    }
+    poll 90 resubmitted || { echo "no new submitter or revision not current: $(jp "$ns" flinkcluster/upd '{.status.currentRevision} {.status.nextRevision}')"; return 1; }
+    echo "config hash $h1 -> $h2"
+  }
+  check "jobupdate: a flinkProperties change: update savepoint, Flink job cancelled, StatefulSets recreated with the new hash, resubmitted" \
+    t_config_update
+  stop_controller jobupdate2 >/dev/null
+  curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
 }
