@@ -22,6 +22,26 @@ job.POLL_SECONDS = 10
 -- job is resubmitted by FromSavepointOnFailure, which would then run it twice. 3 polls.
 job.LOST_AFTER_SECONDS = 3 * job.POLL_SECONDS
 
+--- Restart schedule of restartPolicy FromSavepointOnFailure. Change these to change how often
+-- and how fast a failed job is resubmitted, e.g. "restart at most 3 times, 30 s apart":
+-- RESTART_INITIAL_DELAY_SECONDS = 30, RESTART_BACKOFF_FACTOR = 1, RESTART_MAX_ATTEMPTS = 3.
+-- Restart n (1, 2, ...) is submitted min(RESTART_MAX_DELAY_SECONDS, RESTART_INITIAL_DELAY_SECONDS
+-- * RESTART_BACKOFF_FACTOR^(n-1)) seconds after the failure was first seen (status
+-- job.nextRestartTime, ours); meanwhile the status shows the job Failed (or Lost) with its
+-- job.failureReason. After RESTART_MAX_ATTEMPTS restarts the job stays Failed and
+-- cleanupPolicy.afterJobFails applies. The count (job.restartAttempt, ours) starts again once a
+-- job has run RESTART_RESET_AFTER_SECONDS in Flink. Defaults: Kubernetes' CrashLoopBackOff
+-- (kubelet: 10 s, doubled per crash, capped at 300 s, forgotten after 10 min of running), with a
+-- limit of 3 attempts (ours: the kubelet retries for ever; a job that failed 3 times from the same
+-- savepoint needs a human). Fixtures: policies/testdata/job/decide-restart-*.
+job.RESTART_INITIAL_DELAY_SECONDS = 10
+job.RESTART_BACKOFF_FACTOR = 2
+job.RESTART_MAX_DELAY_SECONDS = 300
+job.RESTART_MAX_ATTEMPTS = 3
+job.RESTART_RESET_AFTER_SECONDS = 600
+--- Longest failureReason kept in the status (bytes; longer text is cut).
+job.FAILURE_REASON_MAX = 300
+
 --- Flink JobStatus (flink-core api/common/JobStatus.java) -> FlinkCluster job state, as the
 -- API defines it: every non-terminal state is Running; SUSPENDED is only locally terminal.
 job.FLINK_STATES = {
@@ -30,12 +50,22 @@ job.FLINK_STATES = {
   FINISHED = "Succeeded", CANCELED = "Cancelled", FAILED = "Failed", SUSPENDED = "Suspended",
 }
 
---- Job states after which the job will not run again by itself.
-job.TERMINAL = { Succeeded = true, Failed = true, Cancelled = true }
+--- Job states after which the job will not run again by itself. Lost (an id the JobManager no
+-- longer or never lists) counts as failed: afterJobFails applies, and FromSavepointOnFailure
+-- restarts it.
+job.TERMINAL = { Succeeded = true, Failed = true, Cancelled = true, Lost = true }
 
 -- cleanupPolicy field for each terminal state.
-local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails", Cancelled = "afterJobCancelled" }
-local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster" }
+local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails", Cancelled = "afterJobCancelled",
+  Lost = "afterJobFails" }
+local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
+  Lost = "KeepCluster" }
+
+local function bounded(text)
+  text = tostring(text)
+  if #text > job.FAILURE_REASON_MAX then text = text:sub(1, job.FAILURE_REASON_MAX - 3) .. "..." end
+  return text
+end
 
 --- job.map_flink_state(s) -> job state | nil for an unknown Flink state string.
 function job.map_flink_state(s)
@@ -87,6 +117,39 @@ local function submitter_failed(submitter)
   return false
 end
 
+-- Why the submitter Job failed: the termination message of one of its pods (the submit script
+-- writes Flink's error there, Kubernetes keeps at most 4096 bytes: core/v1
+-- ContainerStatus.state.terminated.message), else the Job's Failed condition message.
+local function submitter_failure(children, submitter)
+  local uid = (submitter.metadata or {}).uid
+  for _, name in ipairs(util.sorted_keys(children.Pod or {})) do
+    local pod = children.Pod[name]
+    for _, ref in ipairs((pod.metadata or {}).ownerReferences or {}) do
+      if uid and ref.uid == uid then
+        for _, cs in ipairs((pod.status or {}).containerStatuses or {}) do
+          local t = (cs.state or {}).terminated or (cs.lastState or {}).terminated
+          if t and type(t.message) == "string" and t.message:find("%S") and (tonumber(t.exitCode) or 1) ~= 0 then
+            -- the submit script writes the tail of `flink run`'s output: its last "Caused by:"
+            -- line is the root cause; else its first line
+            local cause
+            for line in t.message:gmatch("[^\n]+") do
+              if line:match("^%s*Caused by:") then cause = line end
+            end
+            cause = cause or t.message:match("%s*([^\n]+)")
+            return "submission failed: " .. cause:gsub("^%s+", ""):gsub("%s+$", "")
+          end
+        end
+      end
+    end
+  end
+  for _, c in ipairs((submitter.status or {}).conditions or {}) do
+    if c.type == "Failed" and c.status == "True" then
+      return "submission failed: " .. tostring(c.reason) .. (c.message and (": " .. c.message) or "")
+    end
+  end
+  return "submission failed: the submitter Job failed"
+end
+
 local function find_flink_job(flink, id)
   for _, j in ipairs(flink.jobs or {}) do
     if (j.jid or j.id) == id then return j end
@@ -101,10 +164,13 @@ end
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
--- FLINK_STATES; an id absent from the JobManager once the job had been seen live keeps its
--- state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339, records the first absence),
--- then is Lost; without the JobManager the last state stays. No id: Failed when the submitter
--- Job failed (submission failed), else Pending.
+-- FLINK_STATES; an id absent from the JobManager's list, whether seen live before or never
+-- listed at all, keeps its state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
+-- records the first absence), then is Lost; a job already ended keeps its state; without the
+-- JobManager the last state stays. No id: Failed when the submitter Job failed (submission
+-- failed), else Pending. job.failureReason (ours, at most FAILURE_REASON_MAX bytes) says why
+-- a job is Failed or Lost: Flink's FAILED, the missing id, or the submitter's termination
+-- message; job.restartAttempt is forgotten once the job has run RESTART_RESET_AFTER_SECONDS.
 function job.observe(input)
   local cluster = input.cluster
   local n = cluster.metadata.name
@@ -127,21 +193,29 @@ function job.observe(input)
       flink_state = fj.state or fj.status or ""
       out.state = job.map_flink_state(flink_state) or out.state
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
-    elseif flink.reachable and (old.state == "Running" or old.state == "Suspended") then
+      if out.state == "Failed" and old.state ~= "Failed" then
+        out.failureReason = "Flink reports job " .. out.id .. " FAILED"
+      end
+    elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
       if input.now - since >= job.LOST_AFTER_SECONDS then
         out.state = "Lost"
+        out.failureReason = "job " .. out.id .. " not listed by the JobManager for "
+          .. math.floor(input.now - since) .. " s"
       else
         out.missingSince = clock.format(since)
       end
-    elseif old.state == nil or (old.state == "Pending" and not old.id) then
-      out.state = "Pending"
     end
   elseif submitter_failed(submitter) then
+    if out.state ~= "Failed" then out.failureReason = bounded(submitter_failure(input.children, submitter)) end
     out.state = "Failed"
   elseif not job.TERMINAL[out.state] and out.state ~= "Updating" then
     out.state = "Pending"
   end
+  if out.state == "Running" and start_time > 0 and input.now - start_time >= job.RESTART_RESET_AFTER_SECONDS then
+    out.restartAttempt = nil
+  end
+  if out.state == "Running" or out.state == "Pending" then out.failureReason = nil end
   return { job = out, flink_state = flink_state, start_time = start_time }
 end
 
@@ -167,7 +241,9 @@ end
 --   hold=bool (do not change the running components yet: update waits for savepoint/cancel),
 --   update_done=bool (the new revision's job is submitted: current := next),
 --   control=<status.control or nil>, remove_annotation=bool,
---   flink={{method=, path=, body=}...}, requeue_after=<seconds or nil>}.
+--   flink={{method=, path=, body=}...}, requeue_after=<seconds or nil>,
+--   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
+--   number, RestartLimitReached)}.
 function job.decide(input)
   local cluster = input.cluster
   local spec = cluster.spec.job
@@ -176,7 +252,7 @@ function job.decide(input)
   local now = input.now
   local outcome = input.outcome or {}
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
-    remove_annotation = false, flink = {} }
+    remove_annotation = false, flink = {}, events = {} }
   local submitter, stale = observed_submitter(input.children, cluster.metadata.name, j)
   if stale then
     -- the submitter deleted for a resubmission is still observed: delete it again, wait
@@ -284,17 +360,47 @@ function job.decide(input)
     end
   end
 
-  -- Restart: FromSavepointOnFailure resubmits a Failed or Lost job from its latest savepoint.
-  local restarting = false
+  -- Restart: FromSavepointOnFailure resubmits a Failed or Lost job from its latest savepoint,
+  -- on the RESTART_* schedule; after RESTART_MAX_ATTEMPTS it stays Failed (cleanup applies).
+  local restarting, restart_waits = false, false
   local location = j.savepointLocation or spec.fromSavepoint
   if not update.pending and spec.restartPolicy == "FromSavepointOnFailure"
       and (j.state == "Failed" or j.state == "Lost") and j.id and location and not cancel_wanted then
-    restarting = true
-    retire_submitter()
-    d.from_savepoint = location
-    j.restartCount = (j.restartCount or 0) + 1
-    j.id = nil
-    j.state = "Pending"
+    local attempt = (tonumber(j.restartAttempt) or 0) + 1
+    local due = clock.parse(j.nextRestartTime)
+    if attempt > job.RESTART_MAX_ATTEMPTS then
+      j.nextRestartTime = nil
+      if ((status.components or {}).job or {}).state ~= j.state then
+        d.events[#d.events + 1] = { type = "Warning", reason = "RestartLimitReached",
+          message = "job " .. j.id .. " " .. j.state .. " after " .. job.RESTART_MAX_ATTEMPTS
+            .. " restarts: not restarted again (cleanupPolicy.afterJobFails applies)" }
+      end
+    elseif not due then
+      -- first pass that sees the failure: show it, restart later
+      local delay = math.min(job.RESTART_MAX_DELAY_SECONDS,
+        job.RESTART_INITIAL_DELAY_SECONDS * job.RESTART_BACKOFF_FACTOR ^ (attempt - 1))
+      delay = math.floor(delay)
+      j.nextRestartTime = clock.format(now + delay)
+      restart_waits = true
+      d.requeue_after = delay
+    elseif now < due then
+      restart_waits = true
+      d.requeue_after = due - now
+    else
+      restarting = true
+      retire_submitter()
+      d.from_savepoint = location
+      d.events[#d.events + 1] = { type = "Warning", reason = "JobRestarted",
+        message = "restart " .. attempt .. " of " .. job.RESTART_MAX_ATTEMPTS .. ": job " .. j.id .. " "
+          .. j.state .. (j.failureReason and (" (" .. j.failureReason .. ")") or "")
+          .. ", resubmitted from " .. location }
+      j.restartCount = (j.restartCount or 0) + 1
+      j.restartAttempt = attempt
+      j.nextRestartTime = nil
+      j.failureReason = nil -- told by the Event
+      j.id = nil
+      j.state = "Pending"
+    end
   end
 
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
@@ -316,14 +422,15 @@ function job.decide(input)
   d.from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
   j.fromSavepoint = d.from_savepoint
 
-  -- Cleanup once the job ended (cleanupPolicy), unless it is restarting.
-  if job.TERMINAL[j.state] and not restarting then
+  -- Cleanup once the job ended (cleanupPolicy), unless it is restarting or waits to.
+  if job.TERMINAL[j.state] and not restarting and not restart_waits then
     local policy = spec.cleanupPolicy or {}
     local action = policy[CLEANUP_FIELD[j.state]] or CLEANUP_DEFAULT[j.state]
     if action ~= "KeepCluster" then d.cleanup = action end
   end
 
   if not job.TERMINAL[j.state] then d.requeue_after = job.POLL_SECONDS end
+  if j.state ~= "Failed" and j.state ~= "Lost" then j.nextRestartTime = nil end
   d.control = control
   return d
 end

@@ -644,14 +644,21 @@ describe("reconcile.run with policies-min", function()
     assert.is_nil(r.status)
   end)
 
-  it("restarts a failed job from its savepoint with FromSavepointOnFailure", function()
+  it("restarts a failed job from its savepoint with FromSavepointOnFailure, after the first delay", function()
     local c0 = wordcount()
     c0.spec.job.restartPolicy = "FromSavepointOnFailure"
     local c, st, objs = running_job(c0)
     st.components.job.savepointLocation = "/cache/savepoints/savepoint-1"
     local flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } } }
     local stale = children_of(objs, true)
-    local r = reconcile.run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 120 })
+    -- the failure is shown first (Failed, why, when the restart comes), nothing is deleted
+    local r0 = reconcile.run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 110 })
+    assert.same({}, ops(r0))
+    assert.equal("Failed", r0.status.components.job.state)
+    assert.equal("Flink reports job " .. ID .. " FAILED", r0.status.components.job.failureReason)
+    assert.equal(os.date("!%Y-%m-%dT%H:%M:%SZ", T0 + 120), r0.status.components.job.nextRestartTime)
+    assert.equal(10, r0.requeue_after)
+    local r = reconcile.run({ cluster = with_status(c, r0.status), children = stale, flink = flink, now = T0 + 120 })
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
     assert.equal(1, r.status.components.job.restartCount)
     assert.equal("Pending", r.status.components.job.state)
@@ -676,6 +683,64 @@ end)
 describe("reconcile.run over several passes (policies-min)", function()
   before_each(function()
     host.configure({ policy_dir = policy_dir() })
+  end)
+
+  -- The restart schedule of policies/job.lua (RESTART_* constants: 10 s, x2, at most 3), pass by
+  -- pass: a job that fails at once is shown Failed, restarted 10, 20 and 40 s after each failure
+  -- with a JobRestarted Event naming the attempt, then stays Failed and afterJobFails applies.
+  it("FromSavepointOnFailure: restarts 10, 20, 40 s after each failure, then stays Failed (cleanup)", function()
+    local c = wordcount()
+    c.spec.job.restartPolicy = "FromSavepointOnFailure"
+    c.spec.job.cleanupPolicy = { afterJobFails = "DeleteCluster" }
+    local w = world(c)
+    w.pass()
+    w.pass()
+    submitted(w, ID)
+    w.pass()
+    assert.equal("Running", w.cluster.status.components.job.state)
+    w.cluster.status.components.job.savepointLocation = "/cache/savepoints/sp-1"
+    local function events(reason)
+      local out = {}
+      for _, e in ipairs(w.last.events) do
+        if e.reason == reason then out[#out + 1] = e.type .. " " .. e.message end
+      end
+      return out
+    end
+    local id = ID
+    for attempt, delay in ipairs({ 10, 20, 40 }) do
+      w.flink.jobs = { { jid = id, state = "FAILED" } }
+      assert.same({}, w.pass())
+      local j = w.cluster.status.components.job
+      assert.equal("Failed", j.state)
+      assert.equal(delay, w.last.requeue_after)
+      assert.same({ "Warning job state Running -> Failed (job " .. id .. "): Flink reports job " .. id .. " FAILED" },
+        events("JobStateChanged"))
+      assert.same({}, w.pass(delay - 1)) -- 1 s before the restart is due
+      assert.equal("Failed", w.cluster.status.components.job.state)
+      assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass(1))
+      assert.same({ "Warning restart " .. attempt .. " of 3: job " .. id .. " Failed (Flink reports job " .. id
+        .. " FAILED), resubmitted from /cache/savepoints/sp-1" }, events("JobRestarted"))
+      j = w.cluster.status.components.job
+      assert.same({ "Pending", attempt, attempt }, { j.state, j.restartCount, j.restartAttempt })
+      assert.is_nil(j.id)
+      assert.is_nil(j.nextRestartTime)
+      local o = w.pass()
+      assert.equal("apply Job wordcount-job-submitter", o[1])
+      id = string.format("%032x", attempt)
+      submitted(w, id)
+      w.pass()
+      assert.equal("Running", w.cluster.status.components.job.state)
+    end
+    -- the fourth failure: no restart, Failed for good, the cleanup of afterJobFails
+    w.flink.jobs = { { jid = id, state = "FAILED" } }
+    assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
+      "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
+    assert.same({ "Warning job " .. id .. " Failed after 3 restarts: not restarted again "
+      .. "(cleanupPolicy.afterJobFails applies)" }, events("RestartLimitReached"))
+    assert.equal("Failed", w.cluster.status.components.job.state)
+    assert.equal(3, w.cluster.status.components.job.restartCount)
+    assert.same({}, w.pass(600))
+    assert.equal("Failed", w.cluster.status.components.job.state)
   end)
 
   it("cancelRequested: savepoint, cancel, then cleanup", function()

@@ -186,7 +186,8 @@ local function transition_events(old, new, events)
       type = bad and "Warning" or "Normal",
       reason = "JobStateChanged",
       message = (old_job.state and ("job state " .. old_job.state .. " -> ") or "job state ")
-        .. new_job.state .. (new_job.id and (" (job " .. new_job.id .. ")") or ""),
+        .. new_job.state .. (new_job.id and (" (job " .. new_job.id .. ")") or "")
+        .. (bad and new_job.failureReason and (": " .. tostring(new_job.failureReason)) or ""),
     }
   end
   local old_sp, new_sp = old.savepoint or {}, new.savepoint
@@ -298,6 +299,13 @@ local function run(host, snapshot)
       savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children, components = components,
       update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
+    -- the policy's own events (e.g. a restart with its attempt number), before the state events
+    expect(jd.events == nil or is_table(jd.events), "job", "decide", "events must be a list")
+    for i, e in ipairs(jd.events or {}) do
+      expect(is_table(e) and (e.type == "Normal" or e.type == "Warning") and type(e.reason) == "string"
+        and type(e.message) == "string", "job", "decide", "events[" .. (i - 1) .. "] needs type, reason, message")
+      result.events[#result.events + 1] = { type = e.type, reason = e.reason, message = e.message }
+    end
   end
 
   -- 4. desired objects
