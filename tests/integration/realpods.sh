@@ -43,7 +43,7 @@ why() {
 case_realjob() {
   local desc="real pods: wordcount-local.yaml runs flink run in the submitter; job Succeeded with the id of its termination message; cluster cleaned up"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  local ns; ns=$(new_ns realjob)
+  local ns; ns=$(new_ns realjob real)
   FLINK_DIRECT=1 start_controller realjob --namespace "$ns"
   kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount-local.yaml" >/dev/null
   t_realjob() {
@@ -98,7 +98,7 @@ case_realticker() {
   local desc="real pods: Ticker"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   local ns spdir
-  ns=$(new_ns realticker)
+  ns=$(new_ns realticker real)
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
   FLINK_DIRECT=1 start_controller realticker --namespace "$ns"
@@ -189,7 +189,7 @@ case_incluster() {
   local desc="in-cluster: kubectl apply -k deploy/ (controller image built here)"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   local ns ov=$WORK/overlay
-  ns=$(new_ns incluster)
+  ns=$(new_ns incluster real)
   mkdir -p "$ov"
   cat >"$ov/kustomization.yaml" <<EOK
 apiVersion: kustomize.config.k8s.io/v1beta1
