@@ -61,6 +61,11 @@ local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails"
 local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
   Lost = "KeepCluster" }
 
+-- Job state of a job that Flink reports FINISHED after our stop-with-savepoint, by the
+-- savepoint's reason: a cancel is Cancelled (afterJobCancelled applies, not afterJobSucceeds);
+-- an update's job is Updating (resubmitted from that savepoint).
+local STOPPED_AS = { ["job cancel"] = "Cancelled", update = "Updating" }
+
 local function bounded(text)
   text = tostring(text)
   if #text > job.FAILURE_REASON_MAX then text = text:sub(1, job.FAILURE_REASON_MAX - 3) .. "..." end
@@ -168,9 +173,11 @@ end
 -- listed at all, keeps its state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
 -- records the first absence), then is Lost; a job already ended keeps its state; without the
 -- JobManager the last state stays. No id: Failed when the submitter Job failed (submission
--- failed), else Pending. job.failureReason (ours, at most FAILURE_REASON_MAX bytes) says why
--- a job is Failed or Lost: Flink's FAILED, the missing id, or the submitter's termination
--- message; job.restartAttempt is forgotten once the job has run RESTART_RESET_AFTER_SECONDS.
+-- failed), else Pending. FINISHED after our stop-with-savepoint (status.savepoint.stop for this
+-- id) is Cancelled for a cancel and Updating for an update. job.failureReason (ours, at most
+-- FAILURE_REASON_MAX bytes) says why a job is Failed or Lost: Flink's FAILED, the missing id, or
+-- the submitter's termination message; job.restartAttempt is forgotten once the job has run
+-- RESTART_RESET_AFTER_SECONDS.
 function job.observe(input)
   local cluster = input.cluster
   local n = cluster.metadata.name
@@ -192,6 +199,11 @@ function job.observe(input)
     if fj then
       flink_state = fj.state or fj.status or ""
       out.state = job.map_flink_state(flink_state) or out.state
+      local sp = (cluster.status or {}).savepoint or {}
+      if flink_state == "FINISHED" and sp.stop and sp.jobID == out.id and STOPPED_AS[sp.triggerReason] then
+        -- ended by our stop-with-savepoint, not by itself (savepoint.lua)
+        out.state = STOPPED_AS[sp.triggerReason]
+      end
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
       if out.state == "Failed" and old.state ~= "Failed" then
         out.failureReason = "Flink reports job " .. out.id .. " FAILED"
@@ -268,6 +280,11 @@ function job.decide(input)
   end
   local running = j.state == "Running" and j.id ~= nil
   local cancelling = input.flink_state == "CANCELLING"
+  -- the savepoint of this job taken by stop-with-savepoint: done, or still in flight
+  local sp_now = input.savepoint or {}
+  local of_job = sp_now.stop and j.id ~= nil and sp_now.jobID == j.id
+  local stopped = of_job and sp_now.state == "Succeeded"
+  local stop_in_flight = of_job and sp_now.state == "InProgress"
 
   local function cancel()
     if running and not cancelling then
@@ -327,7 +344,9 @@ function job.decide(input)
   if cancel_wanted then
     if running then
       local sp = outcome["job cancel"]
-      if sp == "done" or sp == "skipped" then
+      if sp == "done" and stopped then -- luacheck: ignore 542
+        -- stopped with its savepoint: Flink lists it FINISHED next, which observe calls Cancelled
+      elseif sp == "done" or sp == "skipped" then
         cancel()
       elseif sp == "failed" and control and control.state == "Progressing" then
         finish_control("Failed", "savepoint before cancel failed: " .. tostring((input.savepoint or {}).message))
@@ -345,9 +364,13 @@ function job.decide(input)
       d.hold = true
       local sp = outcome["update"]
       if sp == "done" or sp == "skipped" then
-        cancel()
+        if not stopped then cancel() end
         j.state = "Updating"
       end
+    elseif stop_in_flight then
+      -- the job stopped before the stop's savepoint was polled: resubmit from that one only
+      d.hold = true
+      j.state = "Updating"
     elseif not cancel_wanted and (j.state == "Updating" or job.TERMINAL[j.state] or j.state == "Lost"
         or j.state == "Suspended") then
       -- the old job is gone: resubmit with the new spec from the latest savepoint

@@ -12,6 +12,15 @@
 -- the job-cancel user control), "update" (a new revision), "user requested"
 -- (savepointGeneration = status + 1, or the savepoint user control), "scheduled initial" /
 -- "scheduled" (autoSavepointSeconds).
+--
+-- The savepoint of "job cancel" and "update" also ends the job: Flink's stop-with-savepoint,
+-- `POST /jobs/<id>/stop` with {"drain": false, "targetDirectory": savepointsDir} (camelCase,
+-- unlike /savepoints; drain false: no MAX_WATERMARK, the job resumes from the savepoint as it
+-- was; flink-rest-v1-dispatcher.yml StopWithSavepointRequestBody), polled like a savepoint; on
+-- success Flink reports the job FINISHED (job.lua maps that to Cancelled/Updating, not
+-- Succeeded). status.savepoint.stop = true (ours) marks such a savepoint. When the stop fails
+-- (e.g. a task already finished), the next pass falls back to a plain savepoint, which job.lua
+-- follows with a cancel. An update always restores from the savepoint of the job it ended.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
@@ -27,12 +36,16 @@ savepoint.TRIGGER_TIMEOUT = 60
 savepoint.COMPLETE_TIMEOUT = 600
 --- Seconds to wait before retrying a failed on-demand savepoint (update, cancel).
 savepoint.RETRY_SECONDS = 30
---- An update reuses the latest savepoint when it completed at most this many seconds ago.
-savepoint.UPDATE_MAX_AGE = 60
+--- Reasons whose savepoint ends the job with stop-with-savepoint (false: savepoint, then cancel).
+savepoint.STOP_WITH_SAVEPOINT = { ["job cancel"] = true, update = true }
 
 local ON_DEMAND = { "job cancel", "update", "user requested" }
 
-local function trigger_action(job_id, dir)
+local function trigger_action(job_id, dir, stop)
+  if stop then
+    return { method = "POST", path = "/jobs/" .. job_id .. "/stop",
+      body = { drain = false, targetDirectory = dir } }
+  end
   return { method = "POST", path = "/jobs/" .. job_id .. "/savepoints",
     body = { ["target-directory"] = dir, ["cancel-job"] = false } }
 end
@@ -45,9 +58,10 @@ end
 --   job started in Flink, 0 unknown>, flink={savepoint_triggers={...}},
 --   update={pending=bool}, now=<unix seconds>}.
 -- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
--- succeeded (or, for an update, one completed within UPDATE_MAX_AGE), "skipped" when no
--- savepoint applies (no savepointsDir, takeSavepointOnUpgrade false), "failed" when the last
--- one failed (retried after RETRY_SECONDS for update and cancelRequested).
+-- of this job succeeded (status.savepoint.stop says whether it also stopped the job), "skipped"
+-- when no savepoint applies (no savepointsDir, takeSavepointOnUpgrade false), "failed" when the
+-- last one failed (retried after RETRY_SECONDS for update and cancelRequested); a failed stop is
+-- "pending": a plain savepoint is triggered at once instead (then job.lua cancels).
 function savepoint.decide(input)
   local cluster = input.cluster
   local spec = cluster.spec.job or {}
@@ -147,28 +161,35 @@ function savepoint.decide(input)
 
   -- 3. The outcome of each on-demand reason; trigger the first one that needs a savepoint.
   local busy = sp.state == "InProgress"
-  local to_trigger
+  local to_trigger, stop
   for _, reason in ipairs(ON_DEMAND) do
     local a = asked[reason]
     if a then
       local request_time = clock.parse(sp.requestTime) or -1
       local matches = sp.triggerReason == reason and sp.jobID == j.id and request_time >= a.since
-      local last = clock.parse(j.lastSavepointTime)
+      local failed = sp.state == "Failed" or sp.state == "TriggerFailed"
       if not dir then
         out.outcome[reason] = "skipped"
       elseif matches and sp.state == "Succeeded" then
         out.outcome[reason] = "done"
-      elseif reason == "update" and j.savepointLocation and last and now - last <= savepoint.UPDATE_MAX_AGE then
-        out.outcome[reason] = "done"
       elseif matches and sp.state == "InProgress" then
         out.outcome[reason] = "pending"
-      elseif matches and (sp.state == "Failed" or sp.state == "TriggerFailed")
+      elseif matches and failed and sp.stop then
+        -- the stop failed and the job still runs: savepoint, then cancel (job.lua); from the next
+        -- pass, so that the failed stop is written to the status (and its Event sent) first
+        out.outcome[reason] = "pending"
+        if (status.savepoint or {}).state ~= sp.state then
+          requeue(1)
+        elseif not busy and not to_trigger then
+          to_trigger, stop = reason, false
+        end
+      elseif matches and failed
           and not (a.retry and now - (clock.parse(sp.triggerTime) or 0) >= savepoint.RETRY_SECONDS) then
         out.outcome[reason] = "failed"
         if a.retry then requeue(savepoint.RETRY_SECONDS - (now - (clock.parse(sp.triggerTime) or now))) end
       else
         out.outcome[reason] = "pending"
-        if not busy and not to_trigger then to_trigger = reason end
+        if not busy and not to_trigger then to_trigger, stop = reason, savepoint.STOP_WITH_SAVEPOINT[reason] end
       end
     end
   end
@@ -192,9 +213,9 @@ function savepoint.decide(input)
   if to_trigger then
     local ts = clock.format(now)
     out.savepoint = { jobID = j.id, triggerTime = ts, requestTime = ts, triggerReason = to_trigger,
-      state = "InProgress" }
+      state = "InProgress", stop = stop or nil }
     j.lastSavepointTriggerTime = ts
-    out.flink[#out.flink + 1] = trigger_action(j.id, dir)
+    out.flink[#out.flink + 1] = trigger_action(j.id, dir, stop)
     requeue(savepoint.POLL_SECONDS)
   end
   return out

@@ -13,9 +13,9 @@ describe("policies/savepoint.lua", function()
     local all = fx.cases("savepoint")
     it("has the cases", function()
       fx.assert_cases(all, {
-        "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir",
-        "completed-failure", "completed-location", "generation-request", "trigger-error", "trigger-request-id",
-        "update-recent-savepoint",
+        "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
+        "completed-failure", "completed-location", "generation-request", "stop-failed-fallback", "trigger-error",
+        "trigger-request-id", "update-stops-despite-recent-savepoint",
       })
     end)
     for _, case in ipairs(all) do

@@ -34,6 +34,12 @@ describe("reconcile.flink_action", function()
     assert.is_nil(a.base)
   end)
 
+  it("records a stop-with-savepoint like a savepoint trigger (same request-id answer, same poll)", function()
+    local a = reconcile.flink_action(target, "POST", "/jobs/" .. ID .. "/stop",
+      { drain = false, targetDirectory = "/sp" })
+    assert.same({ "savepoint_trigger", ID, { drain = false, targetDirectory = "/sp" } }, { a.result, a.job_id, a.body })
+  end)
+
   it("records nothing for a cancel (PATCH ?mode=cancel) and names the poll's job", function()
     local cancel = reconcile.flink_action(target, "PATCH", "/jobs/" .. ID .. "?mode=cancel")
     assert.is_nil(cancel.result)

@@ -171,13 +171,14 @@ local function running_world()
   return w
 end
 
--- The savepoint of a running job (ID) completes at `location`: the next pass cancels the job,
--- which Flink then reports CANCELED.
-local function savepoint_then_cancel(w, location)
+-- The stop-with-savepoint of a running job (ID) completes at `location`: nothing to cancel, Flink
+-- then reports the job FINISHED (savepoint.lua, POST /jobs/<id>/stop).
+local function stop_with_savepoint(w, location)
   w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
     location = location, time = w.now + 1 }
-  assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
-  w.flink.jobs[1].state = "CANCELED"
+  assert.same({ "flink GET /jobs/overview" }, w.pass())
+  assert.is_true(w.cluster.status.savepoint.stop)
+  w.flink.jobs[1].state = "FINISHED"
 end
 
 teardown(function()
@@ -444,10 +445,10 @@ describe("reconcile.run with policies-min", function()
     local r = reconcile.run({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
     local rev2 = r.status.nextRevision
     assert.are_not.equal(st.currentRevision, rev2) -- (st: a copy of the status so far)
-    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
+    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/stop",
       "flink GET /jobs/overview" }, ops(r))
-    assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/savepoints",
-      body = { ["target-directory"] = "/cache/savepoints", ["cancel-job"] = false },
+    assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/stop",
+      body = { drain = false, targetDirectory = "/cache/savepoints" },
       target = JM, result = "savepoint_trigger", job_id = ID }, r.actions[2])
     assert.same({ op = "flink", method = "GET", path = "/jobs/overview",
       target = JM, result = "jobs" }, r.actions[3])
@@ -743,17 +744,17 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.equal("Failed", w.cluster.status.components.job.state)
   end)
 
-  it("cancelRequested: savepoint, cancel, then cleanup", function()
+  it("cancelRequested: stop with savepoint, Flink FINISHED counts as Cancelled, then cleanup", function()
     local w = running_world()
     assert.equal("Running", w.cluster.status.components.job.state)
     w.cluster.spec.job.cancelRequested = true
     w.cluster.metadata.generation = 2
-    assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, w.pass())
+    assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, w.pass())
     assert.equal("job cancel", w.cluster.status.savepoint.triggerReason)
     w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", time = w.now + 1 }
     assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000abc",
       "flink GET /jobs/overview" }, w.pass())
-    savepoint_then_cancel(w, "/cache/savepoints/sp-cancel")
+    stop_with_savepoint(w, "/cache/savepoints/sp-cancel")
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
     assert.equal("Cancelled", w.cluster.status.components.job.state)
@@ -779,23 +780,59 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.equal("Pending", w.cluster.status.components.job.state)
   end)
 
-  it("update of a running job: savepoint, cancel, new components, resubmit from it", function()
+  it("cancelRequested: a stop that fails falls back to savepoint, then cancel (Flink CANCELED)", function()
+    local w = running_world()
+    w.cluster.spec.job.cancelRequested = true
+    w.cluster.metadata.generation = 2
+    assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, w.pass())
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
+      failure = "org.apache.flink.runtime.checkpoint.CheckpointException: Task has finished", time = w.now + 1 }
+    -- the stop failed, the job runs on: the failure shown (status, Event), then a plain savepoint
+    assert.same({ "flink GET /jobs/overview" }, w.pass())
+    assert.same({ "Failed", true }, { w.cluster.status.savepoint.state, w.cluster.status.savepoint.stop })
+    assert.equal(1, w.last.requeue_after)
+    local warned = {}
+    for _, e in ipairs(w.last.events) do
+      if e.reason == "SavepointStateChanged" then warned[#warned + 1] = e.type .. " " .. e.message end
+    end
+    assert.same({ "Warning savepoint Failed (job cancel): org.apache.flink.runtime.checkpoint.CheckpointException: "
+      .. "Task has finished" }, warned)
+    assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, w.pass())
+    assert.is_nil(w.cluster.status.savepoint.stop)
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abd", time = w.now + 1 }
+    w.pass()
+    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abd", status = "COMPLETED",
+      location = "/cache/savepoints/sp-fallback", time = w.now + 1 }
+    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
+    w.flink.jobs[1].state = "CANCELED"
+    assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
+      "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
+    assert.equal("Cancelled", w.cluster.status.components.job.state)
+    assert.equal("/cache/savepoints/sp-fallback", w.cluster.status.components.job.savepointLocation)
+  end)
+
+  it("update of a running job: stop with savepoint, new components, resubmit from that savepoint", function()
     local w = running_world()
     local rev1 = w.cluster.status.currentRevision
     w.cluster.spec.taskManager.replicas = 2
     w.cluster.metadata.generation = 2
     local o = w.pass()
     local rev2 = w.cluster.status.nextRevision
-    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/savepoints",
+    assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/stop",
       "flink GET /jobs/overview" }, o)
     assert.equal("Updating", w.cluster.status.state)
     w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", time = w.now + 1 }
     w.pass()
+    -- Flink lists the job FINISHED before the stop's outcome is polled: nothing moves yet, so the
+    -- resubmission cannot restore from an older savepoint
+    w.flink.jobs[1].state = "FINISHED"
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000def",
+      "flink GET /jobs/overview" }, w.pass())
+    assert.equal("Updating", w.cluster.status.components.job.state)
+    assert.equal(1, w.children.StatefulSet["wordcount-taskmanager"].spec.replicas) -- held until the stop is through
+    assert.is_not_nil(w.children.Job["wordcount-job-submitter"])
     w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", status = "COMPLETED",
       location = "/cache/savepoints/sp-update", time = w.now + 1 }
-    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
-    assert.equal(1, w.children.StatefulSet["wordcount-taskmanager"].spec.replicas) -- held until the job stopped
-    w.flink.jobs[1].state = "CANCELED"
     assert.same({ "apply StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter",
       "flink GET /jobs/overview" }, w.pass())
     w.children.Pod = nil
@@ -834,8 +871,8 @@ describe("reconcile.run: a new pod template outside an update (policies-min)", f
     w.cluster.spec.taskManager.replicas = 2
     w.cluster.metadata.generation = 2
     local o = w.pass()
-    assert.equal("flink POST /jobs/" .. ID .. "/savepoints", o[2])
-    savepoint_then_cancel(w, "/cache/savepoints/sp-policy")
+    assert.equal("flink POST /jobs/" .. ID .. "/stop", o[2])
+    stop_with_savepoint(w, "/cache/savepoints/sp-policy")
     assert.same({ "delete StatefulSet wordcount-jobmanager", "delete StatefulSet wordcount-taskmanager",
       "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass())
     o = w.pass()
@@ -1016,13 +1053,13 @@ describe("reconcile.run with the real policies/", function()
     assert.same({}, w.pass())
   end)
 
-  it("a config change of a running job: savepoint, cancel, new pods, then the resubmission", function()
+  it("a config change of a running job: stop with savepoint, new pods, then the resubmission", function()
     local w = running_world()
     assert.equal("Running", w.cluster.status.components.job.state)
     local o = edit(w, function(s) s.flinkProperties["taskmanager.numberOfTaskSlots"] = "4" end)
     -- held: nothing of the running cluster changes before the savepoint and the cancel
-    assert.same({ "apply revision", "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, o)
-    savepoint_then_cancel(w, "/cache/savepoints/sp-conf")
+    assert.same({ "apply revision", "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, o)
+    stop_with_savepoint(w, "/cache/savepoints/sp-conf")
     assert.same({ "apply ConfigMap wordcount-configmap", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter", "flink GET /jobs/overview" },
       w.pass())

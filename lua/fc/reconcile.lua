@@ -220,12 +220,14 @@ end
 -- its cluster DNS name or through the API server's service proxy (`run --flink-access`).
 -- `result` tells the core where the answer goes in the next snapshot's `flink` (see
 -- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
--- /jobs/<id>/savepoints and GET /jobs/<id>/savepoints/<rid> -> flink.savepoint_triggers[<id>].
+-- /jobs/<id>/savepoints, POST /jobs/<id>/stop (stop-with-savepoint: the same {"request-id"}
+-- answer, polled at the same URL) and GET /jobs/<id>/savepoints/<rid> ->
+-- flink.savepoint_triggers[<id>].
 function reconcile.flink_action(target, method, path, body)
   local a = { op = "flink", method = method, path = path, body = body, target = target }
   if method == "GET" and path == "/jobs/overview" then
     a.result = "jobs"
-  elseif method == "POST" and path:match("^/jobs/%x+/savepoints$") then
+  elseif method == "POST" and (path:match("^/jobs/%x+/savepoints$") or path:match("^/jobs/%x+/stop$")) then
     a.result, a.job_id = "savepoint_trigger", path:match("^/jobs/(%x+)/")
   elseif method == "GET" and path:match("^/jobs/%x+/savepoints/[%w-]+$") then
     a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")

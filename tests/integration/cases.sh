@@ -234,11 +234,17 @@ case_flink() {
       return 1
     stopped() { is_state "$ns" ticker Stopped; }
     poll 60 stopped || { echo "state $(state "$ns" ticker), job $(job state)"; return 1; }
-    expect "job state" "$(job state)" Cancelled || return 1
-    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" CANCELED || return 1
-    expect "savepoint reason" "$(jp "$ns" flinkcluster/ticker '{.status.savepoint.triggerReason}')" "job cancel"
+    expect "job state (stopped by us: not Succeeded)" "$(job state)" Cancelled || return 1
+    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" FINISHED || return 1
+    expect "savepoint reason, state, stop" \
+      "$(jp "$ns" flinkcluster/ticker '{.status.savepoint.triggerReason}/{.status.savepoint.state}/{.status.savepoint.stop}')" \
+      "job cancel/Succeeded/true" || return 1
+    local loc
+    loc=$(job savepointLocation)
+    echo "stopped with savepoint $loc"
+    [ -f "${loc#file:}/_metadata" ] || { echo "no _metadata under $loc"; return 1; }
   }
-  check "flink: cancelRequested -> savepoint, PATCH /jobs/<id>?mode=cancel: Flink CANCELED, cluster Stopped" t_flink_cancel
+  check "flink: cancelRequested -> POST /jobs/<id>/stop (stop-with-savepoint): _metadata on disk, Flink FINISHED, job Cancelled, cluster Stopped" t_flink_cancel
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
 }
 
@@ -583,8 +589,13 @@ case_jobupdate() {
       [ "$(jp "$ns" flinkcluster/upd '{.status.savepoint.triggerReason} {.status.savepoint.state}')" = "update Succeeded" ]
     }
     poll 60 sp_done || { echo "savepoint: $(jp "$ns" flinkcluster/upd '{.status.savepoint}')"; return 1; }
-    cancelled() { [ "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | lua5.4 "$ROOT/tests/env/json.lua" state)" = CANCELED ]; }
-    poll 60 cancelled || { echo "the Flink job was not cancelled"; return 1; }
+    expect "the update's savepoint stopped the job" "$(jp "$ns" flinkcluster/upd '{.status.savepoint.stop}')" true ||
+      return 1
+    local loc
+    loc=$(jp "$ns" flinkcluster/upd '{.status.components.job.savepointLocation}')
+    [ -f "${loc#file:}/_metadata" ] || { echo "no _metadata under $loc"; return 1; }
+    finished() { [ "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | lua5.4 "$ROOT/tests/env/json.lua" state)" = FINISHED ]; }
+    poll 60 finished || { echo "the Flink job did not stop (FINISHED)"; return 1; }
     renewed() {
       h2=$(jp "$ns" statefulset/upd-taskmanager "$CONFIG_HASH")
       [ -n "$h2" ] && [ "$h2" != "$h1" ] && [ "$(jp "$ns" statefulset/upd-taskmanager '{.metadata.uid}')" != "$u1" ] &&
@@ -599,9 +610,12 @@ case_jobupdate() {
         [ "$(jp "$ns" flinkcluster/upd '{.status.currentRevision}')" = "$(jp "$ns" flinkcluster/upd '{.status.nextRevision}')" ]
     }
     poll 90 resubmitted || { echo "no new submitter or revision not current: $(jp "$ns" flinkcluster/upd '{.status.currentRevision} {.status.nextRevision}')"; return 1; }
+    # the resubmission restores from the savepoint of the job it stopped
+    kc -n "$ns" get configmap upd-configmap -o jsonpath='{.data.submit-job\.sh}' | grep -qF -- "'--fromSavepoint' '$loc'" ||
+      { echo "the submit script does not restore from $loc"; return 1; }
     echo "config hash $h1 -> $h2"
   }
-  check "jobupdate: a flinkProperties change: update savepoint, Flink job cancelled, StatefulSets recreated with the new hash, resubmitted" \
+  check "jobupdate: a flinkProperties change: stop-with-savepoint (_metadata, Flink FINISHED), StatefulSets recreated with the new hash, resubmitted from that savepoint" \
     t_config_update
   stop_controller jobupdate2 >/dev/null
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1

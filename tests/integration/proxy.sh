@@ -207,10 +207,11 @@ EOF
     kc -n "$ns" patch flinkcluster pf --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null || return 1
     stopped() { is_state "$ns" pf Stopped; }
     poll 60 stopped || { echo "state $(state "$ns" pf), job $(job state)"; return 1; }
-    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" CANCELED || return 1
+    expect "Flink job state (stop-with-savepoint)" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" FINISHED || return 1
+    expect "job state" "$(job state)" Cancelled || return 1
     if grep -E 'HTTP 403|forbidden' "$WORK/proxy.log"; then return 1; fi
   }
-  check "proxy: Endpoints back, cancelRequested -> savepoint, PATCH /jobs/<id>?mode=cancel through the proxy: Flink CANCELED, cluster Stopped; nothing forbidden to the deploy/ ServiceAccount" t_proxy_cancel
+  check "proxy: Endpoints back, cancelRequested -> POST /jobs/<id>/stop through the proxy: Flink FINISHED, job Cancelled, cluster Stopped; nothing forbidden to the deploy/ ServiceAccount" t_proxy_cancel
   stop_controller proxy >/dev/null
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
   kill "$(cat "$WORK/forward.pid" 2>/dev/null)" 2>/dev/null

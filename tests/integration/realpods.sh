@@ -171,9 +171,9 @@ case_realticker() {
     loc=$(job_field "$ns" ticker savepointLocation)
     [ -n "$loc" ] && [ "$loc" != "$before" ] || { echo "no new savepoint before the cancel ($loc)"; return 1; }
     [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata for $loc"; return 1; }
-    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" CANCELED
+    expect "Flink's state of job $id (stop-with-savepoint)" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" FINISHED
   }
-  check "$desc: user-control job-cancel -> savepoint with _metadata, Flink CANCELED, job Cancelled" t_ticker_cancel
+  check "$desc: user-control job-cancel -> stop-with-savepoint with _metadata, Flink FINISHED, job Cancelled" t_ticker_cancel
   stop_controller realticker >/dev/null
   kc -n "$ns" delete flinkcluster ticker --wait=true --timeout=60s >/dev/null 2>&1
   rm -rf "$spdir"
