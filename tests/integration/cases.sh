@@ -180,13 +180,16 @@ case_reject() {
 # submitted over REST stands for the cluster's job (its id written into the status, as the
 # submitter's termination message would under a kubelet); the controller polls /jobs/overview,
 # takes a user-requested savepoint (trigger + poll) and cancels with a savepoint.
-# submit_ticker: uploads the test jobs jar to the host Flink and runs testenv.Ticker (unbounded);
-# prints its job id
+# submit_ticker [PAUSE_MS]: uploads the test jobs jar to the host Flink and runs testenv.Ticker
+# (unbounded; a PAUSE_MS of -1 makes its source throw at once: Thread.sleep(-1), so Flink, with no
+# checkpointing and thus no restart strategy, reports the job FAILED within a second); prints its
+# job id
 submit_ticker() {
-  local jar
+  local jar args=''
+  [ -n "${1:-}" ] && args=",\"programArgsList\":[\"$1\"]"
   jar=$(curl -sf -X POST -F "jarfile=@$TESTENV_FLINK_JOBS_JAR;type=application/x-java-archive" \
     "$FLINK_REST_URL/jars/upload" | lua5.4 "$ROOT/tests/env/json.lua" filename) || return 1
-  curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":1}' \
+  curl -sf -X POST -H 'Content-Type: application/json' -d "{\"entryClass\":\"testenv.Ticker\",\"parallelism\":1$args}" \
     "$FLINK_REST_URL/jars/$(basename "$jar")/run" | lua5.4 "$ROOT/tests/env/json.lua" jobid
 }
 
@@ -246,6 +249,69 @@ case_flink() {
   }
   check "flink: cancelRequested -> POST /jobs/<id>/stop (stop-with-savepoint): _metadata on disk, Flink FINISHED, job Cancelled, cluster Stopped" t_flink_cancel
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
+}
+
+# case restart (issue 9 item 4) on the host Flink: a job that fails at once (Ticker -1) under
+# restartPolicy FromSavepointOnFailure, with the schedule of a policy copy that changes only the
+# constants at the top of job.lua (4 s, x2, at most 2 restarts: the operator's way to change it).
+# The test plays the submitter (its pod is kwok's and never runs): after each restart it submits
+# another failing Ticker and writes its id into the status. Each failure is shown Failed with
+# Flink's reason before the restart, which comes no sooner than the schedule says; each restart is
+# an Event naming its attempt (none dropped as a duplicate); after the limit the job stays Failed
+# and afterJobFails (DeleteTaskManager) applies.
+case_restart() {
+  local ns pdir
+  ns=$(new_ns restart)
+  pdir=$WORK/policies-restart
+  cp -r "$ROOT/policies" "$pdir"
+  sed -i 's/^job.RESTART_INITIAL_DELAY_SECONDS = 10$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
+    s/^job.RESTART_MAX_ATTEMPTS = 3$/job.RESTART_MAX_ATTEMPTS = 2/' "$pdir/job.lua"
+  grep -q '^job.RESTART_MAX_ATTEMPTS = 2$' "$pdir/job.lua" || echo "# could not patch job.lua"
+  start_controller restart --namespace "$ns" --policy-dir "$pdir"
+  sed "s/name: wordcount/name: crash/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints\\n    restartPolicy: FromSavepointOnFailure\\n    fromSavepoint: file://$TESTENV_DIR/flink/savepoints/none\\n    cleanupPolicy: {afterJobFails: DeleteTaskManager}|" \
+    "$ROOT/deploy/examples/wordcount.yaml" | sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null
+  job() { jp "$ns" flinkcluster/crash "{.status.components.job.$1}"; }
+  # fail_once N DELAY: a failing job becomes the cluster's; Failed with Flink's reason; restart N
+  # no sooner than DELAY s after the failure was shown
+  fail_once() {
+    local jid t0 t1 n=$1
+    poll 60 is_state "$ns" crash Running || { echo "cluster: $(state "$ns" crash)"; return 1; }
+    poll 30 eval '[ "$(job state)" = Pending ] && [ -z "$(job id)" ]' || { echo "job: $(job state) $(job id)"; return 1; }
+    jid=$(submit_ticker -1) && [ -n "$jid" ] || { echo "could not submit the failing Ticker"; return 1; }
+    kc -n "$ns" patch flinkcluster crash --subresource=status --type=merge \
+      -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null || return 1
+    poll 40 eval '[ "$(job state)" = Failed ]' || { echo "job: $(job state) $(job id)"; return 1; }
+    t0=$(date +%s)
+    expect "failureReason" "$(job failureReason)" "Flink reports job $jid FAILED" || return 1
+    [ -n "$(job nextRestartTime)" ] || { echo "no nextRestartTime"; return 1; }
+    poll 60 eval '[ "$(job restartCount)" = "$n" ]' || { echo "restartCount $(job restartCount)"; return 1; }
+    t1=$(date +%s)
+    echo "job $jid Failed, restart $1 after $((t1 - t0)) s (schedule: $2 s)"
+    [ $((t1 - t0)) -ge $(($2 - 1)) ] || { echo "restarted too soon"; return 1; }
+    kc -n "$ns" get events --field-selector involvedObject.name=crash,reason=JobRestarted \
+      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -q "^restart $1 of 2: job $jid Failed" ||
+      { echo "no JobRestarted event for attempt $1"; return 1; }
+  }
+  t_restart_1() { fail_once 1 4; }
+  check "restart: a job that fails at once (Ticker -1) is shown Failed with Flink's reason, restarted 4 s later (JobRestarted 1 of 2)" t_restart_1
+  t_restart_2() { fail_once 2 8; }
+  check "restart: it fails again: restarted 8 s later (backoff x2), a second JobRestarted Event" t_restart_2
+  t_restart_limit() {
+    local jid
+    poll 30 eval '[ "$(job state)" = Pending ] && [ -z "$(job id)" ]' || { echo "job: $(job state) $(job id)"; return 1; }
+    jid=$(submit_ticker -1) && [ -n "$jid" ] || return 1
+    kc -n "$ns" patch flinkcluster crash --subresource=status --type=merge \
+      -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null || return 1
+    poll 40 has_event "$ns" crash RestartLimitReached || { echo "no RestartLimitReached; job $(job state)"; return 1; }
+    poll 30 eval '! kc -n "$ns" get statefulset crash-taskmanager >/dev/null 2>&1' ||
+      { echo "TaskManager StatefulSet kept"; return 1; }
+    sleep 12
+    expect "job state after the limit" "$(job state)/$(job restartCount)/$(job id)" "Failed/2/$jid" || return 1
+    expect "cluster state" "$(state "$ns" crash)" PartiallyStopped || return 1
+    expect "JobRestarted Events" "$(kc -n "$ns" get events --field-selector involvedObject.name=crash,reason=JobRestarted -o name | wc -l)" 2
+  }
+  check "restart: the third failure is not restarted (RestartLimitReached): Failed for good, afterJobFails DeleteTaskManager" t_restart_limit
+  stop_controller restart >/dev/null
 }
 
 case_apiserver() {
