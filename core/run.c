@@ -76,6 +76,17 @@ static void run_flink_error_text(char *buf, size_t n, long status, json_t *body,
     }
 }
 
+/* st[name] when it is an object, else a new {} put there: the per-job-id answers of one kind. */
+static json_t *run_flink_map(json_t *st, const char *name)
+{
+    json_t *m = json_object_get(st, name);
+    if (!json_is_object(m)) {
+        m = json_object();
+        json_object_set_new(st, name, m);
+    }
+    return m;
+}
+
 int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
                      long status, const char *body, const char *error, double now)
 {
@@ -96,13 +107,8 @@ int run_flink_record(json_t *st, const char *result, const char *job_id, const c
         }
     } else if ((strcmp(result, "savepoint_trigger") == 0 || strcmp(result, "savepoint_status") == 0) &&
                job_id && *job_id) {
-        json_t *trs = json_object_get(st, "savepoint_triggers");
-        if (!json_is_object(trs)) {
-            trs = json_object();
-            json_object_set_new(st, "savepoint_triggers", trs);
-        }
-        json_t *t = json_object();
-        json_object_set_new(t, "time", json_integer((json_int_t)now));
+        json_t *trs = run_flink_map(st, "savepoint_triggers");
+        json_t *t = json_pack("{s:I}", "time", (json_int_t)now);
         int trigger = strcmp(result, "savepoint_trigger") == 0;
         const char *rid = NULL;
         if (trigger) {
@@ -140,6 +146,34 @@ int run_flink_record(json_t *st, const char *result, const char *job_id, const c
             json_object_set_new(t, "error", json_string(text));
         }
         json_object_set_new(trs, job_id, t);
+    } else if (strcmp(result, "exceptions") == 0 && job_id && *job_id) {
+        /* GET /jobs/<id>/exceptions (JobExceptionsInfoWithHistory): the newest entry's class
+         * and stack trace (bytes, bounded), parsed by the policies; the deprecated top-level
+         * root-exception when there is no history */
+        json_t *exs = run_flink_map(st, "exceptions");
+        json_t *t = json_pack("{s:I}", "time", (json_int_t)now);
+        json_t *e0 = json_array_get(json_object_get(json_object_get(doc, "exceptionHistory"), "entries"), 0);
+        const char *name = json_string_value(json_object_get(e0, "exceptionName"));
+        const char *trace = json_string_value(json_object_get(e0, "stacktrace"));
+        if (!trace)
+            trace = json_string_value(json_object_get(doc, "root-exception"));
+        if (ok && json_is_object(doc)) {
+            if (name)
+                json_object_set_new(t, "name", json_string(name));
+            if (trace) {
+                size_t n = strlen(trace);
+                if (n > RUN_FLINK_EXCEPTION_MAX) {
+                    n = RUN_FLINK_EXCEPTION_MAX;
+                    while (n > 0 && ((unsigned char)trace[n] & 0xC0) == 0x80)
+                        n--; /* not inside a UTF-8 sequence */
+                }
+                json_object_set_new(t, "stacktrace", json_stringn(trace, n));
+            }
+        } else {
+            run_flink_error_text(text, sizeof text, status, doc, error);
+            json_object_set_new(t, "error", json_string(text));
+        }
+        json_object_set_new(exs, job_id, t);
     }
     json_decref(doc);
     return 0;

@@ -6,6 +6,7 @@ local util = require("fc.util")
 local clock = require("lib.clock")
 local names = require("lib.names")
 local user_control = require("lib.control")
+local failure = require("lib.failure")
 
 local job = {}
 
@@ -66,11 +67,6 @@ local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", C
 -- an update's job is Updating (resubmitted from that savepoint).
 local STOPPED_AS = { ["job cancel"] = "Cancelled", update = "Updating" }
 
-local function bounded(text)
-  text = tostring(text)
-  if #text > job.FAILURE_REASON_MAX then text = text:sub(1, job.FAILURE_REASON_MAX - 3) .. "..." end
-  return text
-end
 
 --- job.map_flink_state(s) -> job state | nil for an unknown Flink state string.
 function job.map_flink_state(s)
@@ -133,16 +129,9 @@ local function submitter_failure(children, submitter)
       if uid and ref.uid == uid then
         for _, cs in ipairs((pod.status or {}).containerStatuses or {}) do
           local t = (cs.state or {}).terminated or (cs.lastState or {}).terminated
-          if t and type(t.message) == "string" and t.message:find("%S") and (tonumber(t.exitCode) or 1) ~= 0 then
-            -- the submit script writes the tail of `flink run`'s output: its last "Caused by:"
-            -- line is the root cause; else its first line
-            local cause
-            for line in t.message:gmatch("[^\n]+") do
-              if line:match("^%s*Caused by:") then cause = line end
-            end
-            cause = cause or t.message:match("%s*([^\n]+)")
-            return "submission failed: " .. cause:gsub("^%s+", ""):gsub("%s+$", "")
-          end
+          -- the submit script writes the tail of `flink run`'s output there
+          local cause = t and (tonumber(t.exitCode) or 1) ~= 0 and failure.cause(t.message, job.FAILURE_REASON_MAX)
+          if cause then return "submission failed: " .. cause end
         end
       end
     end
@@ -155,6 +144,14 @@ local function submitter_failure(children, submitter)
   return "submission failed: the submitter Job failed"
 end
 
+-- failureReason of a job Flink reports FAILED: with the root cause of its newest exception
+-- (GET /jobs/<id>/exceptions, recorded by the core in flink.exceptions[<id>]) once known.
+local function flink_failure(id, flink)
+  local ex = (flink.exceptions or {})[id] or {}
+  local cause = failure.cause(ex.stacktrace, job.FAILURE_REASON_MAX) or ex.name
+  return "Flink reports job " .. id .. " FAILED" .. (cause and (": " .. cause) or "")
+end
+
 local function find_flink_job(flink, id)
   for _, j in ipairs(flink.jobs or {}) do
     if (j.jid or j.id) == id then return j end
@@ -163,9 +160,11 @@ local function find_flink_job(flink, id)
 end
 
 --- job.observe(input) -> {job=<status.components.job>, flink_state=<Flink state or "">,
---   start_time=<unix seconds the job started in Flink, 0 when unknown>}
+--   start_time=<unix seconds the job started in Flink, 0 when unknown>,
+--   flink={{method=, path=}...} (GET /jobs/<id>/exceptions?maxExceptions=1 once for a FAILED job)}
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
---   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, savepoint_triggers={}},
+--   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, savepoint_triggers={},
+--   exceptions={<job id>={name=, stacktrace=, error=, time=}}},
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
@@ -192,7 +191,7 @@ function job.observe(input)
     out.id = submitted_id(input.children, submitter)
   end
   local flink = input.flink or {}
-  local flink_state, start_time = "", 0
+  local flink_state, start_time, asks = "", 0, {}
   out.missingSince = nil -- set again below while the grace period runs
   if out.id then
     local fj = flink.reachable and find_flink_job(flink, out.id) or nil
@@ -205,8 +204,11 @@ function job.observe(input)
         out.state = STOPPED_AS[sp.triggerReason]
       end
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
-      if out.state == "Failed" and old.state ~= "Failed" then
-        out.failureReason = "Flink reports job " .. out.id .. " FAILED"
+      if flink_state == "FAILED" then
+        out.failureReason = flink_failure(out.id, flink)
+        if not (flink.exceptions or {})[out.id] then
+          asks[1] = { method = "GET", path = "/jobs/" .. out.id .. "/exceptions?maxExceptions=1" }
+        end
       end
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
@@ -219,7 +221,7 @@ function job.observe(input)
       end
     end
   elseif submitter_failed(submitter) then
-    if out.state ~= "Failed" then out.failureReason = bounded(submitter_failure(input.children, submitter)) end
+    if out.state ~= "Failed" then out.failureReason = submitter_failure(input.children, submitter) end
     out.state = "Failed"
   elseif not job.TERMINAL[out.state] and out.state ~= "Updating" then
     out.state = "Pending"
@@ -228,7 +230,7 @@ function job.observe(input)
     out.restartAttempt = nil
   end
   if out.state == "Running" or out.state == "Pending" then out.failureReason = nil end
-  return { job = out, flink_state = flink_state, start_time = start_time }
+  return { job = out, flink_state = flink_state, start_time = start_time, flink = asks }
 end
 
 local function all_ready(components)

@@ -29,7 +29,7 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua" }) do
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -654,13 +654,21 @@ describe("reconcile.run with policies-min", function()
     local stale = children_of(objs, true)
     -- the failure is shown first (Failed, why, when the restart comes), nothing is deleted
     local r0 = reconcile.run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 110 })
-    assert.same({}, ops(r0))
+    assert.same({ "flink GET /jobs/" .. ID .. "/exceptions?maxExceptions=1" }, ops(r0))
+    assert.same({ "exceptions", ID }, { r0.actions[1].result, r0.actions[1].job_id })
     assert.equal("Failed", r0.status.components.job.state)
     assert.equal("Flink reports job " .. ID .. " FAILED", r0.status.components.job.failureReason)
     assert.equal(os.date("!%Y-%m-%dT%H:%M:%SZ", T0 + 120), r0.status.components.job.nextRestartTime)
     assert.equal(10, r0.requeue_after)
+    flink.exceptions = { [ID] = { name = "org.apache.flink.runtime.JobException", time = T0 + 111,
+      stacktrace = "org.apache.flink.runtime.JobException: Recovery is suppressed by NoRestartBackoffTimeStrategy\n"
+        .. "\tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure(...)\n"
+        .. "Caused by: java.lang.IllegalArgumentException: timeout value is negative\n\tat java.lang.Thread.sleep" } }
     local r = reconcile.run({ cluster = with_status(c, r0.status), children = stale, flink = flink, now = T0 + 120 })
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
+    assert.same({ type = "Warning", reason = "JobRestarted", message = "restart 1 of 3: job " .. ID .. " Failed (Flink "
+      .. "reports job " .. ID .. " FAILED: Caused by: java.lang.IllegalArgumentException: timeout value is negative), "
+      .. "resubmitted from /cache/savepoints/savepoint-1" }, r.events[1])
     assert.equal(1, r.status.components.job.restartCount)
     assert.equal("Pending", r.status.components.job.state)
     -- a cache that still shows the deleted submitter and its pod: no second restart, delete again
@@ -710,12 +718,13 @@ describe("reconcile.run over several passes (policies-min)", function()
     local id = ID
     for attempt, delay in ipairs({ 10, 20, 40 }) do
       w.flink.jobs = { { jid = id, state = "FAILED" } }
-      assert.same({}, w.pass())
+      assert.same({ "flink GET /jobs/" .. id .. "/exceptions?maxExceptions=1" }, w.pass())
       local j = w.cluster.status.components.job
       assert.equal("Failed", j.state)
       assert.equal(delay, w.last.requeue_after)
       assert.same({ "Warning job state Running -> Failed (job " .. id .. "): Flink reports job " .. id .. " FAILED" },
         events("JobStateChanged"))
+      w.flink.exceptions = { [id] = { error = "HTTP 404: Job not found", time = w.now } } -- no cause: asked once
       assert.same({}, w.pass(delay - 1)) -- 1 s before the restart is due
       assert.equal("Failed", w.cluster.status.components.job.state)
       assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass(1))
@@ -734,6 +743,7 @@ describe("reconcile.run over several passes (policies-min)", function()
     end
     -- the fourth failure: no restart, Failed for good, the cleanup of afterJobFails
     w.flink.jobs = { { jid = id, state = "FAILED" } }
+    w.flink.exceptions = { [id] = { name = "java.lang.IllegalArgumentException", time = w.now } }
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
     assert.same({ "Warning job " .. id .. " Failed after 3 restarts: not restarted again "

@@ -222,7 +222,7 @@ end
 -- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
 -- /jobs/<id>/savepoints, POST /jobs/<id>/stop (stop-with-savepoint: the same {"request-id"}
 -- answer, polled at the same URL) and GET /jobs/<id>/savepoints/<rid> ->
--- flink.savepoint_triggers[<id>].
+-- flink.savepoint_triggers[<id>]; GET /jobs/<id>/exceptions[?...] -> flink.exceptions[<id>].
 function reconcile.flink_action(target, method, path, body)
   local a = { op = "flink", method = method, path = path, body = body, target = target }
   if method == "GET" and path == "/jobs/overview" then
@@ -231,6 +231,8 @@ function reconcile.flink_action(target, method, path, body)
     a.result, a.job_id = "savepoint_trigger", path:match("^/jobs/(%x+)/")
   elseif method == "GET" and path:match("^/jobs/%x+/savepoints/[%w-]+$") then
     a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
+  elseif method == "GET" and (path:match("^/jobs/%x+/exceptions$") or path:match("^/jobs/%x+/exceptions%?")) then
+    a.result, a.job_id = "exceptions", path:match("^/jobs/(%x+)/")
   end
   return a
 end
@@ -289,9 +291,9 @@ local function run(host, snapshot)
     { cluster = defaulted, children = children, desired = {}, cleanup = "" })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
-  local jd, sd = {}, {}
+  local jd, sd, obs = {}, {}, {}
   if is_job then
-    local obs = call(host, "job", "observe", { cluster = defaulted, children = children, flink = flink, now = now })
+    obs = call(host, "job", "observe", { cluster = defaulted, children = children, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
       flink = flink, update = update, now = now })
@@ -400,7 +402,8 @@ local function run(host, snapshot)
   local function flink_action(method, path, body)
     result.actions[#result.actions + 1] = reconcile.flink_action(target, method, path, body)
   end
-  for _, from in ipairs({ { "savepoint", "decide", sd.flink }, { "job", "decide", jd.flink } }) do
+  for _, from in ipairs({ { "job", "observe", obs.flink }, { "savepoint", "decide", sd.flink },
+    { "job", "decide", jd.flink } }) do
     expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
     for i, f in ipairs(from[3] or {}) do
       expect(is_table(f) and type(f.method) == "string" and type(f.path) == "string"

@@ -283,6 +283,30 @@ int main(void)
     IS_STR(s, "{\"ab12\":{\"error\":\"Operation timed out\",\"request_id\":\"77\",\"time\":1700000000}}",
            "savepoint poll without an answer: transport error");
     free(s);
+    s = record("exceptions", "ab12", "/jobs/ab12/exceptions?maxExceptions=1", 200,
+               "{\"root-exception\":\"old\",\"exceptionHistory\":{\"entries\":[{\"exceptionName\":"
+               "\"org.apache.flink.runtime.JobException\",\"stacktrace\":\"JobException: Recovery is suppressed\\n"
+               "Caused by: java.lang.IllegalArgumentException: timeout value is negative\",\"timestamp\":1}],"
+               "\"truncated\":false}}", "", "exceptions");
+    IS_STR(s, "{\"ab12\":{\"name\":\"org.apache.flink.runtime.JobException\",\"stacktrace\":\"JobException: "
+              "Recovery is suppressed\\nCaused by: java.lang.IllegalArgumentException: timeout value is negative\","
+              "\"time\":1700000000}}", "exceptions 200: the newest entry's name and stack trace");
+    free(s);
+    {
+        char big[RUN_FLINK_EXCEPTION_MAX + 64], body[RUN_FLINK_EXCEPTION_MAX + 128];
+        memset(big, 'x', sizeof big - 1);
+        big[sizeof big - 1] = 0;
+        memcpy(big + RUN_FLINK_EXCEPTION_MAX - 1, "\xc3\xa9", 2); /* an e-acute across the bound */
+        snprintf(body, sizeof body, "{\"root-exception\":\"%s\"}", big);
+        s = record("exceptions", "ab12", "/jobs/ab12/exceptions", 200, body, "", "exceptions");
+        OK(s && strlen(s) == strlen("{\"ab12\":{\"stacktrace\":\"\",\"time\":1700000000}}") + RUN_FLINK_EXCEPTION_MAX - 1,
+           "exceptions: no history, root-exception cut before the UTF-8 sequence that crosses the bound");
+        free(s);
+    }
+    s = record("exceptions", "ab12", "/jobs/ab12/exceptions", 404, "{\"errors\":[\"Job not found\"]}", "",
+               "exceptions");
+    IS_STR(s, "{\"ab12\":{\"error\":\"HTTP 404: Job not found\",\"time\":1700000000}}", "exceptions 404: error");
+    free(s);
     s = record("", NULL, "/jobs/ab12?mode=cancel", 202, "", "", NULL);
     IS_STR(s, "{\"jobs\":[{\"jid\":\"old\"}],\"reachable\":true,\"savepoint_triggers\":{}}",
            "an action without result (cancel) records nothing");
