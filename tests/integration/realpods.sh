@@ -123,7 +123,8 @@ case_realticker() {
       expect "$key" "$(printf '%s' "$conf" | config_value "$key")" "$want" || return 1
     done
     # and the TaskManager registered with the slots the ConfigMap gives it
-    expect "TaskManager slots" "$(jm_get "$ns" ticker /overview | jget slots-total)" 2
+    slots() { [ "$(jm_get "$ns" ticker /overview | jget slots-total)" = 2 ]; }
+    poll 30 slots || { echo "slots-total: $(jm_get "$ns" ticker /overview | jget slots-total), want 2"; return 1; }
   }
   check "$desc: the JobManager's /jobmanager/config shows the ConfigMap's values; the TaskManager has its 2 slots" t_ticker_config
   t_ticker_savepoint() {
@@ -188,14 +189,15 @@ case_realticker() {
 case_incluster() {
   local desc="in-cluster: kubectl apply -k deploy/ (controller image built here)"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  local ns ov=$WORK/overlay
+  local ns ov=$ROOT/build/incluster-overlay-$$
   ns=$(new_ns incluster real)
+  # kustomize takes a base by a path relative to the overlay, so the overlay lives in build/
   mkdir -p "$ov"
   cat >"$ov/kustomization.yaml" <<EOK
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - $ROOT/deploy
+  - ../../deploy
 images:
   - name: flink-controller
     newName: localhost/flink-controller
@@ -210,8 +212,8 @@ EOK
   t_incluster_image() {
     "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" >"$WORK/controller-image.log" 2>&1 ||
       { tail -n 20 "$WORK/controller-image.log"; return 1; }
-    "$ROOT/tests/env/images.sh" import "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 ||
-      { tail -n 20 "$WORK/controller-image.log"; return 1; }
+    ctr --address "$TESTENV_DIR/node/containerd.sock" --namespace k8s.io images import --snapshotter overlayfs \
+      "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 || { tail -n 20 "$WORK/controller-image.log"; return 1; }
   }
   check "$desc: the controller image builds and is on the node" t_incluster_image
   t_incluster_ready() {
@@ -221,9 +223,10 @@ EOK
     expect "ServiceAccount" "$(kc -n flink-system get pods -l app.kubernetes.io/name=flink-controller \
       -o 'jsonpath={range .items[*]}{.spec.serviceAccountName}{" "}{end}')" "flink-controller flink-controller " || return 1
     local holder
+    # the holder identity is <pod name>_<random suffix> (POD_NAME from the downward API)
     holder_is_pod() {
       holder=$(jp flink-system lease/flink-controller '{.spec.holderIdentity}')
-      [ -n "$holder" ] && kc -n flink-system get pod "$holder" >/dev/null 2>&1
+      [ -n "$holder" ] && kc -n flink-system get pod "${holder%_*}" >/dev/null 2>&1
     }
     poll 60 holder_is_pod || { echo "Lease holder '$holder' is not a controller pod"; return 1; }
   }
@@ -244,4 +247,5 @@ EOK
   kc -n flink-system delete deployment flink-controller --wait=true --timeout=60s >/dev/null 2>&1
   kc delete namespace flink-system --wait=false >/dev/null 2>&1
   kc delete clusterrolebinding,clusterrole flink-controller >/dev/null 2>&1
+  rm -rf "$ov"
 }
