@@ -76,7 +76,7 @@ while [ $((SECONDS - t0)) -lt "$TIMEOUT" ]; do
   kill -0 "$ctl" 2>/dev/null || { printf '\n'; say "the controller exited:"; tail -n 20 "$OUT/controller.log"; exit 1; }
   state=$(field "flinkcluster/$NAME" '{.status.state}')
   job=$(field "flinkcluster/$NAME" '{.status.components.job.state}')
-  pods=$(field pods '{range .items[*]}{.metadata.labels.component}{"="}{.status.phase}{" "}{end}')
+  pods=$(field pods '{range .items[*]}{.metadata.name}{"="}{.status.phase}{" "}{end}' | sed "s/$NAME-//g")
   printf '\r\033[K[demo] %3d s  cluster=%-12s job=%-10s pods: %s' "$((SECONDS - t0))" "${state:--}" "${job:--}" \
     "${pods:--}"
   [ "$job" = Running ] && [ "$seen_running" -eq 0 ] && { seen_running=$SECONDS; printf '\n'; say "job Running"; }
@@ -108,6 +108,6 @@ say "job $result after $((SECONDS - t0)) s; cluster $state. The FlinkCluster and
 sp=$(field "flinkcluster/$NAME" '{.status.components.job.savepointLocation}')
 [ -z "$sp" ] || say "savepoint: $sp"
 say "events:"
-"${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" \
+"${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" --sort-by=.lastTimestamp \
   -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
 exit 0
