@@ -280,13 +280,18 @@ function job.decide(input)
       j.staleSubmitterUID = (submitter.metadata or {}).uid
     end
   end
-  local running = j.state == "Running" and j.id ~= nil
   local cancelling = input.flink_state == "CANCELLING"
   -- the savepoint of this job taken by stop-with-savepoint: done, or still in flight
   local sp_now = input.savepoint or {}
   local of_job = sp_now.stop and j.id ~= nil and sp_now.jobID == j.id
   local stopped = of_job and sp_now.state == "Succeeded"
   local stop_in_flight = of_job and sp_now.state == "InProgress"
+  if stopped and (input.flink_state == "FINISHED" or input.flink_state == "FAILED") then
+    -- ended by our stop: FAILED when it failed while stopping after its savepoint (savepoint.lua)
+    j.state = STOPPED_AS[sp_now.triggerReason] or j.state
+    j.failureReason = nil
+  end
+  local running = j.state == "Running" and j.id ~= nil
 
   local function cancel()
     if running and not cancelling then

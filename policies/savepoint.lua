@@ -20,7 +20,10 @@
 -- success Flink reports the job FINISHED (job.lua maps that to Cancelled/Updating, not
 -- Succeeded). status.savepoint.stop = true (ours) marks such a savepoint. When the stop fails
 -- (e.g. a task already finished), the next pass falls back to a plain savepoint, which job.lua
--- follows with a cancel. An update always restores from the savepoint of the job it ended.
+-- follows with a cancel. A stop that wrote its savepoint and then failed stopping (Flink's
+-- StopWithSavepointStoppingException: "A savepoint has been created at: <path>, but the
+-- corresponding job <id> failed during stopping") counts as Succeeded with that path. An update
+-- always restores from the savepoint of the job it ended.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
@@ -104,10 +107,16 @@ function savepoint.decide(input)
       end
     end
     if sp.state == "InProgress" and sp.triggerID then
+      local created = sp.stop and type(trig and trig.failure) == "string"
+        and trig.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
       if trig and trig.request_id == sp.triggerID and trig.status == "COMPLETED" then
-        if trig.location then
-          finish("Succeeded", nil)
-          j.savepointLocation = trig.location
+        if trig.location or created then
+          -- `created`: the stop wrote its savepoint, then the job failed while stopping (Flink's
+          -- StopWithSavepointStoppingException); the savepoint is consistent and used as such,
+          -- as the Flink Kubernetes operator does (flink-rest-notes.md, POST /jobs/:jobid/stop)
+          finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
+            .. trig.failure) or nil)
+          j.savepointLocation = trig.location or created
           j.lastSavepointTime = clock.format(now)
         else
           finish("Failed", tostring(trig.failure or "savepoint failed"))
@@ -135,7 +144,9 @@ function savepoint.decide(input)
     if control_live then return control.name == name end
     return ann == name and not user_control.just_finished(control, name, now)
   end
-  local control_since = control_live and (clock.parse(control.updateTime) or 0) or now
+  -- a control that starts in this pass matches no savepoint yet, not even one requested earlier
+  -- in the same second: it triggers its own (its updateTime is then that savepoint's requestTime)
+  local control_since = control_live and (clock.parse(control.updateTime) or 0) or math.huge
   local asked = {}
   if control_asks(user_control.JOB_CANCEL) then
     asked["job cancel"] = { since = control_since, retry = false }

@@ -14,8 +14,9 @@ describe("policies/savepoint.lua", function()
     it("has the cases", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
-        "completed-failure", "completed-location", "generation-request", "stop-failed-fallback", "trigger-error",
-        "trigger-request-id", "update-stops-despite-recent-savepoint",
+        "completed-failure", "completed-location", "control-new-savepoint-same-second", "generation-request",
+        "stop-created-job-failed", "stop-failed-fallback", "trigger-error", "trigger-request-id",
+        "update-stops-despite-recent-savepoint",
       })
     end)
     for _, case in ipairs(all) do
