@@ -17,10 +17,11 @@ job.CONTROL_JOB_CANCEL = user_control.JOB_CANCEL
 
 --- Seconds between Flink REST polls while the job is not in a terminal state.
 job.POLL_SECONDS = 10
---- Seconds a job seen live may be missing from a reachable JobManager's /jobs/overview before
--- it is Lost: right after a JobManager (re)start the list is empty while HA recovery brings the
--- job back (flink-rest-notes.md, GET /jobs/overview: "confirm over several polls"), and a Lost
--- job is resubmitted by FromSavepointOnFailure, which would then run it twice. 3 polls.
+--- Seconds a job id may be missing from a reachable JobManager's /jobs/overview (whether it ran
+-- before or was never listed) before it is Lost: right after a JobManager (re)start the list is
+-- empty while HA recovery brings the job back (flink-rest-notes.md, GET /jobs/overview: "confirm
+-- over several polls"), and a Lost job is resubmitted by FromSavepointOnFailure, which would then
+-- run it twice. 3 polls. Fixtures: job/observe-missing-grace, observe-lost, observe-never-listed-lost.
 job.LOST_AFTER_SECONDS = 3 * job.POLL_SECONDS
 
 --- Restart schedule of restartPolicy FromSavepointOnFailure. Change these to change how often
@@ -62,11 +63,11 @@ local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails"
 local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
   Lost = "KeepCluster" }
 
--- Job state of a job that Flink reports FINISHED after our stop-with-savepoint, by the
--- savepoint's reason: a cancel is Cancelled (afterJobCancelled applies, not afterJobSucceeds);
--- an update's job is Updating (resubmitted from that savepoint).
+-- Job state of a job that Flink reports FINISHED after our stop-with-savepoint (or FAILED after
+-- its savepoint was written), by the savepoint's reason: a cancel is Cancelled
+-- (afterJobCancelled applies, not afterJobSucceeds); an update's job is Updating (resubmitted
+-- from that savepoint).
 local STOPPED_AS = { ["job cancel"] = "Cancelled", update = "Updating" }
-
 
 --- job.map_flink_state(s) -> job state | nil for an unknown Flink state string.
 function job.map_flink_state(s)

@@ -251,6 +251,13 @@ case_flink() {
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
 }
 
+# set_job NS NAME ID STATE: the job id and state written into the FlinkCluster's status, as the
+# submitter's termination message would bring them under a kubelet (kwok's pods never run)
+set_job() {
+  kc -n "$1" patch flinkcluster "$2" --subresource=status --type=merge \
+    -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$3\",\"state\":\"$4\"}}}}" >/dev/null
+}
+
 # case restart (issue 9 item 4) on the host Flink: a job that fails at once (Ticker -1) under
 # restartPolicy FromSavepointOnFailure, with the schedule of a policy copy that changes only the
 # constants at the top of job.lua (4 s, x2, at most 2 restarts: the operator's way to change it).
@@ -278,8 +285,7 @@ case_restart() {
     poll 60 is_state "$ns" crash Running || { echo "cluster: $(state "$ns" crash)"; return 1; }
     poll 30 eval '[ "$(job state)" = Pending ] && [ -z "$(job id)" ]' || { echo "job: $(job state) $(job id)"; return 1; }
     jid=$(submit_ticker -1) && [ -n "$jid" ] || { echo "could not submit the failing Ticker"; return 1; }
-    kc -n "$ns" patch flinkcluster crash --subresource=status --type=merge \
-      -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null || return 1
+    set_job "$ns" crash "$jid" Running || return 1
     poll 40 eval '[ "$(job state)" = Failed ]' || { echo "job: $(job state) $(job id)"; return 1; }
     t0=$(date +%s)
     case "$(job failureReason)" in "Flink reports job $jid FAILED"*) ;; *) echo "failureReason: $(job failureReason)"; return 1 ;; esac
@@ -301,8 +307,7 @@ case_restart() {
     local jid
     poll 30 eval '[ "$(job state)" = Pending ] && [ -z "$(job id)" ]' || { echo "job: $(job state) $(job id)"; return 1; }
     jid=$(submit_ticker -1) && [ -n "$jid" ] || return 1
-    kc -n "$ns" patch flinkcluster crash --subresource=status --type=merge \
-      -p "{\"status\":{\"components\":{\"job\":{\"id\":\"$jid\",\"state\":\"Running\"}}}}" >/dev/null || return 1
+    set_job "$ns" crash "$jid" Running || return 1
     poll 40 has_event "$ns" crash RestartLimitReached || { echo "no RestartLimitReached; job $(job state)"; return 1; }
     poll 30 eval '! kc -n "$ns" get statefulset crash-taskmanager >/dev/null 2>&1' ||
       { echo "TaskManager StatefulSet kept"; return 1; }
@@ -313,6 +318,40 @@ case_restart() {
   }
   check "restart: the third failure is not restarted (RestartLimitReached): Failed for good, afterJobFails DeleteTaskManager" t_restart_limit
   stop_controller restart >/dev/null
+}
+
+# case lost (issue 9 item 5) on the host Flink: a job id the JobManager never lists (one the
+# submitter would have reported, written into the status here) is not Pending for ever: after
+# job.LOST_AFTER_SECONDS (30 s) of answers without it the job is Lost, with the reason in the
+# status and a Warning Event, and Lost counts as failed: afterJobFails (DeleteTaskManager) applies.
+case_lost() {
+  local ns ghost=00000000000000000000000000000bad
+  ns=$(new_ns lost)
+  start_controller lost --namespace "$ns"
+  sed "s/name: wordcount/name: ghost/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints\\n    cleanupPolicy: {afterJobFails: DeleteTaskManager}|" \
+    "$ROOT/deploy/examples/wordcount.yaml" | sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null
+  job() { jp "$ns" flinkcluster/ghost "{.status.components.job.$1}"; }
+  t_lost() {
+    local t0
+    poll 60 is_state "$ns" ghost Running || { echo "cluster: $(state "$ns" ghost)"; return 1; }
+    set_job "$ns" ghost "$ghost" Pending || return 1
+    t0=$(date +%s)
+    poll 20 eval '[ -n "$(job missingSince)" ]' || { echo "no missingSince: $(job state)"; return 1; }
+    expect "job state during the grace" "$(job state)" Pending || return 1
+    poll 60 eval '[ "$(job state)" = Lost ]' || { echo "job: $(job state)"; return 1; }
+    echo "Lost after $(($(date +%s) - t0)) s"
+    [ $(($(date +%s) - t0)) -ge 29 ] || { echo "Lost before the 30 s grace"; return 1; }
+    case "$(job failureReason)" in "job $ghost not listed by the JobManager for "*) ;;
+      *) echo "failureReason: $(job failureReason)"; return 1 ;; esac
+    kc -n "$ns" get events --field-selector involvedObject.name=ghost,reason=JobStateChanged,type=Warning \
+      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "job state Pending -> Lost (job $ghost): job $ghost not listed" ||
+      { echo "no Warning JobStateChanged with the reason"; return 1; }
+    poll 30 eval '! kc -n "$ns" get statefulset ghost-taskmanager >/dev/null 2>&1' ||
+      { echo "TaskManager StatefulSet kept: Lost did not count as failed"; return 1; }
+    expect "cluster state" "$(state "$ns" ghost)" PartiallyStopped
+  }
+  check "lost: an id the JobManager never lists: Pending through the 30 s grace, then Lost with the reason (status, Warning Event), afterJobFails DeleteTaskManager" t_lost
+  stop_controller lost >/dev/null
 }
 
 case_apiserver() {

@@ -5,7 +5,7 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart, and on the real node
+#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost, and on the real node
 #                                        (realpods.sh) realjob realticker incluster
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -73,7 +73,7 @@ trap cleanup EXIT
 . "$HERE/proxy.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart realjob realticker incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost realjob realticker incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
