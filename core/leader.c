@@ -565,6 +565,15 @@ double leader_step(leader_elector *e)
 }
 
 int leader_is_leader(const leader_elector *e) { return e ? e->leading : 0; }
+
+int leader_may_write(leader_elector *e)
+{
+    if (!e || !e->leading || e->releasing)
+        return 0;
+    /* the loop's cached time lags behind after a long callback: the fence reads the real clock */
+    double now = e->o.now ? e->o.now(e->o.now_ud) : e->loop ? ev_time() : 0;
+    return now - e->last_renew < e->o.renew_deadline_s;
+}
 const char *leader_holder(const leader_elector *e) { return e ? e->seen.holder : ""; }
 const char *leader_identity(const leader_elector *e) { return e ? e->identity : ""; }
 int leader_stopped(const leader_elector *e) { return e ? e->stopped : 1; }

@@ -167,6 +167,14 @@ double leader_step(leader_elector *e);
 void leader_answer(leader_elector *e, long status, const char *body);
 
 int leader_is_leader(const leader_elector *e);
+/* The write fence: 1 while leading AND the last successful renewal is younger than the renew
+ * deadline by the elector's clock read now; 0 otherwise (never led, lost, released, or the
+ * deadline already passed although no timer has run leader_step yet, e.g. a busy loop; with
+ * the loop clock it reads ev_time(), not the cached ev_now()).
+ * client-go stops leading at the renew deadline (leaderelection.go renew: "failed to renew
+ * lease ... timed out"); callers check this right before each write so nothing is written
+ * once the deadline passed, not only after on_stopped_leading ran. */
+int leader_may_write(leader_elector *e);
 /* The holder last observed ("" when none or unknown). */
 const char *leader_holder(const leader_elector *e);
 const char *leader_identity(const leader_elector *e);

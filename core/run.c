@@ -397,6 +397,12 @@ struct run_ctx {
     int exit_code;
     json_t *flink;   /* "ns/name" -> the cluster's flink snapshot state */
     json_t *emitted; /* "ns/name" -> {"type reason message": unix time emitted} */
+    /* "ns/name" -> {"deadline": unix s, "objects": {"<kind index>/<name>": {"rv": s} | {"uid": s}}}:
+     * the controller's own writes the cache must show before the key's next pass */
+    json_t *expect;
+    json_t *kept;    /* "ns/name" -> {"sent": status, "kept": the status the server answered with} */
+    json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
+    struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
     struct run_item *items;
     ev_signal sig_term, sig_int;
     ev_timer stop_timer;
@@ -410,7 +416,7 @@ struct run_ctx {
     unsigned long reconciles, reconcile_errors, actions_done, action_errors;
 };
 
-enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_EVENTS, PHASE_DONE };
+enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_EVENTS, PHASE_DONE };
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
 enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS };
@@ -427,15 +433,31 @@ struct run_item {
     size_t next;     /* next action / event index */
     int failed;
     int conflict;
+    int status_refused; /* the status write failed or met a 409: the annotation stays */
+    int waiting;        /* the cache lacks our last writes: no pass ran */
+    int fenced;         /* leadership lost: the rest of the pass was dropped */
     kube_call *call;
-    run_flink_call *fcall;
     char what[600];   /* the action in flight, for logs */
     enum run_write write;
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
-    char flink_result[32];
-    char flink_job[80];
-    char flink_path[512];
+    json_t *sent;     /* the status being written */
+    char del_uid[64]; /* uid of the object being deleted */
+    int del_kind;     /* its index in run_kinds, -1 when not watched */
+    json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
     double started; /* ev_time() when taken off the queue */
+};
+
+/* A Flink REST call in flight for a key; its answer goes into the key's flink state and
+ * enqueues the key. */
+struct run_fcall {
+    struct run_ctx *ctx;
+    struct run_fcall *next;
+    char *key;
+    char sig[600]; /* "<METHOD> <path>": one call per key and signature at a time */
+    char result[32];
+    char job[80];
+    char path[512];
+    run_flink_call *call;
 };
 
 static void run_item_step(struct run_item *it);
@@ -566,6 +588,151 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     return snap;
 }
 
+/* ---- expectations: act only on what has been seen ------------------------------------------- */
+
+int run_rv_at_least(const char *have, const char *want)
+{
+    if (!have || !want)
+        return 0;
+    size_t hl = strspn(have, "0123456789"), wl = strspn(want, "0123456789");
+    if (!hl || !wl || have[hl] || want[wl])
+        return strcmp(have, want) == 0;
+    while (*have == '0' && hl > 1)
+        have++, hl--;
+    while (*want == '0' && wl > 1)
+        want++, wl--;
+    return hl != wl ? hl > wl : strcmp(have, want) >= 0;
+}
+
+/* The index in run_kinds of an object's kind (apiVersion and kind as the server answers), -1
+ * when it is not watched. */
+static int run_kind_of(json_t *obj)
+{
+    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    for (int k = 0; kind && k < RUN_NKINDS; k++)
+        if (strcmp(run_kinds[k]->kind, kind) == 0 && (!av || strcmp(run_kinds[k]->api_version, av) == 0))
+            return k;
+    return -1;
+}
+
+/* Records that the key's next pass waits until the cache shows `want` for object `name` of
+ * kind index `k` ({"rv": <resourceVersion or newer>} or {"uid": <gone, or another uid>});
+ * steals `want`. Each write restarts the key's RUN_EXPECT_TTL_S. */
+static void run_expect(struct run_ctx *ctx, const char *key, int k, const char *name, json_t *want)
+{
+    json_t *e = json_object_get(ctx->expect, key);
+    char id[320];
+    if (k < 0 || !name || snprintf(id, sizeof id, "%d/%s", k, name) >= (int)sizeof id) {
+        json_decref(want);
+        return;
+    }
+    if (!e) {
+        e = json_pack("{s:f, s:{}}", "deadline", 0.0, "objects");
+        json_object_set_new(ctx->expect, key, e);
+    }
+    json_object_set_new(e, "deadline", json_real(ev_time() + RUN_EXPECT_TTL_S));
+    json_object_set_new(json_object_get(e, "objects"), id, want);
+}
+
+/* The object a write answered with (`obj`, kind index `k`): the cache must reach its
+ * resourceVersion. Children the reflectors cannot see (no cluster label) expect nothing. */
+static void run_expect_written(struct run_ctx *ctx, const char *key, int k, json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
+    json_t *labels = json_object_get(meta, "labels");
+    const char *app = json_string_value(json_object_get(labels, "app"));
+    if (!rv || (k > 0 && (!json_is_string(json_object_get(labels, "cluster")) || !app || strcmp(app, "flink"))))
+        return;
+    run_expect(ctx, key, k, json_string_value(json_object_get(meta, "name")), json_pack("{s:s}", "rv", rv));
+}
+
+/* Seconds the key still waits for the cache (> 0), or 0 when every expectation is met (or they
+ * expired: logged), then forgotten. */
+static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, const char *ns)
+{
+    json_t *e = json_object_get(ctx->expect, key);
+    if (!e)
+        return 0;
+    json_t *objs = json_object_get(e, "objects");
+    const char *id;
+    json_t *want;
+    void *tmp;
+    json_object_foreach_safe(objs, tmp, id, want)
+    {
+        int k = atoi(id);
+        const char *name = strchr(id, '/') + 1;
+        json_t *have = k >= 0 && k < RUN_NKINDS && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
+        json_t *hm = json_object_get(have, "metadata");
+        const char *uid = json_string_value(json_object_get(want, "uid"));
+        int met = uid ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
+                      : have && run_rv_at_least(json_string_value(json_object_get(hm, "resourceVersion")),
+                                                json_string_value(json_object_get(want, "rv")));
+        if (met)
+            json_object_del(objs, id);
+    }
+    double left = json_number_value(json_object_get(e, "deadline")) - ev_time();
+    if (json_object_size(objs) && left <= 0)
+        run_log(LOG_WARN, key, "the cache still lacks %zu of the controller's own writes after %.0f s: "
+                "the pass runs anyway", json_object_size(objs), RUN_EXPECT_TTL_S);
+    if (!json_object_size(objs) || left <= 0) {
+        json_object_del(ctx->expect, key);
+        return 0;
+    }
+    return left;
+}
+
+/* A copy of a status without lastUpdateTime (each pass that finds a difference stamps it). */
+static json_t *run_unstamped(json_t *status)
+{
+    json_t *c = json_copy(status);
+    json_object_del(c, "lastUpdateTime");
+    return c;
+}
+
+/* 1 when a pass's new `status` is the one this controller last wrote for the key (but for the
+ * stamp) and the `cached` status is what the server kept of that write: writing it again could
+ * only be pruned again (a CRD whose status schema lacks fields). */
+static int run_status_kept(struct run_ctx *ctx, const char *key, json_t *status, json_t *cached)
+{
+    json_t *last = json_object_get(ctx->kept, key);
+    if (!last || !json_equal(json_object_get(last, "kept"), cached))
+        return 0;
+    json_t *a = run_unstamped(status), *b = run_unstamped(json_object_get(last, "sent"));
+    int same = json_equal(a, b);
+    json_decref(a);
+    json_decref(b);
+    return same;
+}
+
+/* Cancels the Flink calls in flight of `key` (NULL: all); their answers are never used. */
+static void run_cancel_fcalls(struct run_ctx *ctx, const char *key)
+{
+    for (struct run_fcall **p = &ctx->fcalls; *p;) {
+        struct run_fcall *c = *p;
+        if (!key || strcmp(c->key, key) == 0) {
+            *p = c->next;
+            run_flink_cancel(c->call);
+            free(c->key);
+            free(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+/* Forgets what was kept for a key whose FlinkCluster is gone. */
+static void run_forget_key(struct run_ctx *ctx, const char *key)
+{
+    json_object_del(ctx->flink, key);
+    json_object_del(ctx->emitted, key);
+    json_object_del(ctx->expect, key);
+    json_object_del(ctx->kept, key);
+    json_object_del(ctx->fresh, key);
+    run_cancel_fcalls(ctx, key);
+}
+
 /* ---- items: executing one key's result ----------------------------------------------------- */
 
 static void run_item_free(struct run_item *it)
@@ -578,6 +745,8 @@ static void run_item_free(struct run_item *it)
         }
     json_decref(it->cluster);
     json_decref(it->result);
+    json_decref(it->sent);
+    json_decref(it->fresh);
     free(it->key);
     free(it);
 }
@@ -589,12 +758,19 @@ static void run_item_finish(struct run_item *it)
     double requeue = json_is_number(ra) ? json_number_value(ra) : 0;
     const char *res = it->conflict ? "conflict" : it->failed ? "error" : requeue > 0 ? "requeue" : "success";
     const char *rv[] = {res};
-    metrics_inc(ctx->m.reconcile_total, rv);
-    if (it->started > 0)
-        metrics_observe(ctx->m.reconcile_duration, rv, ev_time() - it->started);
-    if (it->conflict) {
-        run_log(LOG_INFO, it->key, "status conflict: requeued at once");
-        workqueue_add(ctx->q, it->key);
+    if (!it->waiting && !it->fenced) {
+        metrics_inc(ctx->m.reconcile_total, rv);
+        if (it->started > 0)
+            metrics_observe(ctx->m.reconcile_duration, rv, ev_time() - it->started);
+    }
+    if (it->waiting || it->fenced) {
+        /* waiting: the watch event that brings our write enqueues the key (or the timeout set
+         * by run_process); fenced: nothing more from this replica */
+    } else if (it->conflict) {
+        /* a write of someone else came in between: the watch brings it; meanwhile back off as
+         * for a failure (client-go: AddRateLimited on any error, conflicts included) */
+        double d = workqueue_add_rate_limited(ctx->q, it->key);
+        run_log(LOG_INFO, it->key, "status conflict: retry in %.3f s", d);
     } else if (it->failed) {
         ctx->reconcile_errors++;
         double d = workqueue_add_rate_limited(ctx->q, it->key);
@@ -648,29 +824,98 @@ static void run_kube_done(const kube_result *res, void *ud)
         run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
         it->conflict = 1;
+        it->status_refused = 1;
     } else if (!ok) {
         ctx->action_errors++;
         it->failed = 1;
+        it->status_refused |= it->phase == PHASE_STATUS;
         run_log(LOG_ERROR, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
         run_failure_event(it, res->status, res->message);
     } else {
         ctx->actions_done++;
         run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, res->status);
+        /* what the next pass waits to see in the cache */
+        if (it->write == WRITE_DELETE)
+            run_expect(ctx, it->key, it->del_kind, strrchr(it->what, ' ') + 1,
+                       json_pack("{s:s}", "uid", it->del_uid));
+        else if (it->phase != PHASE_EVENTS)
+            run_expect_written(ctx, it->key, it->write == WRITE_APPLY ? run_kind_of(res->body) : 0, res->body);
+        if (it->write == WRITE_STATUS)
+            json_object_set_new(ctx->kept, it->key,
+                                json_pack("{s:O, s:O?}", "sent", it->sent,
+                                          "kept", json_object_get(res->body, "status")));
     }
     run_item_step(it);
 }
 
-static void run_flink_done(long status, const char *body, const char *error, void *ud)
+static void run_fcall_done(long status, const char *body, const char *error, void *ud)
 {
-    struct run_item *it = ud;
-    it->fcall = NULL;
-    json_t *st = run_flink_state(it->ctx, it->key);
-    run_flink_record(st, it->flink_result, it->flink_job, it->flink_path, status, body, error, (double)time(NULL));
+    struct run_fcall *c = ud;
+    struct run_ctx *ctx = c->ctx;
+    for (struct run_fcall **p = &ctx->fcalls; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    run_flink_record(run_flink_state(ctx, c->key), c->result, c->job, c->path, status, body, error,
+                     (double)time(NULL));
     if (status < 200 || status >= 300)
-        run_log(LOG_WARN, it->key, "%s: %s", it->what, *error ? error : *body ? body : "failed");
+        run_log(LOG_WARN, c->key, "flink %s: %s", c->sig, *error ? error : *body ? body : "failed");
     else
-        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, status);
-    run_item_step(it);
+        run_log(LOG_DEBUG, c->key, "flink %s: HTTP %ld", c->sig, status);
+    /* the next pass uses this answer at once (and does not ask the same again) */
+    json_t *f = json_object_get(ctx->fresh, c->key);
+    if (!f) {
+        f = json_object();
+        json_object_set_new(ctx->fresh, c->key, f);
+    }
+    json_object_set_new(f, c->sig, json_true());
+    if (!ctx->stopping)
+        workqueue_add(ctx->q, c->key);
+    free(c->key);
+    free(c);
+}
+
+/* Starts the Flink call of action `a` on the loop, detached from the item (a hung JobManager
+ * holds no worker). Skipped when the same call of this key is in flight, or when its answer is
+ * what this pass was run for. */
+static void run_start_fcall(struct run_item *it, json_t *a)
+{
+    struct run_ctx *ctx = it->ctx;
+    const char *method = json_string_value(json_object_get(a, "method"));
+    const char *path = json_string_value(json_object_get(a, "path"));
+    const char *result = json_string_value(json_object_get(a, "result"));
+    const char *job = json_string_value(json_object_get(a, "job_id"));
+    struct run_fcall *c = calloc(1, sizeof *c);
+    char err[512] = "out of memory";
+    if (!c || !(c->key = strdup(it->key))) {
+        free(c);
+        run_log(LOG_WARN, it->key, "flink %s %s: %s", method ?: "?", path ?: "?", err);
+        return;
+    }
+    c->ctx = ctx;
+    snprintf(c->sig, sizeof c->sig, "%s %s", method ?: "?", path ?: "?");
+    snprintf(c->result, sizeof c->result, "%s", result ? result : "");
+    snprintf(c->job, sizeof c->job, "%s", job ? job : "");
+    snprintf(c->path, sizeof c->path, "%s", path ? path : "");
+    int busy = json_object_get(it->fresh, c->sig) != NULL;
+    for (struct run_fcall *o = ctx->fcalls; o && !busy; o = o->next)
+        busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
+    if (!busy)
+        c->call = run_flink_start(&ctx->flink_env, a, run_fcall_done, c, err, sizeof err);
+    if (c->call) {
+        c->next = ctx->fcalls;
+        ctx->fcalls = c;
+        return;
+    }
+    if (!busy) {
+        /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
+        run_flink_record(run_flink_state(ctx, it->key), c->result, c->job, c->path, 0, NULL, err,
+                         (double)time(NULL));
+        run_log(LOG_WARN, it->key, "flink %s: %s", c->sig, err);
+    }
+    free(c->key);
+    free(c);
 }
 
 /* Starts one action; 1 when started (its callback continues the item), 0 when it failed at
@@ -706,6 +951,16 @@ static int run_start_action(struct run_item *it, json_t *a)
         it->verb = "DELETE";
         it->write = WRITE_DELETE;
         const kube_kind *k = kube_kind_find(NULL, kind);
+        struct run_ns *rn = run_ns_for(ctx, it->ns);
+        it->del_kind = -1;
+        it->del_uid[0] = '\0';
+        for (int i = 0; k && name && rn && i < RUN_NKINDS; i++)
+            if (run_kinds[i] == k && rn->r[i]) {
+                const char *uid = json_string_value(
+                    json_object_get(json_object_get(reflector_get(rn->r[i], it->ns, name), "metadata"), "uid"));
+                it->del_kind = i;
+                snprintf(it->del_uid, sizeof it->del_uid, "%s", uid ? uid : "");
+            }
         if (!k || !name)
             snprintf(err, sizeof err, "unknown kind or no name");
         else
@@ -733,21 +988,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         if (it->call)
             return 1;
     } else if (strcmp(op, "flink") == 0) {
-        const char *method = json_string_value(json_object_get(a, "method"));
-        const char *path = json_string_value(json_object_get(a, "path"));
-        const char *result = json_string_value(json_object_get(a, "result"));
-        const char *job = json_string_value(json_object_get(a, "job_id"));
-        snprintf(it->what, sizeof it->what, "flink %s %s", method ?: "?", path ?: "?");
-        snprintf(it->flink_result, sizeof it->flink_result, "%s", result ? result : "");
-        snprintf(it->flink_job, sizeof it->flink_job, "%s", job ? job : "");
-        snprintf(it->flink_path, sizeof it->flink_path, "%s", path ? path : "");
-        it->fcall = run_flink_start(&ctx->flink_env, a, run_flink_done, it, err, sizeof err);
-        if (it->fcall)
-            return 1;
-        /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
-        run_flink_record(run_flink_state(ctx, it->key), it->flink_result, it->flink_job, it->flink_path, 0,
-                         NULL, err, (double)time(NULL));
-        run_log(LOG_WARN, it->key, "%s: %s", it->what, err);
+        run_start_fcall(it, a);
         return 0;
     } else {
         snprintf(it->what, sizeof it->what, "action %s", op);
@@ -764,6 +1005,12 @@ static int run_start_status(struct run_item *it, json_t *status)
 {
     struct run_ctx *ctx = it->ctx;
     json_t *meta = json_object_get(it->cluster, "metadata");
+    if (run_status_kept(ctx, it->key, status, json_object_get(it->cluster, "status"))) {
+        run_log(LOG_DEBUG, it->key, "status: as last written (the server keeps less of it): not written");
+        return 0;
+    }
+    json_decref(it->sent);
+    it->sent = json_incref(status);
     json_t *diff = run_merge_patch(json_object_get(it->cluster, "status"), status);
     json_t *patch = json_object();
     json_t *rv = json_object_get(meta, "resourceVersion");
@@ -844,14 +1091,35 @@ static int run_start_event(struct run_item *it, json_t *ev)
     return 0;
 }
 
+/* 1 when this replica may write now: no leader election, or leading with the Lease renewed
+ * within the renew deadline (leader_may_write reads the clock: the fence closes at the
+ * deadline even before the elector's timer runs). */
+static int run_may_write(struct run_ctx *ctx)
+{
+    return !ctx->o.leader_elect || (ctx->leading && leader_may_write(ctx->le));
+}
+
+/* 1 when action `a` removes the user-control annotation (written after the status). */
+static int run_is_control(json_t *a)
+{
+    const char *op = json_string_value(json_object_get(a, "op"));
+    return op && strcmp(op, "patch_annotations") == 0;
+}
+
 static void run_item_step(struct run_item *it)
 {
     for (;;) {
+        if (it->phase != PHASE_DONE && !run_may_write(it->ctx)) {
+            run_log(LOG_WARN, it->key, "leadership lost: the rest of this pass is not written");
+            it->fenced = 1;
+            it->phase = PHASE_DONE;
+        }
+        json_t *actions = json_object_get(it->result, "actions");
         switch (it->phase) {
         case PHASE_ACTIONS: {
-            json_t *actions = json_object_get(it->result, "actions");
             if (it->next < json_array_size(actions)) {
-                if (run_start_action(it, json_array_get(actions, it->next++)))
+                json_t *a = json_array_get(actions, it->next++);
+                if (!run_is_control(a) && run_start_action(it, a))
                     return;
                 continue;
             }
@@ -863,13 +1131,25 @@ static void run_item_step(struct run_item *it)
             continue;
         }
         case PHASE_STATUS:
+            it->phase = PHASE_CONTROL;
+            continue;
+        case PHASE_CONTROL:
+            /* the user control's outcome is in the status first; then the annotation goes (a
+             * refused status keeps it, so the control is finished again by the next pass) */
+            if (!it->status_refused && it->next < json_array_size(actions)) {
+                json_t *a = json_array_get(actions, it->next++);
+                if (run_is_control(a) && run_start_action(it, a))
+                    return;
+                continue;
+            }
             it->phase = PHASE_EVENTS;
+            it->next = 0;
             continue;
         case PHASE_EVENTS: {
             json_t *events = json_object_get(it->result, "events");
-            /* a status conflict means the transitions were computed from a stale cluster: the
-             * next pass computes them again from the newer one */
-            if (!it->conflict && it->next < json_array_size(events)) {
+            /* also after a status conflict: they were decided, and run_event_seen keeps the
+             * next pass from repeating them */
+            if (it->next < json_array_size(events)) {
                 if (run_start_event(it, json_array_get(events, it->next++)))
                     return;
                 continue;
@@ -911,12 +1191,23 @@ static void run_process(struct run_ctx *ctx, const char *key)
     json_t *cluster = rn ? reflector_get(rn->r[0], it->ns, it->name) : NULL;
     if (!cluster) {
         /* deleted: the garbage collector removes the children; forget what we kept */
-        json_object_del(ctx->flink, key);
-        json_object_del(ctx->emitted, key);
+        run_forget_key(ctx, key);
         it->phase = PHASE_DONE;
         run_item_step(it);
         return;
     }
+    double wait = run_expect_pending(ctx, rn, key, it->ns);
+    if (wait > 0) {
+        run_log(LOG_DEBUG, key, "waiting for the cache to show the controller's own writes (at most %.1f s)", wait);
+        it->waiting = 1;
+        workqueue_add_after(ctx->q, key, wait);
+        it->phase = PHASE_DONE;
+        run_item_step(it);
+        return;
+    }
+    it->fresh = json_object_get(ctx->fresh, key);
+    json_incref(it->fresh);
+    json_object_del(ctx->fresh, key);
     it->cluster = json_incref(cluster);
     json_t *snap = run_snapshot(ctx, rn, key, cluster);
     char *in = json_dumps(snap, JSON_COMPACT);
@@ -1023,10 +1314,8 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     if (k == 0) {
         if (run_cluster_key(obj, key, sizeof key))
             return;
-        if (ev == REFLECTOR_DELETED) {
-            json_object_del(ctx->flink, key);
-            json_object_del(ctx->emitted, key);
-        }
+        if (ev == REFLECTOR_DELETED)
+            run_forget_key(ctx, key);
     } else if (!reflector_owner_key(obj, "FlinkCluster", key, sizeof key)) {
         return;
     }
@@ -1127,6 +1416,19 @@ static void run_stopped_leading(void *ud)
     struct run_ctx *ctx = ud;
     ctx->leading = 0;
     metrics_set(ctx->m.leader, NULL, 0);
+    /* fenced: the keys in flight write nothing more (a request already sent cannot be taken
+     * back; its answer is dropped), nor do the Flink calls in flight */
+    while (ctx->items) {
+        struct run_item *it = ctx->items;
+        if (it->call)
+            kube_cancel(it->call);
+        it->call = NULL;
+        if (!it->fenced)
+            run_log(LOG_WARN, it->key, "leadership lost: the rest of this pass is not written");
+        it->fenced = 1;
+        run_item_finish(it);
+    }
+    run_cancel_fcalls(ctx, NULL);
     if (ctx->stopping)
         return;
     /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
@@ -1319,7 +1621,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
     for (size_t i = 0; i < ctx->nns; i++) {
         for (int k = 0; k < RUN_NKINDS; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
-                                 .label_selector = k == 0 ? NULL : "app=flink",
+                                 .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .on_synced = run_on_synced,
                                  .on_error = run_on_error};
@@ -1373,6 +1675,9 @@ int run_main(int argc, char **argv)
     ctx->loop = ev_default_loop(EVFLAG_AUTO);
     ctx->flink = json_object();
     ctx->emitted = json_object();
+    ctx->expect = json_object();
+    ctx->kept = json_object();
+    ctx->fresh = json_object();
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
         run_log(LOG_ERROR, NULL, "lua host: %s", err);
@@ -1486,10 +1791,9 @@ out:
         struct run_item *it = ctx->items;
         if (it->call)
             kube_cancel(it->call);
-        if (it->fcall)
-            run_flink_cancel(it->fcall);
         run_item_free(it);
     }
+    run_cancel_fcalls(ctx, NULL);
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
         for (int k = 0; k < RUN_NKINDS; k++)
             if (ctx->nss[i].r[k])
@@ -1511,6 +1815,9 @@ out:
     lhost_free(ctx->host);
     json_decref(ctx->flink);
     json_decref(ctx->emitted);
+    json_decref(ctx->expect);
+    json_decref(ctx->kept);
+    json_decref(ctx->fresh);
     free(ctx->o.namespaces);
     return code;
 }

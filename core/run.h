@@ -4,12 +4,17 @@
  * framework (lua/fc/reconcile.lua through core/lhost) on one libev loop (docs/contracts.md,
  * "Reconcile" and "Transport"):
  *   - one reflector per kind (FlinkCluster; ConfigMap, StatefulSet, Service, Ingress, Job,
- *     ControllerRevision and Pod labelled app=flink) per --namespace, or over all namespaces;
- *     every event enqueues the owner key "namespace/name" (reflector_owner_key);
+ *     ControllerRevision and Pod labelled RUN_CHILD_SELECTOR) per --namespace, or over all
+ *     namespaces; every event enqueues the owner key "namespace/name" (reflector_owner_key);
  *   - once every cache synced (and, with --leader-elect, while leading) up to --workers keys are
- *     in flight: snapshot -> fc.reconcile.run (protected) -> actions executed asynchronously in
- *     order -> /status merge patch (with metadata.resourceVersion: a 409 requeues at once) ->
- *     Events -> forget / rate-limited requeue / requeue_after;
+ *     in flight: expectations met (the caches show the key's own last writes, or
+ *     RUN_EXPECT_TTL_S passed; else the key waits without a pass) -> snapshot ->
+ *     fc.reconcile.run (protected) -> actions executed asynchronously in order (Flink calls
+ *     detached: their answers enqueue the key) -> /status merge patch (with
+ *     metadata.resourceVersion: a 409 requeues with backoff; skipped when the server already
+ *     kept all it keeps of that status) -> the user-control annotation -> Events -> forget /
+ *     rate-limited requeue / requeue_after; with --leader-elect nothing is written once
+ *     leader_may_write says no (the Lease lost or its renew deadline passed);
  *   - SIGTERM/SIGINT: no new keys, work in flight finishes, exit 0 within RUN_STOP_GRACE_S.
  *
  * Pure helpers below are exported for the unit tests (tests/c/test_run.c).
@@ -22,12 +27,30 @@
 #include "http.h"
 #include "kube.h"
 
-#define RUN_WORKERS_DEFAULT 2     /* keys in flight at once */
+/* Keys in flight at once. A key in flight holds only its API writes (Flink calls run apart,
+ * the policies run synchronously on the loop), so a worker is a cheap slot: 64 lets a resync of
+ * 1,000 clusters go through in 16 rounds, the API write rate being bounded by --qps/--burst. */
+#define RUN_WORKERS_DEFAULT 64
 #define RUN_STOP_GRACE_S 9.0      /* seconds between SIGTERM and exit at the latest */
 #define RUN_FLINK_TIMEOUT_MS 10000 /* one Flink REST call, milliseconds */
 #define RUN_FLINK_EXCEPTION_MAX 8192 /* bytes of a failed job's stack trace kept for the policies */
 #define RUN_EVENT_DEDUP_S 600.0   /* an identical Event for a cluster is not repeated within */
 #define RUN_RESYNC_S 600.0        /* FlinkCluster cache resync period, seconds */
+/* How long a key waits for the cache to show the controller's own writes before its pass runs
+ * anyway, seconds. Kubernetes' ControllerExpectations use 5 minutes (pkg/controller
+ * controller_utils.go ExpectationsTimeout); a watch that lags longer than a minute has broken
+ * and been restarted by the reflector (relist), so one minute bounds the stall a lost event can
+ * cause without letting a healthy watch's lag through. */
+#define RUN_EXPECT_TTL_S 60.0
+/* The children the controller watches: the labels every object the policies make carries
+ * (policies/lib/names.lua cluster_labels); pods are watched for the same labels. */
+#define RUN_CHILD_SELECTOR "app=flink,cluster"
+
+/* 1 when resourceVersion `have` is `want` or newer. Resource versions are opaque strings to
+ * clients (Kubernetes API concepts, "Resource versions"), but an etcd-backed API server hands out
+ * increasing decimal integers (the etcd revision): two such are compared as numbers (leading
+ * zeros ignored), anything else only for equality. NULL on either side: 0. */
+int run_rv_at_least(const char *have, const char *want);
 
 /* `flink-controller run [options]`; argv[0] is "run". Returns the exit code: 0 after a clean
  * stop (SIGTERM/SIGINT), 1 when start-up fails (kubeconfig, policy dir, framework), 2 usage. */

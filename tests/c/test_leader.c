@@ -226,6 +226,7 @@ static void test_create_renew_lose(void)
     OK(!leader_is_leader(e), "not leader before the answer");
     answer_text(e, 201, server_echo(f.body, "1"));
     OK(leader_is_leader(e), "leader after 201");
+    OK(leader_may_write(e), "a fresh leader may write");
     IS_INT(started, 1, "on_started_leading once");
     IS_INT(new_leaders, 1, "on_new_leader for ourselves");
     IS_STR(leader_holder(e), "me_1", "holder observed");
@@ -266,6 +267,11 @@ static void test_create_renew_lose(void)
     leader_step(e);
     IS_INT(f.cancels, cancels, "request timeout (5 s) not reached");
     OK(leader_is_leader(e), "still leader at 1011.5 (last renew 1002)");
+    OK(leader_may_write(e), "writes allowed at 1011.5 (the renew deadline is 1012)");
+    clock_now = 1012;
+    OK(leader_is_leader(e), "at the deadline, before any step: still flagged leader");
+    OK(!leader_may_write(e), "but the fence is closed at the renew deadline without waiting for a step");
+    clock_now = 1011.5;
     d = leader_step(e);
     OK(fabs(d - 0.5) < 1e-9, "next due: the renew deadline in 0.5 s (%g)", d);
     clock_now = 1012;

@@ -236,6 +236,17 @@ int main(void)
     is_patch(NULL, "{\"state\":\"Creating\"}", "{\"state\":\"Creating\"}", "no old status: the whole status");
     is_patch("{\"a\":{\"b\":1}}", "{\"a\":5}", "{\"a\":5}", "object replaced by a scalar");
 
+    /* ---- run_rv_at_least (resourceVersion expectations) ---- */
+    OK(run_rv_at_least("120", "120"), "the same resourceVersion is seen");
+    OK(run_rv_at_least("121", "120"), "a newer one is seen");
+    OK(!run_rv_at_least("119", "120"), "an older one is not");
+    OK(run_rv_at_least("1000", "999"), "compared as numbers, not as text");
+    OK(!run_rv_at_least("999", "1000"), "999 < 1000 although '9' > '1'");
+    OK(run_rv_at_least("0120", "120"), "leading zeros ignored");
+    OK(!run_rv_at_least("abc", "120"), "not a number: only equality counts");
+    OK(run_rv_at_least("x7", "x7"), "equal opaque versions are seen");
+    OK(!run_rv_at_least(NULL, "1"), "nothing cached: not seen");
+
     /* ---- run_flink_record ---- */
     char *s;
     s = record("jobs", NULL, "/jobs/overview", 200,

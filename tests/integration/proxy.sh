@@ -82,10 +82,31 @@ while True:
     threading.Thread(target=pipe, args=(c, u), daemon=True).start()
     threading.Thread(target=pipe, args=(u, c), daemon=True).start()
 EOF
-  echo $! >"$WORK/forward.pid"
+  listener_port forward $!
+}
+
+# listener_port NAME PID: records the pid of a background listener in $WORK/NAME.pid, waits (5 s
+# at most) for the port it prints into $WORK/NAME.port and prints it
+listener_port() {
+  echo "$2" >"$WORK/$1.pid"
   local i=0
-  while [ ! -s "$WORK/forward.port" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-  cat "$WORK/forward.port"
+  while [ ! -s "$WORK/$1.port" ] && [ "$i" -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  cat "$WORK/$1.port"
+}
+
+# standin_pod NS NAME IP: a never-scheduled Pod whose status says it has IP (the API server's
+# service proxy dials only an Endpoints address that a Pod's status.podIPs holds)
+standin_pod() {
+  kc -n "$1" apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: Pod
+metadata: {name: $2}
+spec:
+  schedulerName: none-such-scheduler
+  containers: [{name: jm, image: none}]
+EOF
+  kc -n "$1" patch pod "$2" --subresource=status --type=merge \
+    -p "{\"status\":{\"podIP\":\"$3\",\"podIPs\":[{\"ip\":\"$3\"}]}}" >/dev/null
 }
 
 # proxy_policies DIR: policies/ with a cluster.lua whose JobManager Service has no selector
@@ -128,16 +149,7 @@ subsets: [{addresses: [{ip: 127.0.0.1}], ports: [{name: ui, port: $rest_port}]}]
 EOF
     ) && { echo "Endpoints with 127.0.0.1 accepted"; return 1; }
     echo "$raw" | grep -q loopback || { echo "refused, but not for loopback: $raw"; return 1; }
-    kc -n "$ns" apply -f - >/dev/null <<EOF || return 1
-apiVersion: v1
-kind: Pod
-metadata: {name: pf-jm-standin}
-spec:
-  schedulerName: none-such-scheduler
-  containers: [{name: jm, image: none}]
-EOF
-    kc -n "$ns" patch pod pf-jm-standin --subresource=status --type=merge \
-      -p "{\"status\":{\"podIP\":\"$ip\",\"podIPs\":[{\"ip\":\"$ip\"}]}}" >/dev/null || return 1
+    standin_pod "$ns" pf-jm-standin "$ip" || return 1
   }
   check "proxy: a forwarder on $ip to the host Flink; Endpoints refuse 127.0.0.1; a stand-in Pod with that IP" t_proxy_setup
   [ -n "${port:-}" ] || port=$(cat "$WORK/forward.port" 2>/dev/null)

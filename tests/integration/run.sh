@@ -71,9 +71,11 @@ trap cleanup EXIT
 . "$HERE/realpods.sh"
 # shellcheck source=proxy.sh
 . "$HERE/proxy.sh"
+# shellcheck source=expect.sh
+. "$HERE/expect.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost realjob realticker incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost realjob realticker incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
