@@ -337,7 +337,9 @@ function job.decide(input)
         finish_control("Failed", (input.savepoint or {}).message or "savepoint failed")
       end
     elseif control.name == job.CONTROL_JOB_CANCEL and not running then
-      if j.state == "Cancelled" or job.TERMINAL[j.state] then
+      if stop_in_flight then -- luacheck: ignore 542
+        -- stopped, its savepoint not read yet: the control ends with the savepoint's location
+      elseif j.state == "Cancelled" or job.TERMINAL[j.state] then
         finish_control("Succeeded", "job " .. j.state)
       elseif j.state == "Pending" and not j.id then
         j.state = "Cancelled"
@@ -453,8 +455,10 @@ function job.decide(input)
   d.from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
   j.fromSavepoint = d.from_savepoint
 
-  -- Cleanup once the job ended (cleanupPolicy), unless it is restarting or waits to.
-  if job.TERMINAL[j.state] and not restarting and not restart_waits then
+  -- Cleanup once the job ended (cleanupPolicy), unless it is restarting or waits to, or its
+  -- stop-with-savepoint has not been read yet: Flink may list the job FINISHED before the stop's
+  -- savepoint is polled, and that poll needs the JobManager still there.
+  if job.TERMINAL[j.state] and not restarting and not restart_waits and not stop_in_flight then
     local policy = spec.cleanupPolicy or {}
     local action = policy[CLEANUP_FIELD[j.state]] or CLEANUP_DEFAULT[j.state]
     if action ~= "KeepCluster" then d.cleanup = action end

@@ -34,6 +34,12 @@ config_value() {
   lua5.4 -e 'local t = require("cjson").decode(io.read("a"))
     for _, e in ipairs(t) do if e.key == arg[1] then print(e.value) end end' /dev/null "$1"
 }
+# all_vertices_running: true when the GET /jobs/<id> answer on stdin has vertices, all RUNNING
+all_vertices_running() {
+  lua5.4 -e 'local v = require("cjson").decode(io.read("a")).vertices or {}
+    for _, x in ipairs(v) do if x.status ~= "RUNNING" then os.exit(1) end end
+    os.exit(#v > 0 and 0 or 1)' /dev/null
+}
 # why NS NAME: what a failed wait shows (state, job, pods, the controller's last lines)
 why() {
   echo "cluster $(state "$1" "$2"), job $(jp "$1" "flinkcluster/$2" '{.status.components.job}')"
@@ -109,7 +115,10 @@ case_realticker() {
     id=$(job_field "$ns" ticker id)
     flink_state=$(jm_get "$ns" ticker "/jobs/$id" | jget state)
     expect "Flink's state of job $id" "$flink_state" RUNNING || return 1
-    expect "cluster state" "$(state "$ns" ticker)" Running
+    expect "cluster state" "$(state "$ns" ticker)" Running || return 1
+    # a job is RUNNING before its tasks are: a savepoint needs them deployed and running
+    tasks_running() { jm_get "$ns" ticker "/jobs/$id" | all_vertices_running; }
+    poll 60 tasks_running || { echo "tasks of $id not all RUNNING"; return 1; }
   }
   check "$desc: job Running in Flink (its id from the submitter), cluster Running" t_ticker_running
   t_ticker_config() {
@@ -159,6 +168,8 @@ case_realticker() {
       return 1
     [ "$(job_field "$ns" ticker restartCount)" -ge 1 ] || { echo "restartCount not counted"; return 1; }
     poll 60 is_state "$ns" ticker Running || { why "$ns" ticker; return 1; }
+    new_tasks_running() { jm_get "$ns" ticker "/jobs/$(job_field "$ns" ticker id)" | all_vertices_running; }
+    poll 60 new_tasks_running || { echo "tasks of the resubmitted job not all RUNNING"; return 1; }
   }
   check "$desc: JobManager pod deleted -> cluster not Running meanwhile, pod back, job resubmitted from the savepoint and Running" t_ticker_jm_restart
   t_ticker_cancel() {
@@ -168,11 +179,17 @@ case_realticker() {
     kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=job-cancel >/dev/null ||
       return 1
     poll 120 is_job "$ns" ticker Cancelled || { why "$ns" ticker; return 1; }
+    # the control ends once the stop's savepoint has been read
+    control_done() { [ "$(jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state}')" = "job-cancel Succeeded" ]; }
+    poll 60 control_done || { echo "control: $(jp "$ns" flinkcluster/ticker '{.status.control}')"; return 1; }
     local loc
     loc=$(job_field "$ns" ticker savepointLocation)
     [ -n "$loc" ] && [ "$loc" != "$before" ] || { echo "no new savepoint before the cancel ($loc)"; return 1; }
     [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata for $loc"; return 1; }
-    expect "Flink's state of job $id (stop-with-savepoint)" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" FINISHED
+    # GET /jobs/<id> is served from Flink's execution graph cache, a few seconds behind the
+    # /jobs/overview the controller reads
+    finished() { [ "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" = FINISHED ]; }
+    poll 15 finished || { echo "Flink's state of job $id: $(jm_get "$ns" ticker "/jobs/$id" | jget state), want FINISHED"; return 1; }
   }
   check "$desc: user-control job-cancel -> stop-with-savepoint with _metadata, Flink FINISHED, job Cancelled" t_ticker_cancel
   stop_controller realticker >/dev/null
