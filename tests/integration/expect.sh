@@ -170,6 +170,8 @@ EOF
   check "stall: 50 more session clusters reach Running while the two JobManagers hang" t_stall_50
   stop_controller stall >/dev/null
   kill "$(cat "$WORK/hung.pid")" 2>/dev/null
+  # its ~100 pods would fill the kwok node (110 pods) for the cases after it
+  kc delete namespace "$ns" --timeout=180s >/dev/null 2>&1
 }
 
 # Issue 8 item 7: the leader that loses its Lease (another holder written into it while 20
@@ -199,4 +201,5 @@ case_fence() {
     expect "writes after the loss" "$after" ""
   }
   check "fence: a leader whose Lease another replica took writes nothing after it saw the loss" t_fence
+  kc delete namespace "$ns" --timeout=180s >/dev/null 2>&1
 }

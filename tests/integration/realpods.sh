@@ -7,6 +7,7 @@
 #   realjob      deploy/examples/wordcount-local.yaml: job Succeeded, id from the termination message
 #   realticker   Ticker: Running, /jobmanager/config = the ConfigMap, savepoint by annotation with
 #                _metadata on the host, JobManager pod deleted and back, cancel with savepoint
+#   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
 #   incluster    the controller image built here, `kubectl apply -k deploy/`, its pod Ready,
 #                reconciling a FlinkCluster with its own ServiceAccount
 # Each case skips (TAP "# SKIP") when the environment has no real node or no Flink image.
@@ -195,6 +196,37 @@ case_realticker() {
   stop_controller realticker >/dev/null
   kc -n "$ns" delete flinkcluster ticker --wait=true --timeout=60s >/dev/null 2>&1
   rm -rf "$spdir"
+}
+
+# A flinkProperties change reaches the running Flink processes (issue "Converge for real"): the
+# pod templates' config hash changes, the pods are replaced, and the new JobManager and
+# TaskManager run with the new value.
+case_realconfig() {
+  local desc="real pods: flinkProperties taskmanager.numberOfTaskSlots 1 -> 3 reaches the running JobManager and TaskManager"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns; ns=$(new_ns realconfig real)
+  FLINK_DIRECT=1 start_controller realconfig --namespace "$ns"
+  session_cluster conf '  flinkProperties:
+    taskmanager.numberOfTaskSlots: "1"' | sed 's/flink:1.20.0/flink:1.20.5/' | kc -n "$ns" apply -f - >/dev/null
+  t_realconfig() {
+    slots_are() { [ "$(jm_get "$ns" conf /overview | jget slots-total)" = "$1" ]; }
+    poll 180 slots_are 1 || { why "$ns" conf; return 1; }
+    local jm_uid tm_uid
+    jm_uid=$(jp "$ns" pod/conf-jobmanager-0 '{.metadata.uid}') tm_uid=$(jp "$ns" pod/conf-taskmanager-0 '{.metadata.uid}')
+    kc -n "$ns" patch flinkcluster conf --type merge \
+      -p '{"spec":{"flinkProperties":{"taskmanager.numberOfTaskSlots":"3"}}}' >/dev/null || return 1
+    replaced() {
+      local j t
+      j=$(jp "$ns" pod/conf-jobmanager-0 '{.metadata.uid}') t=$(jp "$ns" pod/conf-taskmanager-0 '{.metadata.uid}')
+      [ -n "$j" ] && [ -n "$t" ] && [ "$j" != "$jm_uid" ] && [ "$t" != "$tm_uid" ]
+    }
+    poll 120 replaced || { echo "the JobManager and TaskManager pods were not replaced"; why "$ns" conf; return 1; }
+    jm_slots() { [ "$(jm_get "$ns" conf /jobmanager/config | config_value taskmanager.numberOfTaskSlots)" = 3 ]; }
+    poll 180 jm_slots || { echo "JobManager config: $(jm_get "$ns" conf /jobmanager/config | config_value taskmanager.numberOfTaskSlots)"; return 1; }
+    poll 120 slots_are 3 || { echo "slots-total: $(jm_get "$ns" conf /overview | jget slots-total), want 3"; return 1; }
+  }
+  check "$desc" t_realconfig
+  stop_controller realconfig >/dev/null
 }
 
 # The controller as users run it: its image (built here from the Dockerfile's recipe by
