@@ -124,7 +124,8 @@ clean:
 
 # Test environment (tests/env/, README.md, "The test environment"): kube-apiserver + etcd +
 # controller-manager + scheduler + kwok and a Flink session cluster on
-# loopback.  Binaries are built once per pin set into
+# loopback, and (as root) a real kubelet node with containerd, kube-proxy and CoreDNS.
+# Binaries and images are built once per pin set into
 # ~/.cache/flink-controller/testenv/; `up` writes build/testenv/env.sh.
 testenv-build:
 	tests/env/build.sh
@@ -135,6 +136,7 @@ testenv-up:
 testenv-down:
 	tests/env/down.sh
 
-# The controller end to end: test environment up, `run`, wordcount to Running, all stopped again.
+# The controller end to end on the real node: test environment up, `run`, wordcount-local's job
+# Running -> Succeeded and the cluster cleaned up, all stopped again (README.md, "The two commands").
 demo: all
 	scripts/demo.sh

@@ -38,13 +38,18 @@ env_alive() {
 if env_alive; then
   say "using the test environment running at $TESTENV_DIR"
 else
-  say "starting the test environment (make testenv-up; the first run builds it, later runs take about a minute)"
+  say "starting the test environment (make testenv-up; the first run builds it, later runs take under 30 s)"
   make -s testenv-up TESTENV_DIR="$TESTENV_DIR" || { say "the test environment did not start"; exit 1; }
   started_env=1
 fi
 # shellcheck source=/dev/null
 . "$TESTENV_DIR/env.sh"
 K=("$TESTENV_KUBECTL" --kubeconfig="$KUBECONFIG")
+if [ -z "${TESTENV_NODE:-}" ]; then
+  say "this test environment has no real node (it needs root, and only one environment per machine"
+  say "holds it: stop the other one with make testenv-down TESTENV_DIR=...); pods could not run"
+  exit 1
+fi
 NAME=$("${K[@]}" create --dry-run=client -f "$EXAMPLE" -o 'jsonpath={.metadata.name}') || exit 1
 
 ctl=""
