@@ -281,18 +281,18 @@ EOK
   }
   check "$desc: both replicas Ready with the flink-controller ServiceAccount; one holds the Lease" t_incluster_ready
   t_incluster_reconciles() {
-    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount-local.yaml" >/dev/null || return 1
-    # in the cluster the controller reaches the JobManager by its Service DNS name
-    poll 240 is_job "$ns" wordcount Succeeded || {
-      why "$ns" wordcount
+    session_cluster ic | sed 's/flink:1.20.0/flink:1.20.5/' | kc -n "$ns" apply -f - >/dev/null || return 1
+    poll 240 is_state "$ns" ic Running || {
+      why "$ns" ic
       kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=20 2>&1
       return 1
     }
+    poll 60 sts_ready "$ns" ic-taskmanager || { echo "TaskManager StatefulSet not ready"; return 1; }
     # least privilege held: nothing the controller did was forbidden
     ! kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 2>/dev/null | grep -q '"code":403\| 403 ' ||
       { echo "the controller was refused (403):"; kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 | grep 403 | head -5; return 1; }
   }
-  check "$desc: the in-cluster controller runs wordcount-local to job Succeeded, with no request refused" t_incluster_reconciles
+  check "$desc: the in-cluster controller brings a session cluster to Running on real pods, with no request refused" t_incluster_reconciles
   kc -n flink-system delete deployment flink-controller --wait=true --timeout=60s >/dev/null 2>&1
   kc delete namespace flink-system --wait=false >/dev/null 2>&1
   kc delete clusterrolebinding,clusterrole flink-controller >/dev/null 2>&1
