@@ -87,6 +87,20 @@ local function find_condition(status, ctype)
   return nil
 end
 
+-- `spec` (a copy of a revision's spec, which has no control fields) with the control fields of
+-- `from` (today's spec) copied in; returns `spec`.
+local function with_control_fields(spec, from)
+  for _, path in ipairs(revision.CONTROL_FIELDS) do
+    local src, dst = from, spec
+    for i = 1, #path - 1 do
+      src = is_table(src) and src[path[i]] or nil
+      dst = is_table(dst) and dst[path[i]] or nil
+    end
+    if is_table(src) and is_table(dst) then dst[path[#path]] = src[path[#path]] end
+  end
+  return spec
+end
+
 -- The previous defaulted FlinkCluster for validate's update rules: {} before the first
 -- revision (a create); else the spec of the current ControllerRevision with today's control
 -- fields (control-field transitions are admission's to check), and the status. Shares every
@@ -97,18 +111,24 @@ local function previous(defaulted, children)
   local old = util.merge(defaulted)
   local rev = (children.ControllerRevision or {})[st.currentRevision]
   if rev and is_table(rev.data) then
-    local spec = util.deepcopy(rev.data)
-    for _, path in ipairs(revision.CONTROL_FIELDS) do
-      local src, dst = defaulted.spec, spec
-      for i = 1, #path - 1 do
-        src = is_table(src) and src[path[i]] or nil
-        dst = is_table(dst) and dst[path[i]] or nil
-      end
-      if is_table(src) and is_table(dst) then dst[path[#path]] = src[path[#path]] end
-    end
-    old.spec = spec
+    old.spec = with_control_fields(util.deepcopy(rev.data), defaulted.spec)
   end
   return old
+end
+
+-- The snapshot of the last valid spec, for a pass that supervises a cluster whose spec is
+-- invalid or whose policies fail on it (issue "Converge for real", item 5): the observed cluster
+-- with the current ControllerRevision's spec (the defaulted spec of the last revision that
+-- validated and rendered) and today's control fields, the rest of the snapshot unchanged.
+-- nil before the first revision, or when that ControllerRevision is not in the cache.
+local function last_valid_snapshot(snapshot)
+  local cluster = snapshot.cluster
+  local cur = (cluster.status or {}).currentRevision
+  local rev = cur and ((snapshot.children or {}).ControllerRevision or {})[cur]
+  if not (rev and is_table(rev.data)) then return nil end
+  local held = util.merge(cluster)
+  held.spec = with_control_fields(util.deepcopy(rev.data), cluster.spec)
+  return util.merge(snapshot, { cluster = held })
 end
 
 -- Result of a pass that acts on nothing (a failed policy, an invalid spec): `condition` set on a
@@ -142,20 +162,27 @@ local function policy_failure_result(cluster, message, now)
   return result
 end
 
--- Result for a spec that fails validation: no actions, a Warning event and Ready=False with
--- reason InvalidSpec naming the fields (the event once per generation and message); the state
--- and everything else stay.
-local function invalid_result(cluster, errors, now)
+-- "invalid spec: <path>: <message>; ..." for validate's errors.
+local function invalid_message(errors)
   local parts = {}
   for _, e in ipairs(errors) do
     parts[#parts + 1] = (e.path ~= "" and e.path or "<root>") .. ": " .. tostring(e.message)
   end
-  local message = "invalid spec: " .. table.concat(parts, "; ")
+  return "invalid spec: " .. table.concat(parts, "; ")
+end
+
+-- Whether the previous condition `prev` already recorded an invalid spec `message` at `gen`.
+local function invalid_recorded(prev, gen, message)
+  return prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen
+end
+
+-- Result for a spec that fails validation when no last valid spec can supervise the cluster (no
+-- revision yet): no actions, a Warning event and Ready=False with reason InvalidSpec naming the
+-- fields (the event once per generation and message); the state and everything else stay.
+local function invalid_result(cluster, message, now)
   return no_action_result(cluster,
     { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec",
-    function(prev, gen)
-      return prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen
-    end, now)
+    function(prev, gen) return invalid_recorded(prev, gen, message) end, now)
 end
 
 local function index(objects)
@@ -208,8 +235,8 @@ local function transition_events(old, new, events)
       message = tostring(new_ctl.name) .. " " .. tostring(new_ctl.state)
         .. (new_ctl.message and (": " .. new_ctl.message) or "") }
   end
-  local old_pe = find_condition(old, "PolicyError")
-  if old_pe and old_pe.status == "True" then
+  local old_pe, new_pe = find_condition(old, "PolicyError"), find_condition(new, "PolicyError")
+  if old_pe and old_pe.status == "True" and not (new_pe and new_pe.status == "True") then
     events[#events + 1] = { type = "Normal", reason = "PolicyErrorResolved", message = "policies ran without error" }
   end
 end
@@ -244,7 +271,39 @@ function reconcile.flink_target(namespace, name, ui_port)
     port = math.tointeger(tonumber(ui_port)) or 8081 }
 end
 
-local function run(host, snapshot)
+-- One pass. `hold` is nil for a pass of the cluster's own spec; for a pass that supervises the
+-- cluster with its last valid spec (last_valid_snapshot) while changes are held, it is
+-- {why="invalid"|"policy", message=<validate's errors or the policy failure>, revision=<name>}:
+-- no update can start (the revision stays the current one), status.observedGeneration stays the
+-- last one acted on, and the condition (Ready=False InvalidSpec, or PolicyError=True) with its
+-- Warning event says why the new spec is held.
+-- The status and events of a supervising pass (see run's `hold`), applied to its new status
+-- `new`: observedGeneration stays, the condition says why changes are held, its Warning event
+-- once per message (and generation, for an invalid spec), first in the list; a policy failure is
+-- retried after reconcile.POLICY_ERROR_REQUEUE at the latest.
+local function held_status(hold, new, old_status, gen, now, result)
+  new.observedGeneration = old_status.observedGeneration
+  local message = hold.message .. "; changes held: the last valid spec (revision " .. hold.revision
+    .. ") keeps running"
+  local cond, reason, recorded
+  if hold.why == "invalid" then
+    cond, reason = { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec"
+    recorded = function(prev) return invalid_recorded(prev, gen, message) end
+  else
+    cond, reason = { type = "PolicyError", status = "True", reason = "PolicyFailed", message = message }, "PolicyError"
+    recorded = function(prev) return prev.status == "True" and prev.message == message end
+    if result.requeue_after == nil or result.requeue_after > reconcile.POLICY_ERROR_REQUEUE then
+      result.requeue_after = reconcile.POLICY_ERROR_REQUEUE
+    end
+  end
+  reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  local prev = find_condition(old_status, cond.type)
+  if not (prev and recorded(prev)) then
+    table.insert(result.events, 1, { type = "Warning", reason = reason, message = message })
+  end
+end
+
+local function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
   local name = md.name
@@ -269,8 +328,20 @@ local function run(host, snapshot)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
   bad = shape.validate(v)
   expect(bad == nil, "validate", "check", bad)
-  if v.errors and #v.errors > 0 then return invalid_result(cluster, v.errors, now) end
-  if gen ~= old_status.observedGeneration then
+  if v.errors and #v.errors > 0 then
+    local message = invalid_message(v.errors)
+    if hold then fail("the last valid spec (revision " .. hold.revision .. ") fails validation: " .. message) end
+    -- supervision goes on: the last valid spec keeps polling the job and taking savepoints
+    local held = last_valid_snapshot(snapshot)
+    if held then
+      local ok, res = pcall(run, host, held, { why = "invalid", message = message,
+        revision = old_status.currentRevision })
+      if ok then return res end
+      if getmetatable(res) ~= PolicyFailure then error(res, 0) end
+    end
+    return invalid_result(cluster, message, now)
+  end
+  if not hold and gen ~= old_status.observedGeneration then
     for _, w in ipairs(v.warnings or {}) do
       result.events[#result.events + 1] = { type = "Warning", reason = "SpecWarning",
         message = tostring(w.path) .. ": " .. tostring(w.message) }
@@ -278,7 +349,7 @@ local function run(host, snapshot)
   end
 
   -- 2. revision
-  local next_rev = revision.name(defaulted)
+  local next_rev = hold and hold.revision or revision.name(defaulted)
   local current = old_status.currentRevision or next_rev
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
@@ -447,6 +518,7 @@ local function run(host, snapshot)
   reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
     message = "policies ran without error" }, now, gen, old_status.conditions)
   new.observedGeneration = gen
+  if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
@@ -481,10 +553,17 @@ function reconcile.run(snapshot)
   local host = require("fc.host")
   local ok, res = pcall(run, host, snapshot)
   if ok then return res end
-  if getmetatable(res) == PolicyFailure then
-    return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
+  if getmetatable(res) ~= PolicyFailure then error(res, 0) end
+  -- the policies failed on this spec: the last valid spec keeps supervising the cluster (a
+  -- policy broken for every spec fails that pass too)
+  local held = last_valid_snapshot(snapshot)
+  if held then
+    local ok2, res2 = pcall(run, host, held, { why = "policy", message = res.message,
+      revision = held.cluster.status.currentRevision })
+    if ok2 then return res2 end
+    if getmetatable(res2) ~= PolicyFailure then error(res2, 0) end
   end
-  error(res, 0)
+  return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
 end
 
 return reconcile
