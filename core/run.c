@@ -350,14 +350,17 @@ void run_flink_cancel(run_flink_call *c)
 
 /* ---- the controller ------------------------------------------------------------------------ */
 
-enum { RUN_NKINDS = 8 };
-static const kube_kind *const run_kinds[RUN_NKINDS] = {
-    &kube_kind_flinkcluster, &kube_kind_configmap, &kube_kind_statefulset, &kube_kind_service,
-    &kube_kind_ingress,      &kube_kind_job,       &kube_kind_controllerrevision, &kube_kind_pod};
+/* The watched kinds: [0] the FlinkClusters, then the children as lua/fc/kinds.lua declares them
+ * (run_load_kinds, at start; one process runs one controller). */
+enum { RUN_MAXKINDS = 1 + KUBE_KINDS_DEFINED_MAX };
+static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
+static int run_nkinds = 1;
+/* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
+static unsigned run_by_label;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
-    reflector *r[RUN_NKINDS];
+    reflector *r[RUN_MAXKINDS];
 };
 
 struct run_opts {
@@ -497,7 +500,7 @@ static void run_count_request(struct run_ctx *ctx, const char *verb, long status
 static int run_kind_index(struct run_ctx *ctx, const reflector *r)
 {
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k] == r)
                 return k;
     return -1;
@@ -571,12 +574,12 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     json_t *children = json_object();
-    for (int k = 1; k < RUN_NKINDS; k++) {
+    for (int k = 1; k < run_nkinds; k++) {
         struct run_collect c = {json_object(), run_kinds[k]};
         if (uid)
             reflector_by_owner_uid(rn->r[k], uid, run_collect_fn, &c);
         /* Pods belong to the StatefulSets and the Job: found by their cluster label */
-        if (run_kinds[k] == &kube_kind_pod)
+        if (run_by_label & (1u << k))
             reflector_by_cluster(rn->r[k], ns, name, run_collect_fn, &c);
         json_object_set_new(children, run_kinds[k]->kind, c.into);
     }
@@ -610,7 +613,7 @@ static int run_kind_of(json_t *obj)
 {
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const char *kind = json_string_value(json_object_get(obj, "kind"));
-    for (int k = 0; kind && k < RUN_NKINDS; k++)
+    for (int k = 0; kind && k < run_nkinds; k++)
         if (strcmp(run_kinds[k]->kind, kind) == 0 && (!av || strcmp(run_kinds[k]->api_version, av) == 0))
             return k;
     return -1;
@@ -663,7 +666,7 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     {
         int k = atoi(id);
         const char *name = strchr(id, '/') + 1;
-        json_t *have = k >= 0 && k < RUN_NKINDS && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
+        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
         int met = uid ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
@@ -954,7 +957,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         struct run_ns *rn = run_ns_for(ctx, it->ns);
         it->del_kind = -1;
         it->del_uid[0] = '\0';
-        for (int i = 0; k && name && rn && i < RUN_NKINDS; i++)
+        for (int i = 0; k && name && rn && i < run_nkinds; i++)
             if (run_kinds[i] == k && rn->r[i]) {
                 const char *uid = json_string_value(
                     json_object_get(json_object_get(reflector_get(rn->r[i], it->ns, name), "metadata"), "uid"));
@@ -1337,7 +1340,7 @@ static void run_on_synced(reflector *r, void *ud)
     if (ctx->synced)
         return;
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
                 return;
     ctx->synced = 1;
@@ -1374,7 +1377,7 @@ static void run_begin_stop(struct run_ctx *ctx, int exit_code)
     ctx->exit_code = exit_code;
     workqueue_shutdown(ctx->q);
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k]) {
                 /* in-flight items hold their own references to what they need */
                 reflector_stop(ctx->nss[i].r[k]);
@@ -1619,7 +1622,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
 {
     char err[512];
     for (size_t i = 0; i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++) {
+        for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
@@ -1633,6 +1636,55 @@ static int run_start_reflectors(struct run_ctx *ctx)
         }
     }
     return 0;
+}
+
+/* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
+ * by_label}]) into run_kinds; the watches, the snapshot's children and the deletes follow. */
+static int run_load_kinds(struct run_ctx *ctx)
+{
+    char err[1024];
+    char *out = NULL;
+    if (lhost_call_json(ctx->host, "fc.kinds", "watched", NULL, &out, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *list = json_loads(out, 0, &jerr);
+    free(out);
+    int rc = json_is_array(list) ? 0 : -1;
+    if (rc)
+        snprintf(err, sizeof err, "kinds.watched() must return a list");
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if (rc)
+            break;
+        const char *av = json_string_value(json_object_get(e, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        const char *res = json_string_value(json_object_get(e, "resource"));
+        const kube_kind *k = NULL;
+        if (run_nkinds >= RUN_MAXKINDS)
+            snprintf(err, sizeof err, "more than %d kinds", RUN_MAXKINDS - 1);
+        else
+            k = kube_kind_define(av, kind, res, 1, err, sizeof err);
+        for (int j = 0; k && j < run_nkinds; j++)
+            if (run_kinds[j] == k) {
+                snprintf(err, sizeof err, "%s %s declared twice", av, kind);
+                k = NULL;
+            }
+        if (!k) {
+            rc = -1;
+            break;
+        }
+        if (json_is_true(json_object_get(e, "by_label")))
+            run_by_label |= 1u << run_nkinds;
+        run_kinds[run_nkinds++] = k;
+    }
+    json_decref(list);
+    if (rc)
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+    return rc;
 }
 
 /* Loads fc.reconcile once so that a broken installation fails at start, not per key. */
@@ -1683,7 +1735,7 @@ int run_main(int argc, char **argv)
         run_log(LOG_ERROR, NULL, "lua host: %s", err);
         goto out;
     }
-    if (run_check_framework(ctx))
+    if (run_check_framework(ctx) || run_load_kinds(ctx))
         goto out;
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
     if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
@@ -1795,7 +1847,7 @@ out:
     }
     run_cancel_fcalls(ctx, NULL);
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k])
                 reflector_stop(ctx->nss[i].r[k]);
         free(ctx->nss[i].ns);

@@ -533,6 +533,38 @@ describe("reconcile.run with policies-min", function()
     host.configure({ policy_dir = policy_dir() })
   end)
 
+  it("leaves out an object of a kind fc.kinds does not declare, marks the cluster and applies the rest", function()
+    local min = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local with_pdb, n = min:gsub("\n  return { objects = objects }\n",
+      "\n  objects[#objects + 1] = { apiVersion = 'policy/v1', kind = 'PodDisruptionBudget',\n"
+        .. "    metadata = { name = n .. '-pdb' }, spec = { maxUnavailable = 1 } }\n"
+        .. "  return { objects = objects }\n", 1)
+    assert.equal(1, n)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = with_pdb }) })
+    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    local rev = r.status.nextRevision
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply StatefulSet wordcount-jobmanager",
+      "apply Service wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager",
+      "apply ControllerRevision " .. rev }, ops(r))
+    local msg = "cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget wordcount-pdb): kind not "
+      .. "declared in lua/fc/kinds.lua (the controller may create networking.k8s.io/v1 Ingress, v1 Service, "
+      .. "apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, apps/v1 ControllerRevision); left out"
+    local pe = condition(r.status, "PolicyError")
+    assert.same({ "True", "UndeclaredKind", msg }, { pe.status, pe.reason, pe.message })
+    local pe_events = {}
+    for _, e in ipairs(r.events) do
+      if e.reason == "PolicyError" then pe_events[#pe_events + 1] = e end
+    end
+    assert.same({ { type = "Warning", reason = "PolicyError", message = msg } }, pe_events)
+    assert.equal(10, r.requeue_after) -- the job poll, not the policy-error retry (60)
+    -- the next pass: the same condition, no second event
+    local r2 = reconcile.run({ cluster = with_status(wordcount(), r.status), children = children_of(applied(r), true),
+      flink = {}, now = T0 + 30 })
+    for _, e in ipairs(r2.events) do assert.are_not.equal("PolicyError", e.reason) end
+    assert.equal("UndeclaredKind", condition(r2.status, "PolicyError").reason)
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
   it("fails only this cluster when a policy raises: PolicyError naming file and line", function()
     host.configure({ policy_dir = policy_dir({ ["status.lua"] =
       "local s = {}\nfunction s.components(input)\n" ..

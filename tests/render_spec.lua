@@ -317,10 +317,8 @@ end)
 
 describe("flink-controller render with the project's policies #bin", function()
   local EXAMPLE = ROOT .. "/deploy/examples/wordcount.yaml"
-  local have_policies = fx.exists(ROOT .. "/policies/cluster.lua")
 
   it("renders deploy/examples/wordcount.yaml in apply order", function()
-    if not have_policies then return pending("policies/cluster.lua is not in the tree yet") end
     local r = run({ "render", "-f", EXAMPLE })
     assert.equal(0, r.code, r.stderr)
     assert.same({ "ConfigMap wordcount-configmap", "StatefulSet wordcount-jobmanager",
@@ -335,7 +333,6 @@ describe("flink-controller render with the project's policies #bin", function()
   end)
 
   it("rejects replicas 0 with the field path", function()
-    if not have_policies then return pending("policies/validate.lua is not in the tree yet") end
     local bad = os.tmpname()
     fx.write(bad, (slurp(EXAMPLE):gsub("replicas: 1", "replicas: 0")))
     local r = run({ "render", "-f", bad })
@@ -343,5 +340,24 @@ describe("flink-controller render with the project's policies #bin", function()
     assert.equal(1, r.code)
     assert.truthy(r.stderr:find("^wordcount: spec%.taskManager%.replicas: "), r.stderr)
     assert.equal("", r.stdout)
+  end)
+
+  it("refuses an object of a kind the controller does not manage (fc.kinds), with its path", function()
+    local dir = fx.tmpdir()
+    assert(os.execute("cp -r " .. fx.quote(ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
+    local text = slurp(dir .. "/cluster.lua")
+    local pdb = "  objects[#objects + 1] = { apiVersion = 'policy/v1', kind = 'PodDisruptionBudget',\n"
+      .. "    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n"
+    local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%) })", "\n" .. pdb .. "%1", 1)
+    assert.equal(1, n)
+    fx.write(dir .. "/cluster.lua", edited)
+    local r = run({ "render", "-f", EXAMPLE, "--policy-dir", dir })
+    os.execute("rm -rf " .. fx.quote(dir))
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+    assert.equal("wordcount: policy: cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget "
+      .. "wordcount-pdb): kind not declared in lua/fc/kinds.lua (the controller may create "
+      .. "networking.k8s.io/v1 Ingress, v1 Service, apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, "
+      .. "apps/v1 ControllerRevision)\n", r.stderr)
   end)
 end)

@@ -8,20 +8,22 @@ local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
+local kinds = require("fc.kinds")
 
 local reconcile = {}
 
---- Child kinds the framework deletes when they are no longer desired (Pods belong to their
--- StatefulSet or Job; ControllerRevisions are pruned by revisionHistoryLimit instead).
-reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" }
+--- Child kinds the framework deletes when they are no longer desired, in that order (fc.kinds:
+-- Pods belong to their StatefulSet or Job; ControllerRevisions are pruned by
+-- revisionHistoryLimit instead).
+reconcile.DELETABLE = kinds.names("delete")
 --- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
 -- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
-reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
---- Kinds whose pod template runs the Flink processes. When an update (a new revision) changes
--- their template and spec.recreateOnUpdate is true (the API's default) they are deleted and
--- created again: all pods replaced at once, not rolled. A template change outside an update (a
--- policy edit, a new controller version) waits while a job cluster's job runs (see run()).
-reconcile.POD_KINDS = { StatefulSet = true }
+reconcile.CREATE_ONLY = kinds.set("create_only")
+--- Kinds whose pod template runs the Flink processes (fc.kinds). When an update (a new revision)
+-- changes their template and spec.recreateOnUpdate is true (the API's default) they are deleted
+-- and created again: all pods replaced at once, not rolled. A template change outside an update
+-- (a policy edit, a new controller version) waits while a job cluster's job runs (see run()).
+reconcile.POD_KINDS = kinds.set("pods")
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
 --- The user-control annotation (removed by a patch_annotations action when done).
@@ -303,6 +305,21 @@ local function held_status(hold, new, old_status, gen, now, result)
   end
 end
 
+-- The condition PolicyError=True reason UndeclaredKind and its Warning event (once per message)
+-- for objects cluster.desired produced of kinds fc.kinds does not declare (`undeclared`, from
+-- kinds.refused): the rest of the pass went on without them.
+local function undeclared_status(undeclared, new, old_status, gen, now, result)
+  local parts = {}
+  for _, u in ipairs(undeclared) do parts[#parts + 1] = u.message end
+  local message = "cluster.lua: desired: " .. table.concat(parts, "; ") .. "; left out"
+  reconcile.set_condition(new, { type = "PolicyError", status = "True", reason = "UndeclaredKind",
+    message = message }, now, gen, old_status.conditions)
+  local prev = find_condition(old_status, "PolicyError")
+  if not (prev and prev.status == "True" and prev.message == message) then
+    result.events[#result.events + 1] = { type = "Warning", reason = "PolicyError", message = message }
+  end
+end
+
 local function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
@@ -397,10 +414,14 @@ local function run(host, snapshot, hold)
   expect(bad == nil, "cluster", "desired", bad)
   local cleanup = jd.cleanup or ""
   local desired = {}
-  for _, o in ipairs(des.objects) do
-    diff.stamp(o)
+  -- objects of kinds the controller does not manage are left out, and the cluster marked
+  local undeclared, skip = kinds.refused(des.objects), {}
+  for _, u in ipairs(undeclared) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
     local keep = true
-    if o.kind == "Job" then
+    if skip[i] then
+      keep = false
+    elseif o.kind == "Job" then
       local observed = (children.Job or {})[o.metadata.name]
       keep = is_job and ((observed ~= nil and not jd.resubmit) or (observed == nil and jd.submit == true))
     elseif cleanup == "DeleteCluster" then
@@ -408,7 +429,10 @@ local function run(host, snapshot, hold)
     elseif cleanup == "DeleteTaskManager" then
       keep = not (o.kind == "StatefulSet" and o.metadata.name == name .. "-taskmanager")
     end
-    if keep then desired[#desired + 1] = o end
+    if keep then
+      diff.stamp(o)
+      desired[#desired + 1] = o
+    end
   end
   local revisions = children.ControllerRevision or {}
   local has_rev = false
@@ -515,8 +539,12 @@ local function run(host, snapshot, hold)
   local new, conds = st, st.conditions or {}
   new.conditions = {}
   for _, c in ipairs(conds) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
-  reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
-    message = "policies ran without error" }, now, gen, old_status.conditions)
+  if #undeclared > 0 then
+    undeclared_status(undeclared, new, old_status, gen, now, result)
+  else
+    reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
+      message = "policies ran without error" }, now, gen, old_status.conditions)
+  end
   new.observedGeneration = gen
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount

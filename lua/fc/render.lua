@@ -6,6 +6,7 @@
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
 local shape = require("fc.shape")
+local kinds = require("fc.kinds")
 
 local render = {}
 
@@ -66,6 +67,9 @@ function render.document(doc, index, host)
   ok, dres = run_policy(host, "cluster", { cluster = cluster })
   if not ok then return fail("policy", dres) end
   out.objects = dres.objects or {}
+  -- the controller would leave these out (fc.kinds): refused here, with the object's path
+  for _, u in ipairs(kinds.refused(out.objects)) do fail("policy", "cluster.lua: desired: " .. u.message) end
+  if #out.errors > 0 then out.objects = nil end
   return out
 end
 
