@@ -1183,7 +1183,22 @@ static int patch_path(char *path, size_t n, const kube_kind *k, const char *ns, 
     return 0;
 }
 
+static kube_call *apply_object(kube_client *c, const char *json, int dry_run, kube_done_fn cb, void *ud,
+                               char *err, size_t errlen);
+
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    return apply_object(c, json, 0, cb, ud, err, errlen);
+}
+
+kube_call *kube_apply_dry_run(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                              size_t errlen)
+{
+    return apply_object(c, json, 1, cb, ud, err, errlen);
+}
+
+static kube_call *apply_object(kube_client *c, const char *json, int dry_run, kube_done_fn cb, void *ud,
+                               char *err, size_t errlen)
 {
     json_error_t je;
     json_t *obj = json ? json_loads(json, 0, &je) : NULL;
@@ -1209,6 +1224,8 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
     else if (patch_path(path, sizeof path, k, ns, name, NULL, APPLY_PATCH) != 0)
         util_set_err(err, errlen, "kube_apply: path too long");
     else {
+        if (dry_run) /* patch_path keeps 64 bytes free for the query */
+            strcat(path, "&dryRun=All");
         kube_req r = {.method = "PATCH", .path = path, .content_type = APPLY_PATCH, .body = json};
         call = kube_request(c, &r, cb, ud, err, errlen);
     }

@@ -235,6 +235,12 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
                       size_t errlen);
 
+/* kube_apply with dryRun=All: the API server runs admission and validation (a 422, a webhook's
+ * refusal, a quota's 403) and answers the object it would store, writing nothing (Kubernetes
+ * API conventions, "Dry-run"). Same arguments and errors. */
+kube_call *kube_apply_dry_run(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                              size_t errlen);
+
 /* PATCH of an object (`subresource` NULL) or of a subresource ("status")
  * with `content_type` "application/merge-patch+json" (RFC 7386: null
  * deletes a key, lists are replaced whole), "application/json-patch+json"

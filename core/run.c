@@ -405,6 +405,7 @@ struct run_ctx {
     json_t *expect;
     json_t *kept;    /* "ns/name" -> {"sent": status, "kept": the status the server answered with} */
     json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
+    json_t *dryruns; /* "ns/name" -> {"<Kind>/<name>": {hash, status, message}}: dry-run answers */
     struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
     struct run_item *items;
     ev_signal sig_term, sig_int;
@@ -422,7 +423,7 @@ struct run_ctx {
 enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_EVENTS, PHASE_DONE };
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS };
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
 
 struct run_item {
     struct run_ctx *ctx;
@@ -446,6 +447,8 @@ struct run_item {
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
+    char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
+    char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
     double started; /* ev_time() when taken off the queue */
 };
@@ -587,6 +590,8 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
     json_object_set_new(snap, "children", children);
     json_object_set(snap, "flink", run_flink_state(ctx, key));
+    json_t *dry = json_object_get(ctx->dryruns, key);
+    json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
 }
@@ -733,6 +738,7 @@ static void run_forget_key(struct run_ctx *ctx, const char *key)
     json_object_del(ctx->expect, key);
     json_object_del(ctx->kept, key);
     json_object_del(ctx->fresh, key);
+    json_object_del(ctx->dryruns, key);
     run_cancel_fcalls(ctx, key);
 }
 
@@ -801,7 +807,7 @@ static void run_failure_event(struct run_item *it, long status, const char *mess
 {
     static const char *const reasons[] = {
         [WRITE_PATCH] = "PatchFailed", [WRITE_APPLY] = "ApplyFailed",
-        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed"};
+        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed", [WRITE_DRY_RUN] = "DryRunFailed"};
     const char *reason = reasons[it->write];
     char text[1024];
     snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");
@@ -822,7 +828,20 @@ static void run_kube_done(const kube_result *res, void *ud)
     int ok = res->status >= 200 && res->status < 300;
     if (!ok && res->status == 404 && it->write == WRITE_DELETE)
         ok = 1; /* already gone */
-    if (!ok && it->phase == PHASE_EVENTS) {
+    if (it->write == WRITE_DRY_RUN) {
+        /* the answer is the framework's to judge in the next pass (snapshot.dry_runs), never a
+         * failed key: a refusal is what a dry run is for */
+        json_t *d = json_object_get(ctx->dryruns, it->key);
+        if (!d) {
+            d = json_object();
+            json_object_set_new(ctx->dryruns, it->key, d);
+        }
+        json_object_set_new(d, it->dry_key,
+                            json_pack("{s:s, s:I, s:s}", "hash", it->dry_hash, "status", (json_int_t)res->status,
+                                      "message", ok ? "" : (res->message ? res->message : "")));
+        run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, "%s: HTTP %ld%s%s", it->what, res->status, ok ? "" : ": ",
+                ok ? "" : (res->message ? res->message : ""));
+    } else if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key */
         run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
@@ -863,7 +882,8 @@ static void run_fcall_done(long status, const char *body, const char *error, voi
     run_flink_record(run_flink_state(ctx, c->key), c->result, c->job, c->path, status, body, error,
                      (double)time(NULL));
     if (status < 200 || status >= 300)
-        run_log(LOG_WARN, c->key, "flink %s: %s", c->sig, *error ? error : *body ? body : "failed");
+        run_log(LOG_WARN, c->key, "flink %s: HTTP %ld: %.300s", c->sig, status,
+                *error ? error : *body ? body : "(an empty answer)");
     else
         run_log(LOG_DEBUG, c->key, "flink %s: HTTP %ld", c->sig, status);
     /* the next pass uses this answer at once (and does not ask the same again) */
@@ -930,20 +950,26 @@ static int run_start_action(struct run_item *it, json_t *a)
     char err[512] = "out of memory"; /* what is left when json_dumps failed; others overwrite it */
     op = op ? op : "?";
     it->write = WRITE_PATCH;
-    if (strcmp(op, "apply") == 0) {
+    if (strcmp(op, "apply") == 0 || strcmp(op, "dry_run") == 0) {
+        /* server-side apply of the object, or its dry run (answer kept for the next pass) */
+        int dry = op[0] == 'd';
         json_t *obj = json_object_get(a, "object");
         json_t *meta = json_object_get(obj, "metadata");
-        snprintf(it->what, sizeof it->what, "apply %s %s",
-                 json_string_value(json_object_get(obj, "kind")) ?: "?",
-                 json_string_value(json_object_get(meta, "name")) ?: "?");
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        snprintf(it->what, sizeof it->what, "%s %s %s", dry ? "dry-run apply" : "apply", kind ?: "?", name ?: "?");
         it->verb = "PATCH";
-        it->write = WRITE_APPLY;
+        it->write = dry ? WRITE_DRY_RUN : WRITE_APPLY;
+        if (dry) {
+            snprintf(it->dry_key, sizeof it->dry_key, "%s/%s", kind ?: "?", name ?: "?");
+            snprintf(it->dry_hash, sizeof it->dry_hash, "%s", json_string_value(json_object_get(a, "hash")) ?: "");
+        }
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
             json_object_set_new(meta, "namespace", json_string(it->ns));
         char *text = json_dumps(obj, JSON_COMPACT);
         if (text)
-            it->call = kube_apply(ctx->kc, text, run_kube_done, it, err, sizeof err);
+            it->call = (dry ? kube_apply_dry_run : kube_apply)(ctx->kc, text, run_kube_done, it, err, sizeof err);
         free(text);
         if (it->call)
             return 1;
@@ -1730,6 +1756,7 @@ int run_main(int argc, char **argv)
     ctx->expect = json_object();
     ctx->kept = json_object();
     ctx->fresh = json_object();
+    ctx->dryruns = json_object();
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
         run_log(LOG_ERROR, NULL, "lua host: %s", err);
@@ -1870,6 +1897,7 @@ out:
     json_decref(ctx->expect);
     json_decref(ctx->kept);
     json_decref(ctx->fresh);
+    json_decref(ctx->dryruns);
     free(ctx->o.namespaces);
     return code;
 }

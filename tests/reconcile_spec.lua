@@ -109,6 +109,8 @@ local function ops(result)
       out[#out + 1] = "delete " .. a.kind .. " " .. a.name
     elseif a.op == "flink" then
       out[#out + 1] = "flink " .. a.method .. " " .. a.path
+    elseif a.op == "dry_run" then
+      out[#out + 1] = "dry_run " .. a.object.kind .. " " .. a.object.metadata.name
     else
       out[#out + 1] = a.op
     end
@@ -131,12 +133,44 @@ end
 
 -- A tiny world: runs a pass, then executes apply/delete on the children as the API server
 -- would (StatefulSets become Ready at once) and keeps the status.
+-- The API server's answers to the dry_run actions of `result` (all accepted: HTTP 200, or
+-- `refuse[<Kind>/<name>]` = {status=, message=}), merged into `answers` (a snapshot's dry_runs).
+local function answer_dry_runs(result, answers, refuse)
+  local n = 0
+  for _, a in ipairs(result.actions) do
+    if a.op == "dry_run" then
+      local key = a.object.kind .. "/" .. a.object.metadata.name
+      local no = (refuse or {})[key]
+      answers[key] = { hash = a.hash, status = no and no.status or 200, message = no and no.message or "" }
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- reconcile.run(snap); when the pass asked for dry runs (an update's gate), the API server
+-- accepts them and the pass runs again with the answers: returns that result (and the first).
+local function run_answered(snap)
+  local r1 = reconcile.run(snap)
+  snap.dry_runs = snap.dry_runs or {}
+  if answer_dry_runs(r1, snap.dry_runs) == 0 then return r1, r1 end
+  return reconcile.run(snap), r1
+end
+
 local function world(cluster)
   local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, savepoint_triggers = {} },
-    now = T0, log = {} }
+    now = T0, log = {}, dry_runs = {} }
+  -- one pass at now + dt; an update's dry runs are answered (accepted) at once and the pass runs
+  -- again with them (its ops are returned, the gate's pass is in w.gated)
   function w.pass(dt)
     w.now = w.now + (dt or 1)
-    local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
+    local snap = { cluster = w.cluster, children = w.children, flink = w.flink, now = w.now, dry_runs = w.dry_runs }
+    local r = reconcile.run(snap)
+    w.gated = nil
+    if answer_dry_runs(r, w.dry_runs) > 0 then
+      w.gated = r
+      r = reconcile.run(snap)
+    end
     for _, a in ipairs(r.actions) do
       if a.op == "apply" then
         local kind = a.object.kind
@@ -436,9 +470,11 @@ describe("reconcile.run with policies-min", function()
     local c2 = with_status(c, r2.status)
     c2.metadata.generation = 2
     c2.spec.taskManager.replicas = 2
-    local r3 = reconcile.run({ cluster = c2, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local r3, gate = run_answered({ cluster = c2, children = children_of(objs, true), flink = {}, now = T0 + 60 })
     local rev2 = r3.status.nextRevision
     assert.are_not.equal(r2.status.currentRevision, rev2)
+    -- first the API server's dry run of the changed object, then the update
+    assert.same({ "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
     assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. rev2 }, ops(r3))
     assert.equal(2, applied(r3)[1].spec.replicas)
     assert.equal(2, applied(r3)[2].revision)
@@ -454,9 +490,12 @@ describe("reconcile.run with policies-min", function()
     c2.metadata.generation = 2
     c2.spec.taskManager.replicas = 2
     local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } } }
-    local r = reconcile.run({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
+    local r, gate = run_answered({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
     local rev2 = r.status.nextRevision
     assert.are_not.equal(st.currentRevision, rev2) -- (st: a copy of the status so far)
+    -- the gate's pass polls the job and asks for the dry run; no savepoint yet
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
+    assert.equal(rev2, gate.status.nextRevision)
     assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/stop",
       "flink GET /jobs/overview" }, ops(r))
     assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/stop",
@@ -468,6 +507,52 @@ describe("reconcile.run with policies-min", function()
     assert.equal("update", r.status.savepoint.triggerReason)
     assert.are_not.equal(rev2, r.status.currentRevision)
     assert.equal(rev2, r.status.nextRevision)
+  end)
+
+  it("does not start an update the API server refuses in a dry run: no stop, the job runs, UpdateRefused", function()
+    local c2, objs, flink = edited_running_job(nil, 2)
+    local snap = { cluster = c2, children = children_of(objs, true), flink = flink, now = T0 + 90, dry_runs = {} }
+    local gate = reconcile.run(snap)
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
+    assert.equal(reconcile.DRY_RUN_REQUEUE, gate.requeue_after)
+    local server = "StatefulSet.apps \"wordcount-taskmanager\" is invalid: spec.template.spec.containers[0]"
+      .. ".resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 200m"
+    answer_dry_runs(gate, snap.dry_runs, { ["StatefulSet/wordcount-taskmanager"] = { status = 422, message = server } })
+    snap.cluster = with_status(c2, gate.status)
+    local r = reconcile.run(snap)
+    -- the job is only polled: no savepoint, no stop, no apply
+    assert.same({ "flink GET /jobs/overview" }, ops(r))
+    local cur = c2.status.currentRevision
+    local msg = "update to revision " .. gate.status.nextRevision .. " refused by the API server: StatefulSet "
+      .. "wordcount-taskmanager: HTTP 422: " .. server .. "; changes held: the last valid spec (revision "
+      .. cur .. ") keeps running"
+    local ready = condition(r.status, "Ready")
+    assert.same({ "False", "UpdateRefused", msg }, { ready.status, ready.reason, ready.message })
+    assert.same({ type = "Warning", reason = "UpdateRefused", message = msg }, r.events[1])
+    assert.equal(cur, r.status.currentRevision)
+    assert.equal("Running", r.status.components.job.state)
+    -- nothing new: no second event, no dry run asked again
+    snap.cluster = with_status(c2, r.status)
+    local again = reconcile.run(snap)
+    assert.same({ "flink GET /jobs/overview" }, ops(again))
+    assert.same({}, again.events)
+    -- a new spec is verified again
+    local c3 = with_status(c2, r.status)
+    c3.metadata.generation = 3
+    c3.spec.taskManager.replicas = 3
+    snap.cluster = c3
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(reconcile.run(snap)))
+  end)
+
+  it("asks a dry run again after an answer that says nothing (HTTP 500), 10 s later", function()
+    local c2, objs, flink = edited_running_job(nil, 2)
+    local snap = { cluster = c2, children = children_of(objs, true), flink = flink, now = T0 + 90, dry_runs = {} }
+    local gate = reconcile.run(snap)
+    answer_dry_runs(gate, snap.dry_runs, { ["StatefulSet/wordcount-taskmanager"] = { status = 500, message = "etcd" } })
+    local r = reconcile.run(snap)
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(r))
+    assert.equal(reconcile.DRY_RUN_RETRY, r.requeue_after)
+    assert.are_not.equal("UpdateRefused", condition(r.status, "Ready").reason)
   end)
 
   it("holds an invalid spec: event and condition name the field, the last valid spec keeps polling the job", function()
@@ -1021,7 +1106,7 @@ describe("reconcile.run with the real policies/", function()
     local c3 = with_status(c, r2.status)
     c3.metadata.generation = 2
     c3.spec.taskManager.replicas = 3
-    local r3 = reconcile.run({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local r3 = run_answered({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
     assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. r3.status.nextRevision },
       ops(r3))
     assert.equal(3, applied(r3)[1].spec.replicas)

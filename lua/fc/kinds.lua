@@ -54,9 +54,7 @@ end
 --- kinds.set(flag) -> {[kind]=true} of the entries with `flag` set.
 function kinds.set(flag)
   local out = {}
-  for _, e in ipairs(kinds.CHILDREN) do
-    if e[flag] then out[e.kind] = true end
-  end
+  for _, k in ipairs(kinds.names(flag)) do out[k] = true end
   return out
 end
 

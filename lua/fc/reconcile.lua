@@ -26,6 +26,11 @@ reconcile.CREATE_ONLY = kinds.set("create_only")
 reconcile.POD_KINDS = kinds.set("pods")
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
+--- Seconds before the pass that reads the dry-run answers of an update (the answers come back
+-- within a pass's writes; this bounds the wait), and before asking again after an answer that
+-- says nothing about the object (HTTP 0, 409, 429, 5xx).
+reconcile.DRY_RUN_REQUEUE = 1
+reconcile.DRY_RUN_RETRY = 10
 --- The user-control annotation (removed by a patch_annotations action when done).
 reconcile.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
 
@@ -285,10 +290,15 @@ end
 -- retried after reconcile.POLICY_ERROR_REQUEUE at the latest.
 local function held_status(hold, new, old_status, gen, now, result)
   new.observedGeneration = old_status.observedGeneration
+  if hold.next then new.nextRevision = hold.next end
+  if hold.why == "verify" then return end
   local message = hold.message .. "; changes held: the last valid spec (revision " .. hold.revision
     .. ") keeps running"
   local cond, reason, recorded
-  if hold.why == "invalid" then
+  if hold.why == "refused" then
+    cond, reason = { type = "Ready", status = "False", reason = "UpdateRefused", message = message }, "UpdateRefused"
+    recorded = function(prev) return prev.reason == "UpdateRefused" and prev.message == message end
+  elseif hold.why == "invalid" then
     cond, reason = { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec"
     recorded = function(prev) return invalid_recorded(prev, gen, message) end
   else
@@ -320,7 +330,72 @@ local function undeclared_status(undeclared, new, old_status, gen, now, result)
   end
 end
 
-local function run(host, snapshot, hold)
+local run -- one pass (below); gate_update runs a supervising one
+
+-- An HTTP status of a dry run that says nothing about the object: no answer, a conflict, too
+-- many requests, a server error. It is asked again.
+local function transient(status)
+  status = tonumber(status) or 0
+  return status == 0 or status == 409 or status == 429 or status >= 500
+end
+
+-- The update gate (issue "Converge for real", item 6): an update starts only once the API
+-- server accepted, in a dry run (dryRun=All: admission and validation, nothing written), every
+-- object of the new revision that differs from what runs. Objects that change an immutable
+-- field are left to the delete-and-create path (a dry run in place would refuse them for that
+-- reason alone). Returns nil when every answer is in and accepted (the update goes on);
+-- otherwise the result of a supervising pass with the last valid spec plus the dry runs still
+-- to ask (hold why="verify"), or, when the server refused one, that pass with Ready=False
+-- reason UpdateRefused and a Warning naming the object and the server's message (why="refused";
+-- no savepoint, cancel or resubmission; a new spec is verified again). `snapshot.dry_runs` =
+-- {["<Kind>/<name>"]={hash=<applied-hash sent>, status=<HTTP status>, message=<server's>}}.
+local function gate_update(host, snapshot, defaulted, next_rev, current)
+  local children = snapshot.children or {}
+  local for_desired = util.merge(defaulted)
+  for_desired.status = nil
+  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  local bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
+  expect(bad == nil, "cluster", "desired", bad)
+  local answers = snapshot.dry_runs or {}
+  local ask, refused, retry = {}, {}, false
+  local skip = {}
+  for _, u in ipairs(kinds.refused(des.objects)) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
+    local observed = (children[o.kind] or {})[o.metadata.name]
+    if not skip[i] and not reconcile.CREATE_ONLY[o.kind] then
+      diff.stamp(o)
+      if diff.needs_apply(o, observed) and not (observed and diff.immutable_change(o, observed)) then
+        local key = o.kind .. "/" .. o.metadata.name
+        local hash = o.metadata.annotations[diff.APPLIED_HASH]
+        local a = answers[key]
+        if a == nil or a.hash ~= hash or transient(a.status) then
+          retry = retry or a ~= nil and a.hash == hash
+          ask[#ask + 1] = { op = "dry_run", object = o, hash = hash }
+        elseif tonumber(a.status) >= 300 then
+          refused[#refused + 1] = o.kind .. " " .. o.metadata.name .. ": HTTP " .. tostring(a.status) .. ": "
+            .. tostring(a.message)
+        end
+      end
+    end
+  end
+  if #ask == 0 and #refused == 0 then return nil end
+  local held = last_valid_snapshot(snapshot)
+  if not held then return nil end
+  local hold = { why = "verify", revision = current, next = next_rev }
+  if #refused > 0 then
+    hold.why = "refused"
+    hold.message = "update to revision " .. next_rev .. " refused by the API server: " .. table.concat(refused, "; ")
+  end
+  local res = run(host, held, hold)
+  if #ask > 0 then
+    for _, a in ipairs(ask) do res.actions[#res.actions + 1] = a end
+    local wait = retry and reconcile.DRY_RUN_RETRY or reconcile.DRY_RUN_REQUEUE
+    if res.requeue_after == nil or res.requeue_after > wait then res.requeue_after = wait end
+  end
+  return res
+end
+
+function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
   local name = md.name
@@ -370,6 +445,10 @@ local function run(host, snapshot, hold)
   local current = old_status.currentRevision or next_rev
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
+  if update.pending and not hold then
+    local gated = gate_update(host, snapshot, defaulted, next_rev, current)
+    if gated then return gated end
+  end
   local new_from = is_table(defaulted.spec.job) and defaulted.spec.job.fromSavepoint or nil
   local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
   if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
