@@ -675,6 +675,19 @@ describe("reconcile.run with policies-min", function()
     assert.is_truthy(table.concat(reasons, ","):find("PolicyErrorResolved", 1, true))
   end)
 
+  it("treats a NaN in a policy's output as that cluster's policy error, named by its path", function()
+    local min = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local nan, n = min:gsub("\n  return { objects = objects }\n",
+      "\n  objects[2].spec.replicas = 0 / 0\n  return { objects = objects }\n", 1)
+    assert.equal(1, n)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = nan }) })
+    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal("policy output cannot be sent to the API server: actions[1].object.spec.replicas: "
+      .. "not a finite number", condition(r.status, "PolicyError").message)
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
   it("treats an output of the wrong shape as a policy error", function()
     host.configure({ policy_dir = policy_dir({ ["cluster.lua"] =
       "return { desired = function() return { objects = { { kind = 'ConfigMap' } } } end }\n" }) })

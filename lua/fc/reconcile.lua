@@ -9,6 +9,7 @@ local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
 local kinds = require("fc.kinds")
+local codec = require("fc.codec")
 
 local reconcile = {}
 
@@ -640,6 +641,9 @@ function run(host, snapshot, hold)
       result.requeue_after = r
     end
   end
+  -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
+  local unencodable = codec.unencodable(result)
+  if unencodable then fail("policy output cannot be sent to the API server: " .. unencodable) end
   return result
 end
 
