@@ -96,11 +96,13 @@ lint:
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
 
-# The policies alone (README.md, "Policies"): luacheck on policies/, then busted on the policy
-# specs and the fixtures walker through tests/run.sh (its LUA_PATH, TAP and counts).
+# The policies alone (README.md, "Policies"): luacheck on policies/, every fixture in the
+# production sandbox (`flink-controller test`), then busted on the policy specs and the fixtures
+# walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
-test-policies: $(LUA_SOS)
+test-policies: $(BUILD)/flink-controller $(LUA_SOS)
 	luacheck --no-color -q policies
+	$(BUILD)/flink-controller test
 	@bash tests/run.sh busted $(sort $(wildcard policies/*_spec.lua)) tests/policy_fixtures_spec.lua
 
 # install: the binary to $(PREFIX)/bin, lua/ and policies/ (without specs and testdata) to

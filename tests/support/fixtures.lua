@@ -166,28 +166,9 @@ end
 --- Partial match of an output `got` against an expectation `exp` (as read by M.read_yaml):
 -- every key `exp` gives must match, a list must have as many items as `exp`'s, `{}` means
 -- "empty or absent", `~` (lyaml.null) means "absent". nil when it matches, else
--- "<path>: <what differs>" (path as `.key`, `[i]` from 0).
+-- "<path>: <what differs>". The same rules as `flink-controller test` (fc.fixtures.mismatch).
 function M.mismatch(exp, got, path)
-  path = path or ""
-  if exp == lyaml.null then
-    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
-    return nil
-  end
-  if type(exp) == "table" then
-    if next(exp) == nil then
-      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return path .. ": expected empty" end
-      return nil
-    end
-    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
-    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
-    for k, v in pairs(exp) do
-      local m = M.mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
-      if m then return m end
-    end
-    return nil
-  end
-  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
-  return nil
+  return require("fc.fixtures").mismatch(exp, got, path or "")
 end
 
 -- Fixture cases ---------------------------------------------------------------------------
