@@ -123,12 +123,11 @@ case_realticker() {
   }
   check "$desc: job Running in Flink (its id from the submitter), cluster Running" t_ticker_running
   t_ticker_config() {
-    local conf cm want key
+    local conf want key
     conf=$(jm_get "$ns" ticker /jobmanager/config) || { echo "no /jobmanager/config"; return 1; }
-    cm=$(jp "$ns" configmap/ticker-configmap '{.data.flink-conf\.yaml}')
     # every key the ConfigMap sets is what the running JobManager reports
     for key in taskmanager.numberOfTaskSlots jobmanager.rpc.address rest.port blob.server.port; do
-      want=$(printf '%s\n' "$cm" | sed -n "s/^$key: *//p")
+      want=$(cm_option "$ns" ticker "$key")
       [ -n "$want" ] || { echo "the ConfigMap has no $key"; return 1; }
       expect "$key" "$(printf '%s' "$conf" | config_value "$key")" "$want" || return 1
     done
