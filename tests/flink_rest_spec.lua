@@ -97,6 +97,21 @@ for dir, full in pairs(VERSIONS) do
 end
 
 describe("Flink REST differences 1.20 -> 2.3 the lifecycle meets", function()
+  it("none in the job states: both have the 11 of JobStatus, and job.lua maps each", function()
+    local job = require("job")
+    local function states(dir)
+      local out = {}
+      for k in pairs(answer(dir, "job-finished").body.timestamps) do out[#out + 1] = k end
+      table.sort(out)
+      return out
+    end
+    assert.same(states("1.20"), states("2.3"))
+    assert.equal(11, #states("2.3"))
+    for _, st in ipairs(states("2.3")) do
+      assert.is_string(job.FLINK_STATES[st], st)
+    end
+  end)
+
   it("2.x dropped the deprecated root-exception fields of /jobs/<id>/exceptions", function()
     local old, new = answer("1.20", "exceptions-failed").body, answer("2.3", "exceptions-failed").body
     assert.is_string(old["root-exception"])

@@ -6,7 +6,7 @@
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost, and on the real node
-#                                        (realpods.sh) realjob realjob2 realticker realticker2 realconfig incluster
+#                                        (realpods.sh) realjob realjob2 realticker realticker2 flinkoptions realconfig incluster
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -75,7 +75,7 @@ trap cleanup EXIT
 . "$HERE/expect.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost realjob realjob2 realticker realticker2 realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost realjob realjob2 realticker realticker2 flinkoptions realconfig incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
