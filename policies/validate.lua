@@ -13,6 +13,9 @@
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
+local flinkversion = require("lib.flinkversion")
+local flinkconf = require("lib.flinkconf")
+local flinkremoved = require("lib.flinkremoved")
 
 local validate = {}
 
@@ -87,6 +90,7 @@ local JOB = { fields = {
 } }
 
 local SPEC = { fields = {
+  flinkVersion = "string",
   image = { fields = { name = "string", pullPolicy = "string", pullSecrets = K8S_LIST } },
   serviceAccountName = "string",
   batchSchedulerName = "string",
@@ -426,7 +430,34 @@ local function check_job(job, creating, add)
   end
 end
 
-local function check_spec(spec, creating, add)
+-- spec.flinkVersion and the flinkProperties the version no longer knows (lib.flinkversion,
+-- lib.flinkremoved): an unreadable version is an error; a version that contradicts the image
+-- tag, and each flinkProperties key Flink 2 removed (left out of config.yaml), a warning.
+local function check_flink_version(spec, add, warn)
+  local given = spec.flinkVersion
+  if type(given) == "string" and flinkversion.parse(given) == nil then
+    add("spec.flinkVersion", "must be <major>.<minor>[.<patch>] (\"1.20\") or v<major>_<minor> (\"v1_20\"), got \""
+      .. given .. "\"")
+    return
+  end
+  local version = flinkversion.of(spec)
+  local image = obj(spec.image)
+  local tagged = image and flinkversion.of_image(image.name)
+  if type(given) == "string" and tagged and (tagged.major ~= version.major or tagged.minor ~= version.minor) then
+    warn("spec.flinkVersion", string.format("%s differs from the image tag's %s (spec.image.name); the "
+      .. "configuration follows spec.flinkVersion", flinkversion.string(version), flinkversion.string(tagged)))
+  end
+  local props = obj(spec.flinkProperties)
+  if not props then return end
+  for _, key in ipairs(flinkconf.removed_keys(props, version)) do
+    local _, instead = flinkremoved.removed(key)
+    warn(key_path("spec.flinkProperties", key), string.format("Flink %s no longer knows this option "
+      .. "(removed in 2.0); it is not written to %s%s", flinkversion.string(version), flinkconf.YAML_FILE,
+      instead and ("; use " .. instead) or ""))
+  end
+end
+
+local function check_spec(spec, creating, add, warn)
   local image = obj(spec.image)
   if (image and (is_null(image.name) or image.name == "")) or is_null(spec.image) then
     add("spec.image.name", "is required")
@@ -454,6 +485,7 @@ local function check_spec(spec, creating, add)
 
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
+  check_flink_version(spec, add, warn)
 
   local hadoop = obj(spec.hadoopConfig)
   if hadoop then
@@ -540,7 +572,7 @@ function validate.check(input)
     add("spec", "is required")
   elseif is_object(cluster.spec) then
     local old_spec = obj(old.spec)
-    check_spec(cluster.spec, old_spec == nil, add)
+    check_spec(cluster.spec, old_spec == nil, add, warn)
     if old_spec then check_update(cluster.spec, old_spec, old, add) end
   end
   return { errors = errors, warnings = warnings }

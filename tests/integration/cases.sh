@@ -586,8 +586,8 @@ case_rollout() {
     poll 60 moved || { echo "TaskManager hash still '$h2'"; return 1; }
     jm_moved() { jm=$(jp "$ns" "statefulset/$n-jobmanager" "$CONFIG_HASH"); [ "$jm" = "$h2" ]; }
     poll 30 jm_moved || { echo "JobManager hash '$jm', want '$h2'"; return 1; }
-    jp "$ns" "configmap/$n-configmap" '{.data.flink-conf\.yaml}' | grep -qx 'taskmanager.numberOfTaskSlots: 4' ||
-      { echo "flink-conf.yaml without the new value"; return 1; }
+    expect "the ConfigMap's taskmanager.numberOfTaskSlots" "$(cm_option "$ns" "$n" taskmanager.numberOfTaskSlots)" 4 ||
+      return 1
     u2=$(jp "$ns" "statefulset/$n-taskmanager" '{.metadata.uid}')
     if [ "$2" = true ]; then
       [ "$u2" != "$u1" ] || { echo "recreateOnUpdate: the TaskManager StatefulSet kept uid $u1"; return 1; }

@@ -245,7 +245,8 @@ local SANDBOX_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall",
 -- other one or writing any global raises), `string` without `dump`, `os` = {time, date, clock,
 -- difftime}, `print` to stderr, `setmetatable` refusing `__gc`, text chunks only, and `require`
 -- of fc.util and fc.quantity (their sources, loaded into the same sandbox so they are held to
--- it too), fc.slots (the C module) and lib.<name> from <dir>/lib/. No budgets: the C host's
+-- it too), fc.slots (the C module), fc.yaml (trusted, as the C host preloads it) and
+-- lib.<name> from <dir>/lib/. No budgets: the C host's
 -- own specs (tests/host_spec.lua) cover those. Returns the policy's table.
 function M.sandboxed(name, opts)
   local dir = (opts and opts.dir) or (M.ROOT .. "/policies")
@@ -270,7 +271,7 @@ function M.sandboxed(name, opts)
   env.require = function(m)
     if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
     if loaded[m] ~= nil then return loaded[m] end
-    if m == "fc.slots" then
+    if m == "fc.slots" or m == "fc.yaml" then
       loaded[m] = require(m)
     elseif sources[m] then
       loaded[m] = load_file(sources[m])
