@@ -5,6 +5,7 @@
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller run [options]            (core/run.c)
+ *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
  *   flink-controller --help
  *
@@ -25,6 +26,7 @@
 #include "lhost.h"
 #include "run.h"
 #include "util.h"
+#include "webhook.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -49,6 +51,7 @@ static const struct main_command commands[] = {
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
+    {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
     {NULL, NULL, NULL}};
 
 static void main_usage(FILE *out)

@@ -18,6 +18,20 @@ local fx = require("support.fixtures")
 local ROOT = fx.ROOT
 local API = "flinkoperator.k8s.io/v1beta1"
 
+-- A minimal session cluster (a job cluster with `jar`).
+local function minimal(name, jar)
+  return { apiVersion = API, kind = "FlinkCluster", metadata = { name = name },
+    spec = { image = { name = "flink:1.20.1" }, taskManager = { replicas = 1 },
+      job = jar and { jarFile = jar } or nil } }
+end
+
+-- The stored FlinkCluster ns/name, decoded.
+local function get(ns, name)
+  local out, ok = fx.kubectl("get flinkcluster -n " .. ns .. " " .. name .. " -o json")
+  assert(ok, out)
+  return cjson.decode(out)
+end
+
 describe("admission by the API server (CRD schema, defaults, CEL) #testenv", function()
   local sh = fx.kubectl
   if not fx.live() then
@@ -182,28 +196,20 @@ describe("admission by the API server (CRD schema, defaults, CEL) #testenv", fun
   end)
 
   -- A minimal job cluster (the examples' shape).
-  local function minimal(name)
-    return { apiVersion = API, kind = "FlinkCluster", metadata = { name = name },
-      spec = { image = { name = "flink:1.20.1" }, taskManager = { replicas = 1 },
-        job = { jarFile = "/opt/flink/usrlib/job.jar" } } }
+  local function job_cluster(name)
+    return minimal(name, "/opt/flink/usrlib/job.jar")
   end
   -- patch(name, json, args): `kubectl patch` of a FlinkCluster (merge patch unless args say).
   local function patch(name, json, args)
     return sh("patch flinkcluster -n " .. ns .. " " .. name .. " " .. (args or "--type=merge") .. " -p "
       .. fx.quote(json))
   end
-  local function get(name)
-    local out, ok = sh("get flinkcluster -n " .. ns .. " " .. name .. " -o json")
-    assert(ok, out)
-    return cjson.decode(out)
-  end
-
   it("stores the defaults, and they are policies/defaults.lua's", function()
     setup()
-    local doc = minimal("defaults")
+    local doc = job_cluster("defaults")
     local out, ok = submit(doc, "create")
     assert.is_true(ok, out)
-    local stored = get("defaults").spec
+    local stored = get(ns, "defaults").spec
     assert.are.equal(8081, stored.jobManager.ports.ui)
     assert.are.equal("Cluster", stored.jobManager.accessScope)
     assert.are.equal("600M", stored.taskManager.memoryOffHeapMin)
@@ -217,26 +223,26 @@ describe("admission by the API server (CRD schema, defaults, CEL) #testenv", fun
 
   it("keeps resourceVersion on a repeated apply and on a patch to a defaulted value", function()
     setup()
-    local tmp = fx.yaml_stream({ cjson.encode(minimal("noop")) })
+    local tmp = fx.yaml_stream({ cjson.encode(job_cluster("noop")) })
     local out, ok = sh("apply -n " .. ns .. " -f " .. tmp)
     assert.is_true(ok, out)
-    local rv = get("noop").metadata.resourceVersion
+    local rv = get(ns, "noop").metadata.resourceVersion
     out, ok = sh("apply -n " .. ns .. " -f " .. tmp)
     os.remove(tmp)
     assert.is_true(ok, out)
     assert.is_not_nil(out:find("unchanged", 1, true), out)
     out, ok = patch("noop", '{"spec":{"jobManager":{"ports":{"ui":8081}},"revisionHistoryLimit":10}}')
     assert.is_true(ok, out)
-    assert.are.equal(rv, get("noop").metadata.resourceVersion)
+    assert.are.equal(rv, get(ns, "noop").metadata.resourceVersion)
     -- and a real change does bump it
     out, ok = patch("noop", '{"spec":{"revisionHistoryLimit":3}}')
     assert.is_true(ok, out)
-    assert.are_not.equal(rv, get("noop").metadata.resourceVersion)
+    assert.are_not.equal(rv, get(ns, "noop").metadata.resourceVersion)
   end)
 
   it("lets status and metadata updates through the create and update rules", function()
     setup()
-    local doc = minimal("cancelled")
+    local doc = job_cluster("cancelled")
     doc.spec.job.savepointsDir = "/savepoints"
     local out, ok = submit(doc, "create")
     assert.is_true(ok, out)
@@ -266,14 +272,178 @@ describe("admission by the API server (CRD schema, defaults, CEL) #testenv", fun
 
   it("refuses a long name, with the limit of its kind of cluster", function()
     setup()
-    local job = minimal(string.rep("j", 50))
+    local job = job_cluster(string.rep("j", 50))
     local out, ok = submit(job, "create --dry-run=server")
     assert.is_false(ok, out)
     assert.is_not_nil(out:find('metadata.name: must be at most 49 characters so that "<name>-job-submitter" fits in 63',
       1, true), out)
-    local session = minimal(string.rep("s", 51))
+    local session = job_cluster(string.rep("s", 51))
     session.spec.job = nil
     out, ok = submit(session, "create --dry-run=server")
     assert.is_true(ok, out)
+  end)
+end)
+
+-- The webhook registered with the API server: `flink-controller webhook` on 127.0.0.1 (the API
+-- server of the test environment runs on this host), certificates from scripts/webhook-certs.sh,
+-- Validating and Mutating configurations of deploy/webhook/webhook.yaml with a url and the CA
+-- as caBundle, limited to this test's namespace (a label), removed again at the end.
+describe("admission by the webhook registered with the API server #testenv #bin", function()
+  local sh = fx.kubectl
+  if not fx.live() then
+    pending("no kube-apiserver (start one with `make testenv-up` or set FC_KUBECONFIG)")
+    return
+  end
+  local tag = string.format("%d-%d", os.time(), math.random(1000, 9999))
+  local ns, config = "admission-webhook-" .. tag, "flink-controller-test-" .. tag
+  local dir, pid, port
+  local started = false
+
+  local function start_webhook()
+    local log = dir .. "/webhook.log"
+    local p = assert(io.popen(string.format("%s webhook --addr 127.0.0.1:%s --cert-file %s/tls.crt"
+      .. " --key-file %s/tls.key >>%s 2>&1 & echo $!", fx.quote(fx.BIN), port or "0", dir, dir, log)))
+    pid = p:read("l")
+    p:close()
+    for _ = 1, 100 do
+      local text = fx.read(log, true) or ""
+      local got = select(2, text:gsub("serving the admission webhook", "%0"))
+      local last
+      for m in text:gmatch("serving the admission webhook.- port=(%d+)") do last = m end
+      if last and (port == nil or got >= 2) then
+        port = last
+        return
+      end
+      os.execute("sleep 0.1")
+    end
+    error("webhook did not start: " .. (fx.read(log, true) or ""))
+  end
+  local function stop_webhook()
+    if pid then os.execute("kill " .. pid .. " 2>/dev/null; sleep 0.5") end
+    pid = nil
+  end
+
+  -- the two configurations of deploy/webhook/webhook.yaml, pointed at the local webhook
+  local function register(failure_policy)
+    local docs = lyaml.load(fx.read(ROOT .. "/deploy/webhook/webhook.yaml"), { all = true })
+    local ca = assert(io.popen("base64 -w0 " .. dir .. "/ca.crt")):read("a")
+    local out = {}
+    for _, d in ipairs(docs) do
+      if d.kind:find("WebhookConfiguration$") then
+        d.metadata = { name = config }
+        for _, h in ipairs(d.webhooks) do
+          h.clientConfig = { url = "https://127.0.0.1:" .. port .. h.clientConfig.service.path, caBundle = ca }
+          h.namespaceSelector = { matchLabels = { ["flink-controller-test"] = tag } }
+          h.failurePolicy = failure_policy
+        end
+        out[#out + 1] = cjson.encode(d)
+      end
+    end
+    assert.are.equal(2, #out)
+    for _, text in ipairs(out) do   -- one JSON document per file
+      local tmp = fx.yaml_stream({ text })
+      local o, ok = sh("apply -f " .. tmp)
+      os.remove(tmp)
+      assert(ok, o)
+    end
+  end
+
+  local function setup_all()
+    if started then return end
+    started = true
+    fx.apply_crd()
+    dir = fx.tmpdir()
+    assert(os.execute(ROOT .. "/scripts/webhook-certs.sh " .. dir .. " >/dev/null"))
+    start_webhook()
+    local out, ok = sh("create namespace " .. ns)
+    assert(ok, out)
+    out, ok = sh("label namespace " .. ns .. " flink-controller-test=" .. tag)
+    assert(ok, out)
+    register("Fail")
+    -- the API server's webhook client picks the configuration up within a second or so
+    os.execute("sleep 2")
+  end
+  teardown(function()
+    if not started then return end
+    sh("delete validatingwebhookconfiguration " .. config .. " --ignore-not-found")
+    sh("delete mutatingwebhookconfiguration " .. config .. " --ignore-not-found")
+    stop_webhook()
+    sh("delete namespace " .. ns .. " --wait=false")
+    if dir then os.execute("rm -rf " .. fx.quote(dir)) end
+  end)
+
+  local function apply(doc, verb)
+    local tmp = fx.yaml_stream({ cjson.encode(doc) })
+    local out, ok = sh((verb or "apply") .. " -n " .. ns .. " -f " .. tmp)
+    os.remove(tmp)
+    return out, ok
+  end
+
+  it("refuses a rule only Lua knows, with the webhook's <name>: <field path>: <message>", function()
+    setup_all()
+    local doc = minimal("small")
+    doc.spec.taskManager.resources = { limits = { memory = "512Mi" } }
+    local out, ok = apply(doc)
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find('admission webhook "validate.flinkclusters.flinkoperator.k8s.io" denied the request: '
+      .. "small: spec.taskManager.memoryOffHeapMin: must be <= resources.limits.memory (600M > 512Mi)", 1, true), out)
+  end)
+
+  it("stores what the mutating webhook adds (the pull policy only defaults.lua knows)", function()
+    setup_all()
+    local out, ok = apply(minimal("mutated"))
+    assert.is_true(ok, out)
+    local stored = get(ns, "mutated")
+    assert.are.equal("IfNotPresent", stored.spec.image.pullPolicy)
+    local latest = minimal("latest")
+    latest.spec.image.name = "flink:latest"
+    out, ok = apply(latest)
+    assert.is_true(ok, out)
+    assert.are.equal("Always", get(ns, "latest").spec.image.pullPolicy)
+  end)
+
+  it("leaves resourceVersion alone on a repeated apply and a no-op patch through both webhooks", function()
+    setup_all()
+    local out, ok = apply(minimal("noop"))
+    assert.is_true(ok, out)
+    local rv = get(ns, "noop").metadata.resourceVersion
+    out, ok = apply(minimal("noop"))
+    assert.is_true(ok, out)
+    assert.is_not_nil(out:find("unchanged", 1, true), out)
+    out, ok = sh("patch flinkcluster -n " .. ns .. " noop --type=merge -p "
+      .. fx.quote('{"spec":{"image":{"pullPolicy":"IfNotPresent"},"revisionHistoryLimit":10}}'))
+    assert.is_true(ok, out)
+    assert.are.equal(rv, get(ns, "noop").metadata.resourceVersion)
+  end)
+
+  it("with the webhook down: failurePolicy Fail refuses every write, Ignore lets the CRD's rules decide", function()
+    setup_all()
+    stop_webhook()
+    local out, ok = apply(minimal("while-down"))
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find('failed calling webhook "', 1, true), out)
+    register("Ignore")
+    os.execute("sleep 2")
+    out, ok = apply(minimal("while-down"))
+    assert.is_true(ok, out)
+    -- no webhook defaults then (the controller still applies them), CEL still refuses
+    assert.is_nil(get(ns, "while-down").spec.image.pullPolicy)
+    local dup = minimal("dup-while-down")
+    dup.spec.taskManager.ports = { data = 7000, rpc = 7000 }
+    out, ok = apply(dup)
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find("spec.taskManager.ports: Invalid value", 1, true), out)
+    -- and the Lua-only rule is not enforced at apply time: the controller reports it
+    local small = minimal("small-while-down")
+    small.spec.taskManager.resources = { limits = { memory = "512Mi" } }
+    out, ok = apply(small)
+    assert.is_true(ok, out)
+    -- back up on the same port: enforced again
+    start_webhook()
+    os.execute("sleep 1")
+    small.metadata.name = "small-again"
+    out, ok = apply(small)
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find("denied the request", 1, true), out)
   end)
 end)
