@@ -29,7 +29,12 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                gcc make ca-certificates
 
 .PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
-all: $(BUILD)/flink-controller $(LUA_SOS)
+all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
+
+# The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
+# the one description of the API's fields (README.md, "One schema").
+lua/fc/crd.lua: deploy/crd.yaml scripts/crd-schema.lua
+	lua5.4 scripts/crd-schema.lua deploy/crd.yaml $@
 
 # Java and Maven are for the test environment only (a real Flink from Maven
 # Central, tests/env/); installed from Debian when the machine has none.

@@ -6,6 +6,7 @@
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
  *   flink-controller run [options]            (core/run.c)
+ *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
  *   flink-controller --help
  *
@@ -27,6 +28,7 @@
 #include "lhost.h"
 #include "run.h"
 #include "util.h"
+#include "webhook.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -53,6 +55,7 @@ static const struct main_command commands[] = {
     {"test", cmd_test, "run every policy's fixtures in the production sandbox"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
+    {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
     {NULL, NULL, NULL}};
 
 static void main_usage(FILE *out)

@@ -23,6 +23,7 @@
 #include "reflector.h"
 #include "run.h"
 #include "server.h"
+#include "webhook.h"
 #include "util.h"
 #include "workqueue.h"
 
@@ -369,6 +370,7 @@ struct run_opts {
     size_t nns;
     const char *metrics_addr;
     const char *health_addr;
+    const char *webhook_addr, *webhook_cert, *webhook_key;
     int leader_elect;
     const char *leader_ns;
     double qps;
@@ -412,6 +414,7 @@ struct run_ctx {
     ev_timer stop_timer;
     ev_idle pump_idle;
     server *srv;
+    webhook *wh;
     leader_elector *le;
     int releasing;
     metrics_registry *reg;
@@ -1483,18 +1486,21 @@ static void run_usage(FILE *out)
             "         [--log-level debug|info|warn|error]\n"
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
             "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
             "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
             "auto (default: service in a pod with the service-account config, else proxy).\n"
-            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n");
+            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n"
+            "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
+            "with that certificate pair, re-read when the files change (core/webhook.h).\n");
 }
 
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
-    RO_FLINK_ACCESS
+    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1540,6 +1546,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"flink-access", required_argument, NULL, RO_FLINK_ACCESS},
         {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
+        {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
+        {"webhook-cert-file", required_argument, NULL, RO_WEBHOOK_CERT},
+        {"webhook-key-file", required_argument, NULL, RO_WEBHOOK_KEY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -1627,6 +1636,15 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             o->host.memory_mib = (unsigned)n;
             break;
+        case RO_WEBHOOK_ADDR:
+            o->webhook_addr = optarg;
+            break;
+        case RO_WEBHOOK_CERT:
+            o->webhook_cert = optarg;
+            break;
+        case RO_WEBHOOK_KEY:
+            o->webhook_key = optarg;
+            break;
         default:
             if (optopt)
                 fprintf(stderr, "run: bad or incomplete option '-%c' (see --help)\n", optopt);
@@ -1637,6 +1655,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "run: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (o->webhook_addr && *o->webhook_addr && (!o->webhook_cert || !o->webhook_key)) {
+        fprintf(stderr, "run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n");
         return -1;
     }
     return 0;
@@ -1784,6 +1806,19 @@ int run_main(int argc, char **argv)
         run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
                 server_metrics_port(ctx->srv));
     }
+    if (ctx->o.webhook_addr && *ctx->o.webhook_addr) {
+        /* served by every replica, leader or not: admission needs no leadership */
+        webhook_opts wo = {.addr = ctx->o.webhook_addr,
+                           .cert_file = ctx->o.webhook_cert,
+                           .key_file = ctx->o.webhook_key,
+                           .host = ctx->host};
+        ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
+        if (!ctx->wh) {
+            run_log(LOG_ERROR, NULL, "%s", err);
+            goto out;
+        }
+        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+    }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (kube_config_load_default(&cfg, ctx->o.kubeconfig, err, sizeof err)) {
@@ -1890,6 +1925,7 @@ out:
     if (ctx->kc)
         kube_client_free(ctx->kc);
     server_stop(ctx->srv);
+    webhook_stop(ctx->wh);
     metrics_registry_free(ctx->reg);
     lhost_free(ctx->host);
     json_decref(ctx->flink);

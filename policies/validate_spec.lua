@@ -28,7 +28,8 @@ describe("validate fixtures", function()
       "list-items-not-objects", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
-      "update-savepoint-generation-next", "update-savepoints-dir-removed" })
+      "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
+      "rarely-used-fields" })
   end)
   for _, case in ipairs(dirs) do
     local dir = fx.cases_dir("validate") .. "/" .. case
