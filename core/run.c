@@ -191,8 +191,8 @@ static void run_flink_kube_done(const kube_result *res, void *ud)
     free(c);
 }
 
-run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
-                                char *err, size_t errlen)
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const http_part *part,
+                                run_flink_done_fn done, void *ud, char *err, size_t errlen)
 {
     const char *method = json_string_value(json_object_get(action, "method"));
     const char *path = json_string_value(json_object_get(action, "path"));
@@ -212,7 +212,10 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_fl
         return NULL;
     }
     struct run_flink_call *c = calloc(1, sizeof *c);
-    json_t *body = json_object_get(action, "body");
+    json_t *body = part ? NULL : json_object_get(action, "body");
+    json_t *tmo = json_object_get(action, "timeout_ms");
+    long timeout_ms = json_is_integer(tmo) && json_integer_value(tmo) > 0 ? (long)json_integer_value(tmo)
+                                                                          : RUN_FLINK_TIMEOUT_MS;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (!c || (body && !text)) {
         free(c);
@@ -227,16 +230,18 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_fl
                       .path = loc,
                       .body = text,
                       .body_len = text ? strlen(text) : 0,
-                      .timeout_s = RUN_FLINK_TIMEOUT_MS / 1000.0};
+                      .part = part,
+                      .timeout_s = timeout_ms / 1000.0};
         c->kcall = kube_request(env->kc, &r, run_flink_kube_done, c, err, errlen);
     } else {
         static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json", NULL};
         http_opts ho = {.method = method,
                         .url = loc,
-                        .headers = hdrs,
+                        .headers = part ? hdrs + 1 : hdrs,
                         .body = text,
                         .body_len = text ? strlen(text) : 0,
-                        .timeout_ms = RUN_FLINK_TIMEOUT_MS,
+                        .part = part,
+                        .timeout_ms = timeout_ms,
                         .max_body = (size_t)16 << 20,
                         .on_done = run_flink_http_done,
                         .ud = c};
@@ -370,10 +375,17 @@ struct run_fcall {
     char id[128];  /* where the answer is recorded (answers[id]) */
     json_t *intent; /* recorded with the answer */
     run_flink_call *call;
+    /* an upload action: the jar is downloaded first (dl), then sent as the multipart part */
+    json_t *action;
+    http_request *dl;
+    char *jar;
+    http_part part;
+    char filename[256];
 };
 
 static void run_item_step(struct run_item *it);
 static void run_pump(struct run_ctx *ctx);
+static void run_fcall_free(struct run_fcall *c);
 
 /* ---- logs --------------------------------------------------------------------------------- */
 
@@ -625,10 +637,7 @@ static void run_cancel_fcalls(struct run_ctx *ctx, const char *key)
         struct run_fcall *c = *p;
         if (!key || strcmp(c->key, key) == 0) {
             *p = c->next;
-            run_flink_cancel(c->call);
-            json_decref(c->intent);
-            free(c->key);
-            free(c);
+            run_fcall_free(c);
         } else {
             p = &c->next;
         }
@@ -761,10 +770,23 @@ static void run_kube_done(const kube_result *res, void *ud)
     run_item_step(it);
 }
 
+static void run_fcall_free(struct run_fcall *c)
+{
+    if (c->dl)
+        http_request_cancel(c->dl);
+    run_flink_cancel(c->call);
+    json_decref(c->intent);
+    json_decref(c->action);
+    free(c->jar);
+    free(c->key);
+    free(c);
+}
+
 static void run_fcall_done(long status, const char *body, const char *error, void *ud)
 {
     struct run_fcall *c = ud;
     struct run_ctx *ctx = c->ctx;
+    c->call = NULL; /* it frees itself after this callback */
     for (struct run_fcall **p = &ctx->fcalls; *p; p = &(*p)->next)
         if (*p == c) {
             *p = c->next;
@@ -784,9 +806,40 @@ static void run_fcall_done(long status, const char *body, const char *error, voi
     json_object_set_new(f, c->sig, json_true());
     if (!ctx->stopping)
         workqueue_add(ctx->q, c->key);
-    json_decref(c->intent);
-    free(c->key);
-    free(c);
+    run_fcall_free(c);
+}
+
+/* The jar of an upload action arrived (or not): send it as the multipart part of the action's
+ * request, or record the download's failure as the answer (status 0). */
+static void run_fcall_downloaded(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    struct run_fcall *c = ud;
+    c->dl = NULL;
+    char err[600] = "";
+    if (resp->status >= 200 && resp->status < 300 && !*resp->error) {
+        c->jar = malloc(resp->body_len ? resp->body_len : 1);
+        if (c->jar) {
+            memcpy(c->jar, resp->body, resp->body_len);
+            c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
+                                  .data = c->jar, .len = resp->body_len};
+            char e2[512] = "";
+            c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
+            if (c->call)
+                return;
+            snprintf(err, sizeof err, "%s", e2);
+        } else {
+            snprintf(err, sizeof err, "out of memory for the jar (%zu bytes)", resp->body_len);
+        }
+    } else {
+        snprintf(err, sizeof err, "download %s: %s", json_string_value(json_object_get(json_object_get(c->action,
+                 "upload"), "url")) ?: "?", *resp->error ? resp->error : "not a 2xx answer");
+        if (!*resp->error)
+            snprintf(err, sizeof err, "download %s: HTTP %ld",
+                     json_string_value(json_object_get(json_object_get(c->action, "upload"), "url")) ?: "?",
+                     resp->status);
+    }
+    run_fcall_done(0, "", err, c);
 }
 
 /* Starts the Flink call of action `a` on the loop, detached from the item (a hung JobManager
@@ -812,8 +865,33 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     int busy = json_object_get(it->fresh, c->sig) != NULL;
     for (struct run_fcall *o = ctx->fcalls; o && !busy; o = o->next)
         busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
-    if (!busy)
-        c->call = run_flink_start(&ctx->flink_env, a, run_fcall_done, c, err, sizeof err);
+    json_t *up = json_object_get(a, "upload");
+    if (!busy && json_is_object(up)) {
+        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified) */
+        const char *url = json_string_value(json_object_get(up, "url"));
+        json_t *mb = json_object_get(up, "max_bytes"), *tm = json_object_get(up, "timeout_ms");
+        const char *base = url ? strrchr(url, '/') : NULL;
+        snprintf(c->filename, sizeof c->filename, "%s", base && base[1] ? base + 1 : "job.jar");
+        c->filename[strcspn(c->filename, "?#")] = '\0';
+        c->action = json_incref(a);
+        http_opts ho = {.method = "GET",
+                        .url = url,
+                        .timeout_ms = json_is_integer(tm) ? (long)json_integer_value(tm) : 60000,
+                        .max_body = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
+                                                                                       : (size_t)64 << 20,
+                        .on_done = run_fcall_downloaded,
+                        .ud = c};
+        c->dl = ctx->flink_env.hc && url ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
+        if (c->dl) {
+            c->next = ctx->fcalls;
+            ctx->fcalls = c;
+            return;
+        }
+        if (!url || !ctx->flink_env.hc)
+            snprintf(err, sizeof err, "upload needs upload.url and an HTTP client");
+    } else if (!busy) {
+        c->call = run_flink_start(&ctx->flink_env, a, NULL, run_fcall_done, c, err, sizeof err);
+    }
     if (c->call) {
         c->next = ctx->fcalls;
         ctx->fcalls = c;
@@ -824,9 +902,7 @@ static void run_start_fcall(struct run_item *it, json_t *a)
         run_flink_record(run_flink_state(ctx, it->key), c->id, c->intent, 0, NULL, err, (double)time(NULL));
         run_log(LOG_WARN, it->key, "flink %s: %s", c->sig, err);
     }
-    json_decref(c->intent);
-    free(c->key);
-    free(c);
+    run_fcall_free(c);
 }
 
 /* Starts one action; 1 when started (its callback continues the item), 0 when it failed at

@@ -118,14 +118,16 @@ typedef struct run_flink_call run_flink_call;
  * ("" when none). Pointers are valid during the callback only. */
 typedef void (*run_flink_done_fn)(long status, const char *body, const char *error, void *ud);
 
-/* Starts the Flink REST call of `action` ({method, path, body=<JSON or absent>, target}) the
- * way `env` says, JSON in and out, RUN_FLINK_TIMEOUT_MS per attempt. Through the proxy the call
+/* Starts the Flink REST call of `action` ({method, path, body=<JSON or absent>, target,
+ * timeout_ms=<optional>}) the way `env` says, JSON in and out, RUN_FLINK_TIMEOUT_MS per attempt
+ * (or the action's timeout_ms). With `part` (it and its data must outlive the call) the body
+ * is that multipart/form-data part instead (POST /jars/upload). Through the proxy the call
  * goes through kube_request (the client's qps/burst limiter, 429 / 5xx+Retry-After retries, a
  * 401 re-reads the token file). `done` runs exactly once, never inside this call, unless
  * cancelled. Returns NULL with err filled when the action is malformed or cannot start (done
  * is then not called). */
-run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
-                                char *err, size_t errlen);
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const http_part *part,
+                                run_flink_done_fn done, void *ud, char *err, size_t errlen);
 
 /* Stops a call that has not reported; its callback will not run. */
 void run_flink_cancel(run_flink_call *call);

@@ -7,6 +7,7 @@ local clock = require("lib.clock")
 local names = require("lib.names")
 local user_control = require("lib.control")
 local failure = require("lib.failure")
+local restsubmit = require("lib.restsubmit")
 
 local job = {}
 
@@ -41,6 +42,16 @@ job.RESTART_BACKOFF_FACTOR = 2
 job.RESTART_MAX_DELAY_SECONDS = 300
 job.RESTART_MAX_ATTEMPTS = 3
 job.RESTART_RESET_AFTER_SECONDS = 600
+--- How the job is submitted: true = through the JobManager's REST API (lib.restsubmit: the
+-- controller downloads the jar, uploads it with POST /jars/upload and runs it with POST
+-- /jars/<id>/run, giving the job its id), false = the submitter Job (`flink run` in a pod).
+-- Shipped: REST for a jarFile given as an http(s):// URL (the submitter image of the API cannot
+-- fetch one), the submitter Job otherwise. E.g. always REST: `function(spec) return true end`.
+-- Fixtures: job/decide-rest-submit-*.
+function job.SUBMIT_WITH_REST(spec)
+  return type(spec.jarFile) == "string" and spec.jarFile:match("^https?://") ~= nil
+end
+
 --- Longest failureReason kept in the status (bytes; longer text is cut).
 job.FAILURE_REASON_MAX = 300
 
@@ -225,6 +236,10 @@ function job.observe(input)
           asks[1] = { kind = "job_exceptions", job_id = out.id }
         end
       end
+    elseif restsubmit.run_error(out, flink) and not job.TERMINAL[out.state] then
+      -- our REST submission's run request failed (lib.restsubmit)
+      out.state = "Failed"
+      out.failureReason = restsubmit.run_error(out, flink)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
       if input.now - since >= job.LOST_AFTER_SECONDS then
@@ -457,8 +472,22 @@ function job.decide(input)
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
   if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components or {}) then
-    d.submit = true
-    if j.state == "Updating" then
+    local submitted = true
+    if job.SUBMIT_WITH_REST(spec) then
+      -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
+      local step = restsubmit.step({ job = j, spec = spec, flink = input.flink,
+        from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint, now = now })
+      for _, i in ipairs(step.intents) do d.intents[#d.intents + 1] = i end
+      d.requeue_after = step.requeue_after
+      submitted = step.submitted == true
+      if step.failed then
+        j.state = "Failed"
+        j.failureReason = step.failed
+      end
+    else
+      d.submit = true
+    end
+    if submitted and j.state == "Updating" then
       d.update_done = true
       j.state = "Pending"
     end
@@ -487,12 +516,16 @@ function job.decide(input)
 
   -- Poll the job list while the job may still change and the JobManager's Service is Ready.
   local jm_service = (input.components or {}).jobManagerService
-  if jm_service and jm_service.state == "Ready" and not d.cleanup and (j.state == "Running" or j.state == "Pending"
-      or j.state == "Updating" or j.state == "Lost" or j.state == "Suspended") then
+  local listing = false
+  for _, i in ipairs(d.intents) do listing = listing or i.kind == "list_jobs" end
+  if jm_service and jm_service.state == "Ready" and not d.cleanup and not listing and (j.state == "Running"
+      or j.state == "Pending" or j.state == "Updating" or j.state == "Lost" or j.state == "Suspended") then
     d.intents[#d.intents + 1] = { kind = "list_jobs" }
   end
 
-  if not job.TERMINAL[j.state] then d.requeue_after = job.POLL_SECONDS end
+  if not job.TERMINAL[j.state] then
+    d.requeue_after = math.min(d.requeue_after or job.POLL_SECONDS, job.POLL_SECONDS)
+  end
   if j.state ~= "Failed" and j.state ~= "Lost" then j.nextRestartTime = nil end
   d.control = control
   return d

@@ -14,10 +14,13 @@ describe("policies/job.lua", function()
       fx.assert_cases(all, {
         "decide-cancel-after-savepoint", "decide-cancel-after-stop", "decide-cancel-stop-failed-stopping",
         "decide-cleanup-after-lost", "decide-cleanup-succeeded", "decide-control-savepoint-done",
+        "decide-rest-submit-adopts", "decide-rest-submit-checks", "decide-rest-submit-runs",
+        "decide-rest-submit-upload-failed", "decide-rest-submit-uploads",
         "decide-restart-due", "decide-restart-limit", "decide-restart-waits", "decide-submit-when-ready",
         "decide-update-resubmit", "observe-failed-asks-exceptions", "observe-failed-cause",
         "observe-finished-after-stop", "observe-id-from-pod", "observe-lost", "observe-missing-grace",
-        "observe-never-listed-lost", "observe-submit-failed", "observe-submit-failed-message",
+        "observe-never-listed-lost", "observe-rest-run-failed", "observe-submit-failed",
+        "observe-submit-failed-message",
       })
     end)
     for _, case in ipairs(all) do

@@ -43,7 +43,8 @@ describe("fc.flink.action", function()
 
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
-      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel)")
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
+      .. "upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -67,7 +68,8 @@ describe("fc.flink.view", function()
     v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
-    assert.same({ reachable = false, jobs = {}, operations = {}, exceptions = {} }, flink.view(nil))
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {} },
+      flink.view(nil))
   end)
 
   it("decodes a trigger: accepted, refused by Flink, or unanswered", function()

@@ -40,7 +40,8 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua" }) do
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua",
+    "lib/restsubmit.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -586,14 +587,15 @@ describe("reconcile.run with policies-min", function()
   end)
 
   it("treats a malformed Flink call or condition as a policy error, not a crash", function()
-    local bad_job = read(ROOT .. "/policies/job.lua"):gsub("d%.requeue_after = job%.POLL_SECONDS",
-      "d.requeue_after = job.POLL_SECONDS; d.intents[#d.intents + 1] = { kind = 'GET' }")
+    local bad_job, n = read(ROOT .. "/policies/job.lua"):gsub("d%.control = control",
+      "d.control = control; d.intents[#d.intents + 1] = { kind = 'GET' }")
+    assert.equal(1, n)
     host.configure({ policy_dir = policy_dir({ ["job.lua"] = bad_job }) })
     local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
-      .. "savepoint, stop, savepoint_status, cancel)", r.events[1].message)
+      .. "savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })

@@ -19,11 +19,23 @@
 --                                              {"targetDirectory", "drain": false, "triggerId": id}
 --   savepoint_status id, job_id                GET /jobs/<job_id>/savepoints/<id> (savepoint or stop)
 --   cancel          job_id                     PATCH /jobs/<job_id>?mode=cancel
+--   upload_jar      id, jar_url [, max_bytes, timeout_seconds]
+--                                              POST /jars/upload: the core downloads jar_url
+--                                              (http or https, at most max_bytes, within
+--                                              timeout_seconds) and sends it as the multipart
+--                                              part "jarfile" (application/x-java-archive)
+--   run_jar         id (the job id to give), jar_id [, entry_class, args, parallelism,
+--                   savepoint_path, allow_non_restored_state]
+--                                              POST /jars/<jar_id>/run {"entryClass",
+--                                              "programArgsList", "parallelism", "jobId": id,
+--                                              "savepointPath", "allowNonRestoredState"}
 -- `id` of a savepoint or stop is the policy's trigger id (32 lowercase hex, Flink's TriggerId):
 -- Flink keys the operation by it, so the same trigger sent twice is one savepoint
 -- (flink-rest-notes.md, "Async operation pattern" 3), and its outcome can be looked up by it.
 -- Such triggers are sent only after the status naming them is written (`after_status`): a
--- controller that dies in between finds the id in the status and looks the savepoint up.
+-- controller that dies in between finds the id in the status and looks the savepoint up. The
+-- same for a submission: the job id is the policy's (JarRunRequestBody.jobId), in the status
+-- before the run request, so the job is known at once and never submitted twice.
 local cjson = require("cjson")
 
 local flink = {}
@@ -32,6 +44,12 @@ local flink = {}
 flink.EXCEPTION_MAX = 8192
 --- Bytes of the first line of a savepoint's failure cause kept for the policies.
 flink.FAILURE_MAX = 400
+--- Largest jar an upload_jar intent downloads (bytes; the download fails beyond it) and how
+-- long the download may take (seconds), unless the intent says otherwise.
+flink.JAR_MAX_BYTES = 256 * 1024 * 1024
+flink.JAR_TIMEOUT_SECONDS = 120
+--- Seconds a /jars/<id>/run may take (Flink runs the job's main() to build its graph).
+flink.RUN_TIMEOUT_SECONDS = 60
 
 local HEX32 = "^" .. string.rep("%x", 32) .. "$"
 
@@ -44,7 +62,16 @@ local function need(intent, field, pattern)
   return v
 end
 
--- kind -> function(intent) -> answer id, method, path, body, after_status
+local function opt_int(intent, field)
+  local v = intent[field]
+  if v == nil then return nil end
+  if math.type(v) ~= "integer" and not (type(v) == "number" and v == math.floor(v)) or v < 1 then
+    error(tostring(intent.kind) .. " intent: " .. field .. " must be a positive integer", 0)
+  end
+  return math.tointeger(v)
+end
+
+-- kind -> function(intent) -> answer id, method, path, body, after_status, extra action fields
 local REQUEST = {
   list_jobs = function()
     return "list_jobs", "GET", "/jobs/overview"
@@ -73,6 +100,26 @@ local REQUEST = {
     local jid = need(i, "job_id", HEX32)
     return "cancel/" .. jid, "PATCH", "/jobs/" .. jid .. "?mode=cancel"
   end,
+  upload_jar = function(i)
+    local id, url = need(i, "id", HEX32), need(i, "jar_url", "^https?://[^%s]+$")
+    local timeout = opt_int(i, "timeout_seconds") or flink.JAR_TIMEOUT_SECONDS
+    return "upload/" .. id, "POST", "/jars/upload", nil, true,
+      { upload = { url = url, max_bytes = opt_int(i, "max_bytes") or flink.JAR_MAX_BYTES, timeout_ms = timeout * 1000 },
+        timeout_ms = timeout * 1000 }
+  end,
+  run_jar = function(i)
+    local id, jar = need(i, "id", HEX32), need(i, "jar_id", "^[%w][%w%-_.]*$")
+    local args = {}
+    for n, a in ipairs(type(i.args) == "table" and i.args or {}) do
+      if type(a) ~= "string" then error("run_jar intent: args[" .. (n - 1) .. "] must be a string", 0) end
+      args[n] = a
+    end
+    local body = { jobId = id, entryClass = i.entry_class, parallelism = opt_int(i, "parallelism"),
+      savepointPath = i.savepoint_path, allowNonRestoredState = i.allow_non_restored_state and true or nil,
+      programArgsList = #args > 0 and args or nil }
+    return "run/" .. id, "POST", "/jars/" .. jar .. "/run", body, true,
+      { timeout_ms = flink.RUN_TIMEOUT_SECONDS * 1000 }
+  end,
 }
 
 --- flink.KINDS: the intent kinds this module maps (set of names).
@@ -80,7 +127,8 @@ flink.KINDS = {}
 for k in pairs(REQUEST) do flink.KINDS[k] = true end
 
 --- flink.action(intent, target) -> {op="flink", id=, intent=, method=, path=, body=, target=,
---   after_status=<true for savepoint and stop>}
+--   after_status=<true for savepoint, stop, upload_jar, run_jar>, timeout_ms=<when not the
+--   core's default>, upload={url=, max_bytes=, timeout_ms=} (upload_jar: what the core downloads)}
 -- `target` = {scheme, namespace, service, port}: the JobManager's REST Service, named by the
 -- policy (job.observe's `jobmanager`); the core reaches it by DNS or the API server's proxy.
 -- `id`: where the core records the answer (answers[id]); `intent` (a copy of the policy's
@@ -89,15 +137,17 @@ for k in pairs(REQUEST) do flink.KINDS[k] = true end
 function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
-      .. " (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel)", 0)
+      .. " (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", 0)
   end
-  local id, method, path, body, after = REQUEST[intent.kind](intent)
+  local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
   for k, v in pairs(intent) do
     if type(v) == "string" or type(v) == "number" or type(v) == "boolean" then copy[k] = v end
   end
-  return { op = "flink", id = id, intent = copy, method = method, path = path, body = body,
+  local a = { op = "flink", id = id, intent = copy, method = method, path = path, body = body,
     target = target, after_status = after or nil }
+  for k, v in pairs(extra or {}) do a[k] = v end
+  return a
 end
 
 local function decode(text)
@@ -134,8 +184,8 @@ local function utf8_cut(s, n)
   return s:sub(1, n)
 end
 
---- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...},
---   operations={<trigger id>={...}}, exceptions={<job id>={...}}}
+--- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
+--   operations={<trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}}}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}}}.
 --   list_jobs: 2xx with a `jobs` list -> reachable=true, jobs=that list; else reachable=false.
@@ -152,9 +202,13 @@ end
 --     exceptionName>, stacktrace=<its stacktrace, else root-exception, at most EXCEPTION_MAX
 --     bytes>, time}; else {error, time}.
 --   cancel: nothing (the job list tells).
+--   upload_jar / run_jar: submissions[id] = {upload={jar_id=<last path component of the
+--     answer's filename> | error=, http=, time}, run={job_id=<the answer's jobid> | error=, http=,
+--     time}}.
+-- `jobs_time` is when the job list was answered (0: never).
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
-  local v = { reachable = false, jobs = {}, operations = {}, exceptions = {} }
+  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {} }
   local answers = type(raw) == "table" and type(raw.answers) == "table" and raw.answers or {}
   local ids = {}
   for id in pairs(answers) do ids[#ids + 1] = id end
@@ -168,7 +222,7 @@ function flink.view(raw)
     local doc = type(a) == "table" and decode(a.body) or nil
     if kind == "list_jobs" then
       if ok and doc and type(doc.jobs) == "table" then
-        v.reachable, v.jobs = true, doc.jobs
+        v.reachable, v.jobs, v.jobs_time = true, doc.jobs, time
       end
     elseif kind == "savepoint" or kind == "stop" or kind == "savepoint_status" then
       local op = { time = time, phase = kind == "savepoint_status" and "status" or "trigger" }
@@ -203,6 +257,19 @@ function flink.view(raw)
         e.error = error_text(a, doc)
       end
       v.exceptions[intent.job_id] = e
+    elseif (kind == "upload_jar" or kind == "run_jar") and type(intent.id) == "string" then
+      local sub = v.submissions[intent.id] or {}
+      local step = { time = time }
+      if ok and doc and kind == "upload_jar" and type(doc.filename) == "string" then
+        -- the jar id is the last path component of the stored file (flink-rest-notes.md)
+        step.jar_id = doc.filename:match("[^/]+$")
+      elseif ok and kind == "run_jar" then
+        step.job_id = str(doc and doc.jobid) or intent.id
+      else
+        step.error, step.http = error_text(a, doc), tonumber(a.status) or 0
+      end
+      sub[kind == "upload_jar" and "upload" or "run"] = step
+      v.submissions[intent.id] = sub
     end
   end
   return v

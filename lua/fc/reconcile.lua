@@ -277,8 +277,8 @@ local function run(host, snapshot)
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
-      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children, components = components,
-      update = update, now = now })
+      flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children,
+      components = components, update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policy's own events (e.g. a restart with its attempt number), before the state events
     expect(jd.events == nil or is_table(jd.events), "job", "decide", "events must be a list")

@@ -131,7 +131,7 @@ static void call(const run_flink_env *env, const char *action, struct answer *a)
     memset(a, 0, sizeof *a);
     json_t *act = json_loads(action, 0, NULL);
     char err[512] = "";
-    run_flink_call *c = run_flink_start(env, act, on_flink, a, err, sizeof err);
+    run_flink_call *c = run_flink_start(env, act, NULL, on_flink, a, err, sizeof err);
     OK(c != NULL, "run_flink_start (%s)", err);
     OK(!a->done, "the callback does not run inside run_flink_start");
     if (c)
@@ -194,6 +194,29 @@ static void proxy_tests(int port)
     IS_INT(a.status, 0, "API server 404 (no such Service): no answer from Flink");
     IS_STR(a.error, "JobManager unreachable through the API server: HTTP 404: services \"wc-jobmanager\" not found",
            "404 Status -> unreachable");
+    {
+        /* a jar upload (POST /jars/upload) through the proxy: one multipart/form-data part */
+        static const char jar[] = "PK\x03\x04 not really a jar";
+        http_part part = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
+                          .data = jar, .len = sizeof jar - 1};
+        json_t *act = json_loads("{\"method\":\"POST\",\"path\":\"/jars/upload\",\"body\":{\"ignored\":1},"
+                                 TARGET("team-a") "}", 0, NULL);
+        json_decref(a.body);
+        memset(&a, 0, sizeof a);
+        run_flink_call *up = run_flink_start(&env, act, &part, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "run_flink_start with a part (%s)", err);
+        if (up)
+            loop_run_until(loop, &a.done, 20);
+        json_decref(act);
+        IS_INT(a.status, 200, "upload: the JobManager's answer");
+        OK(strncmp(jstr(a.body, "contentType"), "multipart/form-data; boundary=", 30) == 0,
+           "upload: multipart/form-data with libcurl's boundary (got %s)", jstr(a.body, "contentType"));
+        const char *sent = jstr(a.body, "body");
+        OK(strstr(sent, "Content-Disposition: form-data; name=\"jarfile\"; filename=\"testenv-jobs.jar\"") &&
+               strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
+               !strstr(sent, "ignored"),
+           "upload: the part's name, file name, type and bytes, no JSON body");
+    }
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/ab12/savepoints/1\"," TARGET("flinkerr") "}", &a);
     IS_INT(a.status, 404, "Flink's own 404 passes as Flink's answer");
     IS_STR(a.error, "", "without an error");
@@ -214,7 +237,7 @@ static void proxy_tests(int port)
     OK(a.error[0] != '\0', "with the transport error (%s)", a.error);
 
     json_t *nopath = json_pack("{s:s}", "method", "GET");
-    OK(run_flink_start(&env, nopath, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
+    OK(run_flink_start(&env, nopath, NULL, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
     IS_STR(err, "flink action needs method and path", "and says why");
     json_decref(nopath);
     json_decref(a.body);
