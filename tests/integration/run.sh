@@ -7,7 +7,8 @@
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost
 #                                        triggerfind restsubmit (lifecycle.sh), and on the real node
-#                                        (realpods.sh) realjob realticker realconfig incluster
+#                                        (realpods.sh) realjob realticker realconfig incluster,
+#                                        (reallifecycle.sh) reallifecycle realsubmitfail
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -76,9 +77,11 @@ trap cleanup EXIT
 . "$HERE/expect.sh"
 # shellcheck source=lifecycle.sh
 . "$HERE/lifecycle.sh"
+# shellcheck source=reallifecycle.sh
+. "$HERE/reallifecycle.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost triggerfind restsubmit realjob realticker realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost triggerfind restsubmit realjob realticker realconfig reallifecycle realsubmitfail incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
