@@ -1293,6 +1293,23 @@ int lhost_run_chunk_json(struct lhost *h, const char *name, const char *text, si
         lua_settop(L, top);
         return 1;
     }
+    /* a result JSON cannot hold (NaN, an integer beyond 14 digits) is the chunk's error, named
+     * by its path, like any other wrong result of a policy */
+    if (lhost_push_fn(h, "fc.codec", "unencodable", err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    lua_pushvalue(L, -2);
+    if (lhost_pcall(h, 1, 1, err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        snprintf(err, errlen, "%s: result: %s", name, lua_tostring(L, -1));
+        lua_settop(L, top);
+        return 1;
+    }
+    lua_pop(L, 1);
     int rc = lhost_pop_json(h, json_out, err, errlen);
     lua_settop(L, top);
     return rc;

@@ -268,14 +268,17 @@ void run_flink_cancel(run_flink_call *c)
 
 /* ---- the controller ------------------------------------------------------------------------ */
 
-enum { RUN_NKINDS = 8 };
-static const kube_kind *const run_kinds[RUN_NKINDS] = {
-    &kube_kind_flinkcluster, &kube_kind_configmap, &kube_kind_statefulset, &kube_kind_service,
-    &kube_kind_ingress,      &kube_kind_job,       &kube_kind_controllerrevision, &kube_kind_pod};
+/* The watched kinds: [0] the FlinkClusters, then the children as lua/fc/kinds.lua declares them
+ * (run_load_kinds, at start; one process runs one controller). */
+enum { RUN_MAXKINDS = 1 + KUBE_KINDS_DEFINED_MAX };
+static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
+static int run_nkinds = 1;
+/* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
+static unsigned run_by_label;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
-    reflector *r[RUN_NKINDS];
+    reflector *r[RUN_MAXKINDS];
 };
 
 struct run_opts {
@@ -320,6 +323,7 @@ struct run_ctx {
     json_t *expect;
     json_t *kept;    /* "ns/name" -> {"sent": status, "kept": the status the server answered with} */
     json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
+    json_t *dryruns; /* "ns/name" -> {"<Kind>/<name>": {hash, status, message}}: dry-run answers */
     struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
     struct run_item *items;
     ev_signal sig_term, sig_int;
@@ -337,7 +341,7 @@ struct run_ctx {
 enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_EVENTS, PHASE_DONE };
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS };
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
 
 struct run_item {
     struct run_ctx *ctx;
@@ -361,6 +365,8 @@ struct run_item {
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
+    char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
+    char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
     double started; /* ev_time() when taken off the queue */
 };
@@ -421,7 +427,7 @@ static void run_count_request(struct run_ctx *ctx, const char *verb, long status
 static int run_kind_index(struct run_ctx *ctx, const reflector *r)
 {
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k] == r)
                 return k;
     return -1;
@@ -495,12 +501,12 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     json_t *children = json_object();
-    for (int k = 1; k < RUN_NKINDS; k++) {
+    for (int k = 1; k < run_nkinds; k++) {
         struct run_collect c = {json_object(), run_kinds[k]};
         if (uid)
             reflector_by_owner_uid(rn->r[k], uid, run_collect_fn, &c);
         /* Pods belong to the StatefulSets and the Job: found by their cluster label */
-        if (run_kinds[k] == &kube_kind_pod)
+        if (run_by_label & (1u << k))
             reflector_by_cluster(rn->r[k], ns, name, run_collect_fn, &c);
         json_object_set_new(children, run_kinds[k]->kind, c.into);
     }
@@ -508,6 +514,8 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
     json_object_set_new(snap, "children", children);
     json_object_set(snap, "flink", run_flink_state(ctx, key));
+    json_t *dry = json_object_get(ctx->dryruns, key);
+    json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
 }
@@ -534,7 +542,7 @@ static int run_kind_of(json_t *obj)
 {
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const char *kind = json_string_value(json_object_get(obj, "kind"));
-    for (int k = 0; kind && k < RUN_NKINDS; k++)
+    for (int k = 0; kind && k < run_nkinds; k++)
         if (strcmp(run_kinds[k]->kind, kind) == 0 && (!av || strcmp(run_kinds[k]->api_version, av) == 0))
             return k;
     return -1;
@@ -587,7 +595,7 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     {
         int k = atoi(id);
         const char *name = strchr(id, '/') + 1;
-        json_t *have = k >= 0 && k < RUN_NKINDS && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
+        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
         int met = uid ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
@@ -652,6 +660,7 @@ static void run_forget_key(struct run_ctx *ctx, const char *key)
     json_object_del(ctx->expect, key);
     json_object_del(ctx->kept, key);
     json_object_del(ctx->fresh, key);
+    json_object_del(ctx->dryruns, key);
     run_cancel_fcalls(ctx, key);
 }
 
@@ -720,7 +729,7 @@ static void run_failure_event(struct run_item *it, long status, const char *mess
 {
     static const char *const reasons[] = {
         [WRITE_PATCH] = "PatchFailed", [WRITE_APPLY] = "ApplyFailed",
-        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed"};
+        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed", [WRITE_DRY_RUN] = "DryRunFailed"};
     const char *reason = reasons[it->write];
     char text[1024];
     snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");
@@ -741,7 +750,20 @@ static void run_kube_done(const kube_result *res, void *ud)
     int ok = res->status >= 200 && res->status < 300;
     if (!ok && res->status == 404 && it->write == WRITE_DELETE)
         ok = 1; /* already gone */
-    if (!ok && it->phase == PHASE_EVENTS) {
+    if (it->write == WRITE_DRY_RUN) {
+        /* the answer is the framework's to judge in the next pass (snapshot.dry_runs), never a
+         * failed key: a refusal is what a dry run is for */
+        json_t *d = json_object_get(ctx->dryruns, it->key);
+        if (!d) {
+            d = json_object();
+            json_object_set_new(ctx->dryruns, it->key, d);
+        }
+        json_object_set_new(d, it->dry_key,
+                            json_pack("{s:s, s:I, s:s}", "hash", it->dry_hash, "status", (json_int_t)res->status,
+                                      "message", ok ? "" : (res->message ? res->message : "")));
+        run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, "%s: HTTP %ld%s%s", it->what, res->status, ok ? "" : ": ",
+                ok ? "" : (res->message ? res->message : ""));
+    } else if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key */
         run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
@@ -794,7 +816,8 @@ static void run_fcall_done(long status, const char *body, const char *error, voi
         }
     run_flink_record(run_flink_state(ctx, c->key), c->id, c->intent, status, body, error, (double)time(NULL));
     if (status < 200 || status >= 300)
-        run_log(LOG_WARN, c->key, "flink %s: %s", c->sig, *error ? error : *body ? body : "failed");
+        run_log(LOG_WARN, c->key, "flink %s: HTTP %ld: %.300s", c->sig, status,
+                *error ? error : *body ? body : "(an empty answer)");
     else
         run_log(LOG_DEBUG, c->key, "flink %s: HTTP %ld", c->sig, status);
     /* the next pass uses this answer at once (and does not ask the same again) */
@@ -914,20 +937,26 @@ static int run_start_action(struct run_item *it, json_t *a)
     char err[512] = "out of memory"; /* what is left when json_dumps failed; others overwrite it */
     op = op ? op : "?";
     it->write = WRITE_PATCH;
-    if (strcmp(op, "apply") == 0) {
+    if (strcmp(op, "apply") == 0 || strcmp(op, "dry_run") == 0) {
+        /* server-side apply of the object, or its dry run (answer kept for the next pass) */
+        int dry = op[0] == 'd';
         json_t *obj = json_object_get(a, "object");
         json_t *meta = json_object_get(obj, "metadata");
-        snprintf(it->what, sizeof it->what, "apply %s %s",
-                 json_string_value(json_object_get(obj, "kind")) ?: "?",
-                 json_string_value(json_object_get(meta, "name")) ?: "?");
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        snprintf(it->what, sizeof it->what, "%s %s %s", dry ? "dry-run apply" : "apply", kind ?: "?", name ?: "?");
         it->verb = "PATCH";
-        it->write = WRITE_APPLY;
+        it->write = dry ? WRITE_DRY_RUN : WRITE_APPLY;
+        if (dry) {
+            snprintf(it->dry_key, sizeof it->dry_key, "%s/%s", kind ?: "?", name ?: "?");
+            snprintf(it->dry_hash, sizeof it->dry_hash, "%s", json_string_value(json_object_get(a, "hash")) ?: "");
+        }
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
             json_object_set_new(meta, "namespace", json_string(it->ns));
         char *text = json_dumps(obj, JSON_COMPACT);
         if (text)
-            it->call = kube_apply(ctx->kc, text, run_kube_done, it, err, sizeof err);
+            it->call = (dry ? kube_apply_dry_run : kube_apply)(ctx->kc, text, run_kube_done, it, err, sizeof err);
         free(text);
         if (it->call)
             return 1;
@@ -941,7 +970,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         struct run_ns *rn = run_ns_for(ctx, it->ns);
         it->del_kind = -1;
         it->del_uid[0] = '\0';
-        for (int i = 0; k && name && rn && i < RUN_NKINDS; i++)
+        for (int i = 0; k && name && rn && i < run_nkinds; i++)
             if (run_kinds[i] == k && rn->r[i]) {
                 const char *uid = json_string_value(
                     json_object_get(json_object_get(reflector_get(rn->r[i], it->ns, name), "metadata"), "uid"));
@@ -1330,7 +1359,7 @@ static void run_on_synced(reflector *r, void *ud)
     if (ctx->synced)
         return;
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
                 return;
     ctx->synced = 1;
@@ -1367,7 +1396,7 @@ static void run_begin_stop(struct run_ctx *ctx, int exit_code)
     ctx->exit_code = exit_code;
     workqueue_shutdown(ctx->q);
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k]) {
                 /* in-flight items hold their own references to what they need */
                 reflector_stop(ctx->nss[i].r[k]);
@@ -1612,7 +1641,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
 {
     char err[512];
     for (size_t i = 0; i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++) {
+        for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
@@ -1626,6 +1655,55 @@ static int run_start_reflectors(struct run_ctx *ctx)
         }
     }
     return 0;
+}
+
+/* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
+ * by_label}]) into run_kinds; the watches, the snapshot's children and the deletes follow. */
+static int run_load_kinds(struct run_ctx *ctx)
+{
+    char err[1024];
+    char *out = NULL;
+    if (lhost_call_json(ctx->host, "fc.kinds", "watched", NULL, &out, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *list = json_loads(out, 0, &jerr);
+    free(out);
+    int rc = json_is_array(list) ? 0 : -1;
+    if (rc)
+        snprintf(err, sizeof err, "kinds.watched() must return a list");
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if (rc)
+            break;
+        const char *av = json_string_value(json_object_get(e, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        const char *res = json_string_value(json_object_get(e, "resource"));
+        const kube_kind *k = NULL;
+        if (run_nkinds >= RUN_MAXKINDS)
+            snprintf(err, sizeof err, "more than %d kinds", RUN_MAXKINDS - 1);
+        else
+            k = kube_kind_define(av, kind, res, 1, err, sizeof err);
+        for (int j = 0; k && j < run_nkinds; j++)
+            if (run_kinds[j] == k) {
+                snprintf(err, sizeof err, "%s %s declared twice", av, kind);
+                k = NULL;
+            }
+        if (!k) {
+            rc = -1;
+            break;
+        }
+        if (json_is_true(json_object_get(e, "by_label")))
+            run_by_label |= 1u << run_nkinds;
+        run_kinds[run_nkinds++] = k;
+    }
+    json_decref(list);
+    if (rc)
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+    return rc;
 }
 
 /* Loads fc.reconcile once so that a broken installation fails at start, not per key. */
@@ -1671,12 +1749,13 @@ int run_main(int argc, char **argv)
     ctx->expect = json_object();
     ctx->kept = json_object();
     ctx->fresh = json_object();
+    ctx->dryruns = json_object();
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
         run_log(LOG_ERROR, NULL, "lua host: %s", err);
         goto out;
     }
-    if (run_check_framework(ctx))
+    if (run_check_framework(ctx) || run_load_kinds(ctx))
         goto out;
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
     if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
@@ -1788,7 +1867,7 @@ out:
     }
     run_cancel_fcalls(ctx, NULL);
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k])
                 reflector_stop(ctx->nss[i].r[k]);
         free(ctx->nss[i].ns);
@@ -1811,6 +1890,7 @@ out:
     json_decref(ctx->expect);
     json_decref(ctx->kept);
     json_decref(ctx->fresh);
+    json_decref(ctx->dryruns);
     free(ctx->o.namespaces);
     return code;
 }

@@ -168,6 +168,17 @@ describe("the policy sandbox of the binary #bin", function()
     assert.is_true(r.cpu_ms < 1000, r.cpu_ms .. " ms of CPU")
   end)
 
+  it("names a result JSON cannot hold (NaN, the smallest integer) by its path: exit 1, no stack trace", function()
+    local r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", HOSTILE .. "ok.lua" })
+    assert.equal(1, r.code)
+    assert.equal("nan_result.lua: result: spec.replicas[1]: not a finite number\n", r.stderr)
+    assert.same({ sum = 0, upper = "ABC" }, cjson.decode(r.stdout))
+    r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", "--input", '{"mininteger":true}' })
+    assert.equal(1, r.code)
+    assert.equal("nan_result.lua: result: <root>: integer -9223372036854775808 has more digits than the "
+      .. "JSON encoder keeps\n", r.stderr)
+  end)
+
   it("sends print to stderr, tagged with the chunk", function()
     local r = run({ "sandbox-run", HOSTILE .. "prints.lua" })
     assert.equal(0, r.code, r.stderr)

@@ -9,22 +9,30 @@ local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
 local fcflink = require("fc.flink")
+local kinds = require("fc.kinds")
+local codec = require("fc.codec")
 
 local reconcile = {}
 
---- Child kinds the framework deletes when they are no longer desired (Pods belong to their
--- StatefulSet or Job; ControllerRevisions are pruned by revisionHistoryLimit instead).
-reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" }
+--- Child kinds the framework deletes when they are no longer desired, in that order (fc.kinds:
+-- Pods belong to their StatefulSet or Job; ControllerRevisions are pruned by
+-- revisionHistoryLimit instead).
+reconcile.DELETABLE = kinds.names("delete")
 --- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
 -- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
-reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
---- Kinds whose pod template runs the Flink processes. When an update (a new revision) changes
--- their template and spec.recreateOnUpdate is true (the API's default) they are deleted and
--- created again: all pods replaced at once, not rolled. A template change outside an update (a
--- policy edit, a new controller version) waits while a job cluster's job runs (see run()).
-reconcile.POD_KINDS = { StatefulSet = true }
+reconcile.CREATE_ONLY = kinds.set("create_only")
+--- Kinds whose pod template runs the Flink processes (fc.kinds). When an update (a new revision)
+-- changes their template and spec.recreateOnUpdate is true (the API's default) they are deleted
+-- and created again: all pods replaced at once, not rolled. A template change outside an update
+-- (a policy edit, a new controller version) waits while a job cluster's job runs (see run()).
+reconcile.POD_KINDS = kinds.set("pods")
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
+--- Seconds before the pass that reads the dry-run answers of an update (the answers come back
+-- within a pass's writes; this bounds the wait), and before asking again after an answer that
+-- says nothing about the object (HTTP 0, 409, 429, 5xx).
+reconcile.DRY_RUN_REQUEUE = 1
+reconcile.DRY_RUN_RETRY = 10
 
 local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
@@ -86,6 +94,20 @@ local function find_condition(status, ctype)
   return nil
 end
 
+-- `spec` (a copy of a revision's spec, which has no control fields) with the control fields of
+-- `from` (today's spec) copied in; returns `spec`.
+local function with_control_fields(spec, from)
+  for _, path in ipairs(revision.CONTROL_FIELDS) do
+    local src, dst = from, spec
+    for i = 1, #path - 1 do
+      src = is_table(src) and src[path[i]] or nil
+      dst = is_table(dst) and dst[path[i]] or nil
+    end
+    if is_table(src) and is_table(dst) then dst[path[#path]] = src[path[#path]] end
+  end
+  return spec
+end
+
 -- The previous defaulted FlinkCluster for validate's update rules: {} before the first
 -- revision (a create); else the spec of the current ControllerRevision with today's control
 -- fields (control-field transitions are admission's to check), and the status. Shares every
@@ -96,18 +118,24 @@ local function previous(defaulted, children)
   local old = util.merge(defaulted)
   local rev = (children.ControllerRevision or {})[st.currentRevision]
   if rev and is_table(rev.data) then
-    local spec = util.deepcopy(rev.data)
-    for _, path in ipairs(revision.CONTROL_FIELDS) do
-      local src, dst = defaulted.spec, spec
-      for i = 1, #path - 1 do
-        src = is_table(src) and src[path[i]] or nil
-        dst = is_table(dst) and dst[path[i]] or nil
-      end
-      if is_table(src) and is_table(dst) then dst[path[#path]] = src[path[#path]] end
-    end
-    old.spec = spec
+    old.spec = with_control_fields(util.deepcopy(rev.data), defaulted.spec)
   end
   return old
+end
+
+-- The snapshot of the last valid spec, for a pass that supervises a cluster whose spec is
+-- invalid or whose policies fail on it (issue "Converge for real", item 5): the observed cluster
+-- with the current ControllerRevision's spec (the defaulted spec of the last revision that
+-- validated and rendered) and today's control fields, the rest of the snapshot unchanged.
+-- nil before the first revision, or when that ControllerRevision is not in the cache.
+local function last_valid_snapshot(snapshot)
+  local cluster = snapshot.cluster
+  local cur = (cluster.status or {}).currentRevision
+  local rev = cur and ((snapshot.children or {}).ControllerRevision or {})[cur]
+  if not (rev and is_table(rev.data)) then return nil end
+  local held = util.merge(cluster)
+  held.spec = with_control_fields(util.deepcopy(rev.data), cluster.spec)
+  return util.merge(snapshot, { cluster = held })
 end
 
 -- Result of a pass that acts on nothing (a failed policy, an invalid spec): `condition` set on a
@@ -141,20 +169,27 @@ local function policy_failure_result(cluster, message, now)
   return result
 end
 
--- Result for a spec that fails validation: no actions, a Warning event and Ready=False with
--- reason InvalidSpec naming the fields (the event once per generation and message); the state
--- and everything else stay.
-local function invalid_result(cluster, errors, now)
+-- "invalid spec: <path>: <message>; ..." for validate's errors.
+local function invalid_message(errors)
   local parts = {}
   for _, e in ipairs(errors) do
     parts[#parts + 1] = (e.path ~= "" and e.path or "<root>") .. ": " .. tostring(e.message)
   end
-  local message = "invalid spec: " .. table.concat(parts, "; ")
+  return "invalid spec: " .. table.concat(parts, "; ")
+end
+
+-- Whether the previous condition `prev` already recorded an invalid spec `message` at `gen`.
+local function invalid_recorded(prev, gen, message)
+  return prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen
+end
+
+-- Result for a spec that fails validation when no last valid spec can supervise the cluster (no
+-- revision yet): no actions, a Warning event and Ready=False with reason InvalidSpec naming the
+-- fields (the event once per generation and message); the state and everything else stay.
+local function invalid_result(cluster, message, now)
   return no_action_result(cluster,
     { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec",
-    function(prev, gen)
-      return prev.reason == "InvalidSpec" and prev.message == message and prev.observedGeneration == gen
-    end, now)
+    function(prev, gen) return invalid_recorded(prev, gen, message) end, now)
 end
 
 local function index(objects)
@@ -207,8 +242,8 @@ local function transition_events(old, new, events)
       message = tostring(new_ctl.name) .. " " .. tostring(new_ctl.state)
         .. (new_ctl.message and (": " .. new_ctl.message) or "") }
   end
-  local old_pe = find_condition(old, "PolicyError")
-  if old_pe and old_pe.status == "True" then
+  local old_pe, new_pe = find_condition(old, "PolicyError"), find_condition(new, "PolicyError")
+  if old_pe and old_pe.status == "True" and not (new_pe and new_pe.status == "True") then
     events[#events + 1] = { type = "Normal", reason = "PolicyErrorResolved", message = "policies ran without error" }
   end
 end
@@ -221,7 +256,124 @@ local function flink_target(namespace, jm)
     port = math.tointeger(tonumber(jm.port)) or jm.port }
 end
 
-local function run(host, snapshot)
+-- One pass. `hold` is nil for a pass of the cluster's own spec; for a pass that supervises the
+-- cluster with its last valid spec (last_valid_snapshot) while changes are held, it is
+-- {why="invalid"|"policy", message=<validate's errors or the policy failure>, revision=<name>}:
+-- no update can start (the revision stays the current one), status.observedGeneration stays the
+-- last one acted on, and the condition (Ready=False InvalidSpec, or PolicyError=True) with its
+-- Warning event says why the new spec is held.
+-- The status and events of a supervising pass (see run's `hold`), applied to its new status
+-- `new`: observedGeneration stays, the condition says why changes are held, its Warning event
+-- once per message (and generation, for an invalid spec), first in the list; a policy failure is
+-- retried after reconcile.POLICY_ERROR_REQUEUE at the latest.
+local function held_status(hold, new, old_status, gen, now, result)
+  new.observedGeneration = old_status.observedGeneration
+  if hold.next then new.nextRevision = hold.next end
+  if hold.why == "verify" then return end
+  local message = hold.message .. "; changes held: the last valid spec (revision " .. hold.revision
+    .. ") keeps running"
+  local cond, reason, recorded
+  if hold.why == "refused" then
+    cond, reason = { type = "Ready", status = "False", reason = "UpdateRefused", message = message }, "UpdateRefused"
+    recorded = function(prev) return prev.reason == "UpdateRefused" and prev.message == message end
+  elseif hold.why == "invalid" then
+    cond, reason = { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec"
+    recorded = function(prev) return invalid_recorded(prev, gen, message) end
+  else
+    cond, reason = { type = "PolicyError", status = "True", reason = "PolicyFailed", message = message }, "PolicyError"
+    recorded = function(prev) return prev.status == "True" and prev.message == message end
+    if result.requeue_after == nil or result.requeue_after > reconcile.POLICY_ERROR_REQUEUE then
+      result.requeue_after = reconcile.POLICY_ERROR_REQUEUE
+    end
+  end
+  reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  local prev = find_condition(old_status, cond.type)
+  if not (prev and recorded(prev)) then
+    table.insert(result.events, 1, { type = "Warning", reason = reason, message = message })
+  end
+end
+
+-- The condition PolicyError=True reason UndeclaredKind and its Warning event (once per message)
+-- for objects cluster.desired produced of kinds fc.kinds does not declare (`undeclared`, from
+-- kinds.refused): the rest of the pass went on without them.
+local function undeclared_status(undeclared, new, old_status, gen, now, result)
+  local parts = {}
+  for _, u in ipairs(undeclared) do parts[#parts + 1] = u.message end
+  local message = "cluster.lua: desired: " .. table.concat(parts, "; ") .. "; left out"
+  reconcile.set_condition(new, { type = "PolicyError", status = "True", reason = "UndeclaredKind",
+    message = message }, now, gen, old_status.conditions)
+  local prev = find_condition(old_status, "PolicyError")
+  if not (prev and prev.status == "True" and prev.message == message) then
+    result.events[#result.events + 1] = { type = "Warning", reason = "PolicyError", message = message }
+  end
+end
+
+local run -- one pass (below); gate_update runs a supervising one
+
+-- An HTTP status of a dry run that says nothing about the object: no answer, a conflict, too
+-- many requests, a server error. It is asked again.
+local function transient(status)
+  status = tonumber(status) or 0
+  return status == 0 or status == 409 or status == 429 or status >= 500
+end
+
+-- The update gate (issue "Converge for real", item 6): an update starts only once the API
+-- server accepted, in a dry run (dryRun=All: admission and validation, nothing written), every
+-- object of the new revision that differs from what runs. Objects that change an immutable
+-- field are left to the delete-and-create path (a dry run in place would refuse them for that
+-- reason alone). Returns nil when every answer is in and accepted (the update goes on);
+-- otherwise the result of a supervising pass with the last valid spec plus the dry runs still
+-- to ask (hold why="verify"), or, when the server refused one, that pass with Ready=False
+-- reason UpdateRefused and a Warning naming the object and the server's message (why="refused";
+-- no savepoint, cancel or resubmission; a new spec is verified again). `snapshot.dry_runs` =
+-- {["<Kind>/<name>"]={hash=<applied-hash sent>, status=<HTTP status>, message=<server's>}}.
+local function gate_update(host, snapshot, defaulted, next_rev, current)
+  local children = snapshot.children or {}
+  local for_desired = util.merge(defaulted)
+  for_desired.status = nil
+  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  local bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
+  expect(bad == nil, "cluster", "desired", bad)
+  local answers = snapshot.dry_runs or {}
+  local ask, refused, retry = {}, {}, false
+  local skip = {}
+  for _, u in ipairs(kinds.refused(des.objects)) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
+    local observed = (children[o.kind] or {})[o.metadata.name]
+    if not skip[i] and not reconcile.CREATE_ONLY[o.kind] then
+      diff.stamp(o)
+      if diff.needs_apply(o, observed) and not (observed and diff.immutable_change(o, observed)) then
+        local key = o.kind .. "/" .. o.metadata.name
+        local hash = o.metadata.annotations[diff.APPLIED_HASH]
+        local a = answers[key]
+        if a == nil or a.hash ~= hash or transient(a.status) then
+          retry = retry or a ~= nil and a.hash == hash
+          ask[#ask + 1] = { op = "dry_run", object = o, hash = hash }
+        elseif tonumber(a.status) >= 300 then
+          refused[#refused + 1] = o.kind .. " " .. o.metadata.name .. ": HTTP " .. tostring(a.status) .. ": "
+            .. tostring(a.message)
+        end
+      end
+    end
+  end
+  if #ask == 0 and #refused == 0 then return nil end
+  local held = last_valid_snapshot(snapshot)
+  if not held then return nil end
+  local hold = { why = "verify", revision = current, next = next_rev }
+  if #refused > 0 then
+    hold.why = "refused"
+    hold.message = "update to revision " .. next_rev .. " refused by the API server: " .. table.concat(refused, "; ")
+  end
+  local res = run(host, held, hold)
+  if #ask > 0 then
+    for _, a in ipairs(ask) do res.actions[#res.actions + 1] = a end
+    local wait = retry and reconcile.DRY_RUN_RETRY or reconcile.DRY_RUN_REQUEUE
+    if res.requeue_after == nil or res.requeue_after > wait then res.requeue_after = wait end
+  end
+  return res
+end
+
+function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
   local gen = md.generation
@@ -246,8 +398,20 @@ local function run(host, snapshot)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
   bad = shape.validate(v)
   expect(bad == nil, "validate", "check", bad)
-  if v.errors and #v.errors > 0 then return invalid_result(cluster, v.errors, now) end
-  if gen ~= old_status.observedGeneration then
+  if v.errors and #v.errors > 0 then
+    local message = invalid_message(v.errors)
+    if hold then fail("the last valid spec (revision " .. hold.revision .. ") fails validation: " .. message) end
+    -- supervision goes on: the last valid spec keeps polling the job and taking savepoints
+    local held = last_valid_snapshot(snapshot)
+    if held then
+      local ok, res = pcall(run, host, held, { why = "invalid", message = message,
+        revision = old_status.currentRevision })
+      if ok then return res end
+      if getmetatable(res) ~= PolicyFailure then error(res, 0) end
+    end
+    return invalid_result(cluster, message, now)
+  end
+  if not hold and gen ~= old_status.observedGeneration then
     for _, w in ipairs(v.warnings or {}) do
       result.events[#result.events + 1] = { type = "Warning", reason = "SpecWarning",
         message = tostring(w.path) .. ": " .. tostring(w.message) }
@@ -255,10 +419,14 @@ local function run(host, snapshot)
   end
 
   -- 2. revision
-  local next_rev = revision.name(defaulted)
+  local next_rev = hold and hold.revision or revision.name(defaulted)
   local current = old_status.currentRevision or next_rev
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
+  if update.pending and not hold then
+    local gated = gate_update(host, snapshot, defaulted, next_rev, current)
+    if gated then return gated end
+  end
   local new_from = is_table(defaulted.spec.job) and defaulted.spec.job.fromSavepoint or nil
   local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
   if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
@@ -312,11 +480,15 @@ local function run(host, snapshot)
     removed[r.kind][r.name or "*"] = true
   end
   local desired = {}
-  for _, o in ipairs(des.objects) do
-    diff.stamp(o)
+  -- objects of kinds the controller does not manage are left out, and the cluster marked
+  local undeclared, skip = kinds.refused(des.objects), {}
+  for _, u in ipairs(undeclared) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
     local keep = true
     local r = removed[o.kind]
-    if o.kind == "ControllerRevision" then
+    if skip[i] then
+      keep = false
+    elseif o.kind == "ControllerRevision" then
       keep = true -- the revision history stays (revisionHistoryLimit)
     elseif r and (r["*"] or r[o.metadata.name]) then
       keep = false
@@ -324,7 +496,10 @@ local function run(host, snapshot)
       local observed = (children.Job or {})[o.metadata.name]
       keep = is_job and ((observed ~= nil and not jd.resubmit) or (observed == nil and jd.submit == true))
     end
-    if keep then desired[#desired + 1] = o end
+    if keep then
+      diff.stamp(o)
+      desired[#desired + 1] = o
+    end
   end
   local revisions = children.ControllerRevision or {}
   local has_rev = false
@@ -422,9 +597,14 @@ local function run(host, snapshot)
   local new, conds = st, st.conditions or {}
   new.conditions = {}
   for _, c in ipairs(conds) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
-  reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
-    message = "policies ran without error" }, now, gen, old_status.conditions)
+  if #undeclared > 0 then
+    undeclared_status(undeclared, new, old_status, gen, now, result)
+  else
+    reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
+      message = "policies ran without error" }, now, gen, old_status.conditions)
+  end
   new.observedGeneration = gen
+  if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
@@ -439,6 +619,9 @@ local function run(host, snapshot)
       result.requeue_after = r
     end
   end
+  -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
+  local unencodable = codec.unencodable(result)
+  if unencodable then fail("policy output cannot be sent to the API server: " .. unencodable) end
   return result
 end
 
@@ -461,10 +644,17 @@ function reconcile.run(snapshot)
   local host = require("fc.host")
   local ok, res = pcall(run, host, snapshot)
   if ok then return res end
-  if getmetatable(res) == PolicyFailure then
-    return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
+  if getmetatable(res) ~= PolicyFailure then error(res, 0) end
+  -- the policies failed on this spec: the last valid spec keeps supervising the cluster (a
+  -- policy broken for every spec fails that pass too)
+  local held = last_valid_snapshot(snapshot)
+  if held then
+    local ok2, res2 = pcall(run, host, held, { why = "policy", message = res.message,
+      revision = held.cluster.status.currentRevision })
+    if ok2 then return res2 end
+    if getmetatable(res2) ~= PolicyFailure then error(res2, 0) end
   end
-  error(res, 0)
+  return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
 end
 
 return reconcile

@@ -119,12 +119,9 @@ case_invalid() {
 case_policy() {
   local ns pdir
   ns=$(new_ns policy)
-  pdir=$WORK/policies-broken
-  cp -r "$ROOT/policies" "$pdir"
   # cluster.lua errors for the cluster named "broken" only
-  sed -i 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end/' \
-    "$pdir/cluster.lua"
-  grep -q 'refusing broken on purpose' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
+  pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end/' \
+    'refusing broken on purpose')
   start_controller policy --namespace "$ns" --policy-dir "$pdir"
   session_cluster broken | kc -n "$ns" apply -f - >/dev/null
   session_cluster fine | kc -n "$ns" apply -f - >/dev/null
@@ -501,6 +498,20 @@ conv_cluster() {
 # spec_patch NS NAME JSON: merge patch of the FlinkCluster's spec (null removes a field)
 spec_patch() { kc -n "$1" patch flinkcluster "$2" --type merge -p "{\"spec\":$3}" >/dev/null; }
 # metric_sum CONTROLLER FAMILY: the sum of a family's samples on that controller's /metrics
+# quiet CONTROLLER N MAX: waits until the controller's flink_controller_api_requests_total stayed
+# the same for N seconds in a row (at most MAX seconds); prints that count, or why not (status 1)
+quiet() {
+  local w prev=-1 same=0 i
+  for i in $(seq 1 "$3"); do
+    w=$(metric_sum "$1" flink_controller_api_requests_total) || { echo "no /metrics"; return 1; }
+    if [ "$w" = "$prev" ]; then same=$((same + 1)); else same=0; fi
+    prev=$w
+    [ "$same" -ge "$2" ] && { echo "$w"; return 0; }
+    sleep 1
+  done
+  echo "still writing after $3 s"
+  return 1
+}
 metric_sum() {
   local mp
   mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
@@ -612,7 +623,7 @@ case_steady() {
   start_controller steady --namespace "$ns" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0
   conv_cluster still true | kc -n "$ns" apply -f - >/dev/null
   t_steady() {
-    local w0 w1 r0 r1 i prev=-1 same=0
+    local w0 w1 r0 r1 i
     local h0 h1
     hashed() { h0=$(jp "$ns" statefulset/still-taskmanager "$CONFIG_HASH"); [ -n "$h0" ]; }
     poll 60 hashed || { echo "no TaskManager StatefulSet with a config hash"; return 1; }
@@ -624,14 +635,7 @@ case_steady() {
     }
     poll 60 converged || { echo "the change did not converge: hash '$h1' (was '$h0')"; return 1; }
     # settled: no write for 6 s in a row (at most 60 s)
-    for i in $(seq 1 60); do
-      w0=$(metric_sum steady flink_controller_api_requests_total) || { echo "no /metrics"; return 1; }
-      if [ "$w0" = "$prev" ]; then same=$((same + 1)); else same=0; fi
-      prev=$w0
-      [ "$same" -ge 6 ] && break
-      sleep 1
-    done
-    [ "$same" -ge 6 ] || { echo "still writing after 60 s"; return 1; }
+    w0=$(quiet steady 6 60) || { echo "$w0"; return 1; }
     r0=$(metric_sum steady flink_controller_reconcile_total)
     for i in 1 2 3 4 5; do
       kc -n "$ns" annotate --overwrite flinkcluster still "example.com/poke=$i" >/dev/null || return 1

@@ -121,6 +121,17 @@ owned_by() {
   got=$(jp "$1" "$2" '{range .metadata.ownerReferences[?(@.controller==true)]}{.kind}/{.uid}{end}')
   expect "$2 controller owner" "$got" "FlinkCluster/$3"
 }
+# edited_policies NAME SED MARKER: a copy of policies/ in $WORK/policies-NAME whose cluster.lua
+# is edited by the sed expression SED (which must leave MARKER in it: else a TAP comment says the
+# edit failed); prints the directory
+edited_policies() {
+  local dir=$WORK/policies-$1
+  cp -r "$ROOT/policies" "$dir"
+  sed -i "$2" "$dir/cluster.lua"
+  grep -qF -- "$3" "$dir/cluster.lua" || echo "# could not patch cluster.lua ($1)" >&2
+  echo "$dir"
+}
+
 # condition NS NAME TYPE: "<status> <reason>" of a status condition
 condition() {
   jp "$1" "flinkcluster/$2" "{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason}"

@@ -5,7 +5,8 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost
+#                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
+#                                        prune stall fence jobupdate held refused undeclared stale restart lost
 #                                        triggerfind restsubmit (lifecycle.sh), and on the real node
 #                                        (realpods.sh) realjob realticker realconfig incluster,
 #                                        (reallifecycle.sh) reallifecycle realsubmitfail
@@ -75,13 +76,15 @@ trap cleanup EXIT
 . "$HERE/proxy.sh"
 # shellcheck source=expect.sh
 . "$HERE/expect.sh"
+# shellcheck source=gate.sh
+. "$HERE/gate.sh"
 # shellcheck source=lifecycle.sh
 . "$HERE/lifecycle.sh"
 # shellcheck source=reallifecycle.sh
 . "$HERE/reallifecycle.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost triggerfind restsubmit realjob realticker realconfig reallifecycle realsubmitfail incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale restart lost triggerfind restsubmit realjob realticker realconfig reallifecycle realsubmitfail incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
