@@ -292,10 +292,13 @@ case_restart() {
     t1=$(date +%s)
     echo "job $jid Failed, restart $1 after $((t1 - t0)) s (schedule: $2 s)"
     [ $((t1 - t0)) -ge $(($2 - 1)) ] || { echo "restarted too soon"; return 1; }
-    kc -n "$ns" get events --field-selector involvedObject.name=crash,reason=JobRestarted \
-      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
-      grep -qF "restart $n of 2: job $jid Failed (Flink reports job $jid FAILED: Caused by: java.lang.IllegalArgumentException: timeout value is negative)" ||
-      { echo "no JobRestarted event for attempt $n with Flink's cause"; return 1; }
+    # Events go out after the status write that showed the restart: poll for it
+    restarted_event() {
+      kc -n "$ns" get events --field-selector involvedObject.name=crash,reason=JobRestarted \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+        grep -qF "restart $n of 2: job $jid Failed (Flink reports job $jid FAILED: Caused by: java.lang.IllegalArgumentException: timeout value is negative)"
+    }
+    poll 10 restarted_event || { echo "no JobRestarted event for attempt $n with Flink's cause"; return 1; }
   }
   t_restart_1() { fail_once 1 4; }
   check "restart: a job that fails at once (Ticker -1) is shown Failed with Flink's reason, restarted 4 s later (JobRestarted 1 of 2 with the cause from /jobs/<id>/exceptions)" t_restart_1
