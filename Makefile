@@ -43,9 +43,10 @@ lua/fc/crd.lua: deploy/crd.yaml scripts/crd-schema.lua
 TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
 # The test environment's real node (tests/env/, README.md "The real node"): container runtime,
 # CNI plugins, kube-proxy's and the kubelet's iptables/conntrack, and debootstrap for the images
-# built here (no registry), jq for their archives' JSON (tests/env/mkimage.sh). Always installed:
-# a machine with Java may still lack these.
-NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq
+# built here (no registry), jq for their archives' JSON (tests/env/mkimage.sh), patch for the
+# policy cookbook's tests (tests/cookbook_spec.lua). Always installed: a machine with Java may
+# still lack these.
+NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq patch
 
 # deps: everything `make`, `make test` and `make demo` need; deps-build: only what `make` needs
 # (the Dockerfile's build stage).

@@ -82,9 +82,9 @@ static json_t *fixtures_file(const char *dir, const char *file)
 static int fixtures_case(struct lhost *h, const char *policy, const char *dir, const char *casename, int update,
                          FILE *out)
 {
-    json_t *in = json_pack("{s:s, s:s, s:o, s:o, s:o}", "policy", policy, "name", casename, "input",
+    json_t *in = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "policy", policy, "name", casename, "input",
                            fixtures_file(dir, "input.yaml"), "old", fixtures_file(dir, "old.yaml"), "expected",
-                           fixtures_file(dir, "expected.yaml"));
+                           fixtures_file(dir, "expected.yaml"), "partial", fixtures_file(dir, "expected-partial.yaml"));
     char err[4096] = "";
     char *text = in ? json_dumps(in, JSON_COMPACT) : NULL;
     char *res_text = NULL;

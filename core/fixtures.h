@@ -12,7 +12,8 @@
 
 /* Runs the fixtures of every policy of the host's policy directory: each `<name>.lua` there (not
  * `*_spec.lua`, not under lib/) must have at least one case directory
- * testdata/<name>/<case>/ with input.yaml (and expected.yaml; old.yaml for a validate update).
+ * testdata/<name>/<case>/ with input.yaml (and expected.yaml, or expected-partial.yaml for a
+ * partial match; old.yaml for a validate update).
  * `pattern` (NULL: all) keeps the cases whose "<policy>/<case>" contains it. `update`
  * ("<policy>/<case>", NULL: none) first rewrites that case's expected.yaml from the policy's
  * output. Prints one line per case to `out` ("ok <policy>/<case>" or "FAIL <policy>/<case>:
