@@ -5,6 +5,7 @@
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
+ *   flink-controller diff [--kubeconfig F] [--policy-dir DIR] [budgets] (NS/NAME | -A)
  *   flink-controller run [options]            (core/run.c)
  *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
@@ -26,6 +27,7 @@
 
 #include "fixtures.h"
 #include "lhost.h"
+#include "livediff.h"
 #include "run.h"
 #include "util.h"
 #include "webhook.h"
@@ -53,6 +55,7 @@ static const struct main_command commands[] = {
     {"render", cmd_render, "print the objects a FlinkCluster manifest becomes (no cluster needed)"},
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
     {"test", cmd_test, "run every policy's fixtures in the production sandbox"},
+    {"diff", livediff_main, "show what a policy directory would change in live FlinkClusters"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
     {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
