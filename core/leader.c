@@ -186,7 +186,7 @@ int leader_default_namespace(const char *fallback, char *buf, size_t n)
 
 /* ---- the elector ----------------------------------------------------------------- */
 
-typedef enum req_kind { REQ_NONE, REQ_GET, REQ_CREATE, REQ_UPDATE, REQ_RELEASE } req_kind;
+typedef enum req_kind { REQ_NONE, REQ_GET, REQ_CREATE, REQ_UPDATE, REQ_RELEASE, REQ_RELEASE_GET } req_kind;
 
 struct leader_elector {
     struct ev_loop *loop;
@@ -211,6 +211,7 @@ struct leader_elector {
     kube_call *call;
     /* release */
     int releasing, release_pending_done, release_ok;
+    int release_refetched; /* the release met a 409 once and read the Lease again */
     void (*release_done)(int ok, void *ud);
     void *release_ud;
     ev_timer timer;
@@ -509,6 +510,29 @@ static void finish_release(leader_elector *e, int ok)
     if (done) done(ok, e->release_ud);
 }
 
+/* The answer to the release's second read: still ours -> the release PUT again on that version;
+ * someone else's -> nothing left to release (ok); else the release failed. */
+static void release_again(leader_elector *e, long status, json_t *obj)
+{
+    leader_lease l = {0};
+    char err[256];
+    if (status != 200 || leader_lease_parse(obj, &l, err, sizeof err) != 0) {
+        finish_release(e, 0);
+        return;
+    }
+    if (strcmp(l.holder, e->identity) != 0) {
+        finish_release(e, 1);
+        return;
+    }
+    json_decref(e->seen_obj);
+    e->seen_obj = json_incref(obj);
+    json_t *body = leader_lease_update(e->seen_obj, e->ns, e->name, LEADER_RELEASE, e->identity, 1, now_of(e));
+    int rc = body ? send_request(e, REQ_RELEASE, "PUT", body) : -1;
+    json_decref(body);
+    if (rc != 0)
+        finish_release(e, 0);
+}
+
 void leader_answer(leader_elector *e, long status, const char *body)
 {
     if (!e || e->req == REQ_NONE) return;
@@ -519,7 +543,17 @@ void leader_answer(leader_elector *e, long status, const char *body)
     case REQ_GET: handle_get(e, status, obj); break;
     case REQ_CREATE:
     case REQ_UPDATE: handle_write(e, status, obj); break;
-    case REQ_RELEASE: finish_release(e, status == 200); break;
+    case REQ_RELEASE:
+        /* a 409: a renew cancelled client-side at the stop still reached the server and moved the
+         * resourceVersion on; read the Lease once more and release that one */
+        if (status == 409 && !e->release_refetched) {
+            e->release_refetched = 1;
+            if (send_request(e, REQ_RELEASE_GET, "GET", NULL) == 0)
+                break;
+        }
+        finish_release(e, status == 200);
+        break;
+    case REQ_RELEASE_GET: release_again(e, status, obj); break;
     case REQ_NONE: break;
     }
     json_decref(obj);
@@ -538,7 +572,7 @@ double leader_step(leader_elector *e)
     if (e->stopped) return -1;
     double now = now_of(e);
     if (e->releasing) {
-        if (e->req == REQ_RELEASE && now >= e->req_started + e->o.request_timeout_s) {
+        if ((e->req == REQ_RELEASE || e->req == REQ_RELEASE_GET) && now >= e->req_started + e->o.request_timeout_s) {
             e->api.cancel(e->api_ud, e);
             finish_release(e, 0);
             return -1;

@@ -409,6 +409,32 @@ static void test_release(void)
     OK(!leader_is_leader(e) && leader_stopped(e), "stopped");
     leader_free(e);
 
+    /* a renew cancelled at the stop reached the server anyway: the release meets a 409, reads the
+     * Lease again and releases that version */
+    release_calls = 0;
+    stopped_n = 0;
+    clock_now = 100;
+    e = leader_start(NULL, NULL, &o, err, sizeof err);
+    leader_step(e);
+    leader_answer(e, 404, NULL);
+    json_t *ours = json_deep_copy(f.body); /* the Lease as we hold it */
+    answer_text(e, 201, server_echo(f.body, "20"));
+    OK(leader_is_leader(e), "leading (409 case)");
+    clock_now = 101;
+    IS_INT(leader_release(e, on_released, NULL), 0, "release started (409 case)");
+    leader_answer(e, 409, "{\"kind\":\"Status\",\"reason\":\"Conflict\"}");
+    IS_STR(f.method, "GET", "a 409 on the release: the Lease is read again");
+    IS_INT(release_calls, 0, "not done yet");
+    answer_text(e, 200, server_echo(ours, "21"));
+    IS_STR(f.method, "PUT", "still ours: released again");
+    IS_STR(rv_of(f.body), "21", "with the resourceVersion just read");
+    IS_STR(spec_str(f.body, "holderIdentity"), "", "holder cleared (second PUT)");
+    answer_text(e, 200, server_echo(f.body, "22"));
+    IS_INT(release_calls, 1, "done once (409 case)");
+    IS_INT(release_ok, 1, "released ok after the re-read");
+    json_decref(ours);
+    leader_free(e);
+
     /* a candidate has nothing to release: done from the next step */
     release_calls = 0;
     e = leader_start(NULL, NULL, &o, err, sizeof err);
