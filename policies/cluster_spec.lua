@@ -444,7 +444,10 @@ describe("lib.flinkconf", function()
     -- 2000M at 50%: off-heap 1000000000 B, heap 1000000000 B = 953.67 MiB
     assert.same({ offheap = 1000000000, heap = 1000000000, heap_mib = 953, process_mib = 1907 },
       flinkconf.memory_plan(2000000000, 50, 600000000))
-    assert.has_error(function() flinkconf.memory_plan(600000000, 25, 600000000) end)
+    -- no heap left (the original accepts it and writes no heap key); a negative heap is an error
+    assert.same({ offheap = 600000000, heap = 0, process_mib = 572 }, flinkconf.memory_plan(600000000, 25, 600000000))
+    assert.same({ offheap = 1073741824, heap = 0, process_mib = 1024 }, flinkconf.memory_plan(1073741824, 100, 0))
+    assert.has_error(function() flinkconf.memory_plan(500000000, 25, 600000000) end)
     assert.equal(1, flinkconf.memory_plan(600000000 + 1048576, 0, 600000000).heap_mib)
   end)
 

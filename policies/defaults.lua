@@ -18,6 +18,7 @@ defaults.JOB_MANAGER_PORTS = { rpc = 6123, blob = 6124, query = 6125, ui = 8081 
 defaults.TASK_MANAGER_PORTS = { data = 6121, rpc = 6122, query = 6125 }
 defaults.MEMORY_OFF_HEAP_RATIO = 25
 defaults.MEMORY_OFF_HEAP_MIN = "600M"
+defaults.HADOOP_MOUNT_PATH = "/etc/hadoop/conf"
 defaults.CLEANUP_POLICY = {
   afterJobSucceeds = "DeleteCluster",
   afterJobFails = "KeepCluster",
@@ -70,6 +71,7 @@ end
 --     takeSavepointOnUpgrade true, restartPolicy "Never", noLoggingToStdout false,
 --     cleanupPolicy{afterJobSucceeds "DeleteCluster", afterJobFails "KeepCluster",
 --     afterJobCancelled "DeleteCluster"}, each action filled on its own},
+--   spec.hadoopConfig.mountPath "/etc/hadoop/conf" (only when hadoopConfig is set),
 --   spec.revisionHistoryLimit 10, spec.recreateOnUpdate true.
 -- metadata (name, namespace) is not defaulted: kubectl and the API server fill the namespace
 -- from the request. A non-object `cluster` or `spec` comes back unchanged.
@@ -109,6 +111,10 @@ function defaults.apply(cluster)
       for k, v in pairs(defaults.CLEANUP_POLICY) do fill(cleanup, k, v) end
     end
   end
+
+  -- hadoopConfig: the original operator mounts the ConfigMap at /etc/hadoop/conf by default
+  local hadoop = is_object(spec.hadoopConfig) and spec.hadoopConfig or nil
+  if hadoop then fill(hadoop, "mountPath", defaults.HADOOP_MOUNT_PATH) end
 
   fill(spec, "revisionHistoryLimit", 10)
   fill(spec, "recreateOnUpdate", true)

@@ -23,15 +23,14 @@ validate.API_VERSION = "flinkoperator.k8s.io/v1beta1"
 validate.KIND = "FlinkCluster"
 --- Kubernetes' limit for DNS labels and label values (apimachinery util/validation).
 validate.MAX_LABEL = 63
---- Suffixes of the generated object names (see lib/names.lua); `job` only for a job cluster.
-validate.NAME_SUFFIXES = {
-  { suffix = "-configmap" }, { suffix = "-jobmanager" }, { suffix = "-taskmanager" },
-  { suffix = "-job-submitter", job = true },
-}
 --- A StatefulSet's pods carry `controller-revision-hash: <statefulset>-<hash>` with a hash of
--- up to 10 characters, never truncated (kubernetes/kubernetes issue 64023), so a StatefulSet
--- name over 52 characters gives pods that cannot be created.
+-- up to 10 characters, never truncated (kubernetes/kubernetes issue 64023): a StatefulSet name
+-- over 52 characters gives pods that cannot be created. The longest StatefulSet name is
+-- "<name>-taskmanager", so a name is at most 52 - 12 = 40 characters (this also keeps every
+-- other generated name, "<name>-job-submitter" the longest, within 63). The original operator
+-- let longer names through to pods that never start.
 validate.MAX_STATEFULSET_NAME = 52
+validate.MAX_NAME = validate.MAX_STATEFULSET_NAME - #"-taskmanager"
 
 --------------------------------------------------------------------------------------------
 -- The schema: deploy/crd.yaml's, generated into fc.crd at build time (README.md, "One schema").
@@ -244,7 +243,7 @@ local function obj(v)
   return nil
 end
 
-local function check_metadata(cluster, add, warn)
+local function check_metadata(cluster, add)
   local api, kind = cluster.apiVersion, cluster.kind
   if is_null(api) then add("apiVersion", "is required")
   elseif type(api) == "string" and api ~= validate.API_VERSION then
@@ -276,22 +275,10 @@ local function check_metadata(cluster, add, warn)
     return add("metadata.name", "must be a DNS-1035 label: lowercase letters, digits and '-', "
       .. "starting with a letter and ending with a letter or digit")
   end
-  -- ours: every generated object name and the `cluster` label value fit in 63 characters.
-  local is_job = is_object(values.get(cluster, "spec", "job"))
-  local longest, max = nil, validate.MAX_LABEL
-  for _, n in ipairs(validate.NAME_SUFFIXES) do
-    if (is_job or not n.job) and validate.MAX_LABEL - #n.suffix < max then
-      longest, max = n.suffix, validate.MAX_LABEL - #n.suffix
-    end
-  end
-  if #name > max then
-    return add("metadata.name", string.format(
-      'must be at most %d characters so that "<name>%s" fits in %d', max, longest, validate.MAX_LABEL))
-  end
-  local sts_max = validate.MAX_STATEFULSET_NAME - #"-taskmanager"
-  if #name > sts_max then
-    warn("metadata.name", string.format("longer than %d characters: the pods' controller-revision-hash "
-      .. "label may exceed %d characters (kubernetes issue 64023)", sts_max, validate.MAX_LABEL))
+  if #name > validate.MAX_NAME then
+    return add("metadata.name", string.format('must be at most %d characters so that the pods\' '
+      .. 'controller-revision-hash label "<name>-taskmanager-<hash>" fits in %d', validate.MAX_NAME,
+      validate.MAX_LABEL))
   end
 end
 
@@ -340,13 +327,23 @@ local function check_ports(c, path, order, add)
 end
 
 -- memoryOffHeapMin <= resources.limits.memory (bytes; a webhook rule: as CEL its cost is too high).
-local function check_memory(c, path, add)
+-- Equal (or a 100 % memoryOffHeapRatio) is accepted, as by the original operator, with a
+-- warning: no heap is left to size, so for images before Flink 1.10 (the heap.size model,
+-- lib/flinkconf.lua) no heap key is written and Flink's default applies.
+local function check_memory(c, path, add, warn)
   local min = quantity.bytes(c.memoryOffHeapMin)
   local limit_q = values.get(c, "resources", "limits", "memory")
   local limit = limit_q ~= nil and quantity.bytes(limit_q) or nil
   if min and limit and min >= 0 and limit >= 0 and min > limit then
     add(path .. ".memoryOffHeapMin", string.format("must be <= resources.limits.memory (%s > %s)",
       show(c.memoryOffHeapMin), show(limit_q)))
+    return
+  end
+  local ratio = c.memoryOffHeapRatio
+  if min and limit and limit >= 0 and is_integer(ratio) and ratio >= 0 and ratio <= 100
+    and limit - math.max(limit * math.tointeger(ratio) // 100, min) < 1024 * 1024 then
+    warn(path .. ".memoryOffHeapMin", "off-heap memory leaves no heap of resources.limits.memory: "
+      .. "images before Flink 1.10 get no heap size (Flink's default applies)")
   end
 end
 
@@ -358,17 +355,40 @@ local function check_job(job, creating, add)
 end
 
 -- The rules of the spec the OpenAPI schema cannot state (the CRD states them as CEL rules).
-local function check_spec(spec, creating, add)
+local function check_spec(spec, creating, add, warn)
   for _, c in ipairs({ { "jobManager", { "rpc", "blob", "query", "ui" } },
                        { "taskManager", { "data", "rpc", "query" } } }) do
     local comp = obj(spec[c[1]])
     if comp then
       check_ports(comp, "spec." .. c[1], c[2], add)
-      check_memory(comp, "spec." .. c[1], add)
+      check_memory(comp, "spec." .. c[1], add, warn)
     end
   end
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
+  -- GCP: mountPath is the directory the key Secret is mounted at (the original operator refuses
+  -- a mountPath ending with keyFile; the CRD's CEL rule too)
+  local sa = values.get(spec, "gcpConfig", "serviceAccount")
+  if is_object(sa) and type(sa.mountPath) == "string" and type(sa.keyFile) == "string" and sa.keyFile ~= ""
+    and sa.mountPath:sub(-#sa.keyFile) == sa.keyFile then
+    add("spec.gcpConfig.serviceAccount.mountPath",
+      "must be the directory the Secret is mounted at, not end with keyFile")
+  end
+  -- flink-conf.yaml is read line by line and split at the first ": " (Flink's configuration
+  -- docs; lib/flinkconf.lua writes it): a key or value that would break that is refused here.
+  local props = obj(spec.flinkProperties)
+  if props then
+    for _, k in ipairs(sorted_keys(props)) do
+      local at = key_path("spec.flinkProperties", (k:gsub("%c", function(c)
+        return string.format("\\x%02X", c:byte())
+      end)))
+      if k == "" or k:find("[\r\n]") or k:find(": ", 1, true) then
+        add(at, "must be a flink-conf.yaml key: not empty, without a line break or ': '")
+      elseif type(props[k]) == "string" and props[k]:find("[\r\n]") then
+        add(at, "must not contain a line break (flink-conf.yaml holds one option per line)")
+      end
+    end
+  end
 end
 
 -- Update rules: `spec` and `old_spec` are objects (the old one defaulted), `old` the old
@@ -428,11 +448,11 @@ function validate.check(input)
     return { errors = errors, warnings = warnings }
   end
   check_unknown(raw, validate.SCHEMA, "", warn)
-  check_metadata(cluster, add, warn)
+  check_metadata(cluster, add)
   check_types(cluster, validate.SCHEMA, "", add)
   if is_object(cluster.spec) then
     local old_spec = obj(old.spec)
-    check_spec(cluster.spec, old_spec == nil, add)
+    check_spec(cluster.spec, old_spec == nil, add, warn)
     if old_spec then check_update(cluster.spec, old_spec, old, add) end
   end
   return { errors = errors, warnings = warnings }

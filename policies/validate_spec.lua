@@ -33,10 +33,11 @@ describe("validate fixtures", function()
       "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job",
       "access-scope-bad", "duplicate-ports", "hadoop-gcp-incomplete", "job-rules", "memory",
       "memory-default-min-over-limit",
-      "list-items-not-objects", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
+      "list-items-not-objects", "name-40-job", "name-41-session", "name-not-dns1035", "not-an-object",
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
       "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
+      "gcp-mount-path-key-file", "memory-min-equals-limit",
       "rarely-used-fields" })
   end)
   for _, case in ipairs(dirs) do
@@ -103,18 +104,16 @@ describe("validate.check", function()
       run(validate, cluster(s)).errors)
   end)
 
-  it("names a 41-character cluster with a warning only, 50 with an error for a job cluster", function()
+  it("accepts a 40-character name and refuses 41, job cluster or not", function()
     local c = cluster(valid_spec())
     c.metadata.name = string.rep("a", 40)
     assert.are.same({ errors = {}, warnings = {} }, run(validate, c))
     c.metadata.name = string.rep("a", 41)
-    local r = run(validate, c)
-    assert.are.same({}, r.errors)
-    assert.are.equal(1, #r.warnings)
-    c.metadata.name = string.rep("a", 50)
-    assert.are.same({ { path = "metadata.name",
-      message = 'must be at most 49 characters so that "<name>-job-submitter" fits in 63' } },
-      run(validate, c).errors)
+    local want = { { path = "metadata.name", message = "must be at most 40 characters so that the pods' "
+      .. 'controller-revision-hash label "<name>-taskmanager-<hash>" fits in 63' } }
+    assert.are.same(want, run(validate, c).errors)
+    c.spec.job = nil
+    assert.are.same(want, run(validate, c).errors)
   end)
 
   it("treats an empty old as a creation and a missing raw as the cluster", function()
