@@ -37,7 +37,7 @@ describe("validate fixtures", function()
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
       "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
-      "gcp-mount-path-key-file", "memory-min-equals-limit",
+      "gcp-mount-path-key-file", "memory-min-equals-limit", "volume-mount-types",
       "rarely-used-fields" })
   end)
   for _, case in ipairs(dirs) do
