@@ -1,10 +1,12 @@
 --- policies/validate.lua: validation of a FlinkCluster (flinkoperator.k8s.io/v1beta1).
 --
--- Hook: check({cluster=<defaulted>, raw=<as given>, old=<previous defaulted, {} on create>})
+-- Hook: check({cluster=<defaulted>, raw=<as given>, old=<previous defaulted, {} on create>,
+--               admission=<true from the admission webhook>})
 --   -> {errors = {{path=, message=}, ...}, warnings = {{path=, message=}, ...}}
 -- The rules are those of shared/reference/flinkcluster-api.md ("Validation"), with its
 -- **ours** decisions: names that keep every generated name and label value within 63
--- characters, and no crash on unset optional fields or values of the wrong type.
+-- characters, and no crash on unset optional fields or values of the wrong type; and, at
+-- admission only, the original operator's rules for the user-control annotation.
 -- Paths use the API's JSON field names, `[i]` (from 0, as Kubernetes' field paths) for list
 -- items and `[key]` for map keys that are not plain identifiers. Messages are short and
 -- lowercase. Unknown fields of the FlinkCluster's own structure are warnings; embedded
@@ -13,6 +15,7 @@
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
+local user_control = require("lib.control")
 
 local validate = {}
 
@@ -428,10 +431,37 @@ local function check_update(spec, old_spec, old, add)
   end
 end
 
+-- The user-control annotation, when an admission request sets or changes it (the original
+-- operator's webhook rules): savepoint or job-cancel, of a job cluster, savepoint only with a
+-- savepointsDir, not while another control is Progressing, not once the job has ended.
+-- Admission only: the controller itself reports a bad value in status.control (job.lua) and
+-- removes the annotation, so one that got in while the webhook was down never holds the spec.
+local ENDED = { Succeeded = true, Failed = true, Cancelled = true }
+local function check_user_control(cluster, old, add)
+  local value = user_control.requested(cluster)
+  if value == nil or value == user_control.requested(old) then return end
+  local at = key_path("metadata.annotations", user_control.ANNOTATION)
+  if value ~= user_control.SAVEPOINT and value ~= user_control.JOB_CANCEL then
+    return add(at, string.format('must be "%s" or "%s"', user_control.SAVEPOINT, user_control.JOB_CANCEL))
+  end
+  local job = values.get(cluster, "spec", "job")
+  if not is_object(job) then return add(at, value .. " needs a job cluster (spec.job)") end
+  if value == user_control.SAVEPOINT and not values.is_text(job.savepointsDir) then
+    return add(at, "savepoint needs spec.job.savepointsDir")
+  end
+  local progressing = values.get(old, "status", "control")
+  if is_object(progressing) and progressing.state == "Progressing" then
+    return add(at, string.format('user control "%s" is still in progress', tostring(progressing.name)))
+  end
+  local state = values.get(old, "status", "components", "job", "state")
+  if ENDED[state] then add(at, string.format("the job has ended (%s)", state)) end
+end
+
 --- validate.check(input) -> {errors = {{path, message}...}, warnings = {{path, message}...}}
 -- `input.cluster`: the FlinkCluster after defaults.apply (types and values checked);
 -- `input.raw`: the FlinkCluster as given (unknown fields are warned about from it);
--- `input.old`: the previous, defaulted FlinkCluster on update, {} (or nil) on create.
+-- `input.old`: the previous, defaulted FlinkCluster on update, {} (or nil) on create;
+-- `input.admission`: true when the admission webhook asks (the user-control annotation rules).
 -- Never raises on malformed input: every problem becomes an error entry.
 function validate.check(input)
   local errors, warnings = {}, {}
@@ -449,6 +479,7 @@ function validate.check(input)
   end
   check_unknown(raw, validate.SCHEMA, "", warn)
   check_metadata(cluster, add)
+  if input.admission == true then check_user_control(cluster, old, add) end
   check_types(cluster, validate.SCHEMA, "", add)
   if is_object(cluster.spec) then
     local old_spec = obj(old.spec)

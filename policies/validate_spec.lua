@@ -170,3 +170,49 @@ describe("validate name helpers (apimachinery util/validation)", function()
     assert.is_false(validate.port_name("Metrics"))
   end)
 end)
+
+describe("validate.check at admission: the user-control annotation", function()
+  local KEY = "flinkclusters.flinkoperator.k8s.io/user-control"
+  local AT = "metadata.annotations[" .. KEY .. "]"
+  local function job_cluster(value, job)
+    return { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+      metadata = { name = "c", annotations = value and { [KEY] = value } or nil },
+      spec = { image = { name = "flink:1.17" }, taskManager = { replicas = 1 },
+        job = job or { jarFile = "/j.jar", savepointsDir = "/sp" } } }
+  end
+  local function check(c, old, admission)
+    return validate.check({ cluster = defaults.apply(c), raw = c, old = old and defaults.apply(old) or {},
+      admission = admission ~= false }).errors
+  end
+
+  it("takes savepoint and job-cancel on a running job cluster", function()
+    local old = job_cluster(nil)
+    old.status = { components = { job = { state = "Running" } } }
+    assert.are.same({}, check(job_cluster("savepoint"), old))
+    assert.are.same({}, check(job_cluster("job-cancel"), old))
+  end)
+
+  it("refuses another value, a session cluster, a savepoint without savepointsDir", function()
+    assert.are.same({ { path = AT, message = 'must be "savepoint" or "job-cancel"' } }, check(job_cluster("stop")))
+    local session = job_cluster("savepoint")
+    session.spec.job = nil
+    assert.are.same({ { path = AT, message = "savepoint needs a job cluster (spec.job)" } }, check(session))
+    assert.are.same({ { path = AT, message = "savepoint needs spec.job.savepointsDir" } },
+      check(job_cluster("savepoint", { jarFile = "/j.jar" })))
+  end)
+
+  it("refuses one while another is in progress, and once the job has ended", function()
+    local old = job_cluster(nil)
+    old.status = { control = { name = "savepoint", state = "Progressing" } }
+    assert.are.same({ { path = AT, message = 'user control "savepoint" is still in progress' } },
+      check(job_cluster("job-cancel"), old))
+    old.status = { components = { job = { state = "Succeeded" } } }
+    assert.are.same({ { path = AT, message = "the job has ended (Succeeded)" } }, check(job_cluster("savepoint"), old))
+  end)
+
+  it("judges only a new or changed value, and only at admission", function()
+    local old = job_cluster("stop")
+    assert.are.same({}, check(job_cluster("stop"), old))           -- unchanged: not this request's
+    assert.are.same({}, check(job_cluster("stop"), nil, false))    -- the controller's own pass
+  end)
+end)

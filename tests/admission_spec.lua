@@ -449,6 +449,20 @@ describe("admission by the webhook registered with the API server #testenv #bin"
     assert.are.equal(rv, get(ns, "noop").metadata.resourceVersion)
   end)
 
+  it("refuses the user-control annotations the original operator refuses (metadata: Lua only)", function()
+    setup_all()
+    local out, ok = apply(minimal("session"))
+    assert.is_true(ok, out)
+    local annotate = "annotate -n " .. ns .. " flinkcluster session flinkclusters.flinkoperator.k8s.io/user-control="
+    out, ok = sh(annotate .. "savepoint")
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find("session: metadata.annotations[flinkclusters.flinkoperator.k8s.io/user-control]: "
+      .. "savepoint needs a job cluster (spec.job)", 1, true), out)
+    out, ok = sh(annotate .. "stop")
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find('must be "savepoint" or "job-cancel"', 1, true), out)
+  end)
+
   it("with the webhook down: failurePolicy Fail refuses every write, Ignore lets the CRD's rules decide", function()
     setup_all()
     stop_webhook()

@@ -7,7 +7,8 @@
 -- (patchType JSONPatch). Both run the same policies as the controller and render, through
 -- fc.host (sandboxed, budgeted):
 --   - validate: defaults.apply on request.object (and request.oldObject on UPDATE), then
---     validate.check{cluster, raw, old}; refused (allowed false, status 422 Invalid) with one
+--     validate.check{cluster, raw, old, admission = true} (admission: also the user-control
+--     annotation's rules); refused (allowed false, status 422 Invalid) with one
 --     line per error, "<name>: <field path>: <message>"; validate's warnings go to
 --     response.warnings (kubectl prints them). On UPDATE an error the old object already had
 --     (same path and message, the old object checked as if created) is not held against the
@@ -111,7 +112,7 @@ function admission.validate(review, host)
     end
   end
   local res
-  ok, res = call(host, "validate", "check", { cluster = cluster, raw = obj, old = old })
+  ok, res = call(host, "validate", "check", { cluster = cluster, raw = obj, old = old, admission = true })
   if not ok then return deny(req, { name .. ": policy: " .. res }) end
   local lines, warnings = {}, {}
   for _, e in ipairs(res.errors or {}) do
