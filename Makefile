@@ -104,7 +104,7 @@ test: all asan $(C_TESTS)
 # The policies alone (README.md, "Policies"): luacheck on policies/, then busted on the policy
 # specs and the fixtures walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
-test-policies: $(LUA_SOS)
+test-policies: $(LUA_SOS) lua/fc/crd.lua
 	luacheck --no-color -q policies
 	@bash tests/run.sh busted $(sort $(wildcard policies/*_spec.lua)) tests/policy_fixtures_spec.lua
 
