@@ -16,6 +16,9 @@ local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
 local user_control = require("lib.control")
+local flinkversion = require("lib.flinkversion")
+local flinkconf = require("lib.flinkconf")
+local flinkremoved = require("lib.flinkremoved")
 
 local validate = {}
 
@@ -357,6 +360,33 @@ local function check_job(job, creating, add)
   end
 end
 
+-- spec.flinkVersion and the flinkProperties the version no longer knows (lib.flinkversion,
+-- lib.flinkremoved): an unreadable version is an error; a version that contradicts the image
+-- tag, and each flinkProperties key Flink 2 removed (left out of config.yaml), a warning.
+local function check_flink_version(spec, add, warn)
+  local given = spec.flinkVersion
+  if type(given) == "string" and flinkversion.parse(given) == nil then
+    add("spec.flinkVersion", "must be <major>.<minor>[.<patch>] (\"1.20\") or v<major>_<minor> (\"v1_20\"), got \""
+      .. given .. "\"")
+    return
+  end
+  local version = flinkversion.of(spec)
+  local image = obj(spec.image)
+  local tagged = image and flinkversion.of_image(image.name)
+  if type(given) == "string" and tagged and (tagged.major ~= version.major or tagged.minor ~= version.minor) then
+    warn("spec.flinkVersion", string.format("%s differs from the image tag's %s (spec.image.name); the "
+      .. "configuration follows spec.flinkVersion", flinkversion.string(version), flinkversion.string(tagged)))
+  end
+  local props = obj(spec.flinkProperties)
+  if not props then return end
+  for _, key in ipairs(flinkconf.removed_keys(props, version)) do
+    local _, instead = flinkremoved.removed(key)
+    warn(key_path("spec.flinkProperties", key), string.format("Flink %s no longer knows this option "
+      .. "(removed in 2.0); it is not written to %s%s", flinkversion.string(version), flinkconf.YAML_FILE,
+      instead and ("; use " .. instead) or ""))
+  end
+end
+
 -- The rules of the spec the OpenAPI schema cannot state (the CRD states them as CEL rules).
 local function check_spec(spec, creating, add, warn)
   for _, c in ipairs({ { "jobManager", { "rpc", "blob", "query", "ui" } },
@@ -392,6 +422,7 @@ local function check_spec(spec, creating, add, warn)
       end
     end
   end
+  check_flink_version(spec, add, warn)
 end
 
 -- Update rules: `spec` and `old_spec` are objects (the old one defaulted), `old` the old

@@ -8,16 +8,8 @@ local util = require("fc.util")
 local defaults = require("defaults")
 local validate = require("validate")
 
--- A list of {path, message} in a stable order, for comparison.
-local function sorted(list)
-  local out = {}
-  for _, e in ipairs(list or {}) do out[#out + 1] = { path = e.path, message = e.message } end
-  table.sort(out, function(a, b)
-    if a.path ~= b.path then return a.path < b.path end
-    return a.message < b.message
-  end)
-  return out
-end
+-- A list of {path, message} in a stable order, for comparison (as `flink-controller test` sorts).
+local sorted = require("fc.fixtures").sorted_findings
 
 local function run(v, raw, old_raw)
   local old = old_raw and defaults.apply(old_raw) or {}

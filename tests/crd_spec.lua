@@ -269,6 +269,29 @@ describe("deploy/crd.yaml", function()
     os.remove(tmp)
   end)
 
+  it("accepts the spec.flinkVersion values the policies read, and no others (pattern run by grep -E)", function()
+    local flinkversion = require("lib.flinkversion")
+    local values = { "1.20", "1.20.5", "2.3", "v1_20", "v2_0", "V1_8", "1", "1.20.", "1.2.3.4", "v1.20",
+      "1_20", "v1_20_1", "latest", "1.20-SNAPSHOT", " 1.20" }
+    local tmp = os.tmpname()
+    local f = assert(io.open(tmp, "w"))
+    f:write(table.concat(values, "\n"), "\n")
+    f:close()
+    local pattern = node("spec.flinkVersion").pattern
+    assert.is_nil(pattern:find("'", 1, true))
+    local p = assert(io.popen("grep -xE '" .. pattern .. "' " .. tmp))
+    local matched = {}
+    for line in p:lines() do matched[#matched + 1] = line end
+    p:close()
+    os.remove(tmp)
+    local parsed = {}
+    for _, v in ipairs(values) do
+      if flinkversion.parse(v) then parsed[#parsed + 1] = v end
+    end
+    assert.are.same({ "1.20", "1.20.5", "2.3", "v1_20", "v2_0", "V1_8" }, matched)
+    assert.are.same(matched, parsed)
+  end)
+
   describe("is a structural schema", function()
     it("gives every node a type, except int-or-string and preserve-unknown nodes", function()
       local untyped = {}

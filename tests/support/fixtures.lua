@@ -166,28 +166,9 @@ end
 --- Partial match of an output `got` against an expectation `exp` (as read by M.read_yaml):
 -- every key `exp` gives must match, a list must have as many items as `exp`'s, `{}` means
 -- "empty or absent", `~` (lyaml.null) means "absent". nil when it matches, else
--- "<path>: <what differs>" (path as `.key`, `[i]` from 0).
+-- "<path>: <what differs>". The same rules as `flink-controller test` (fc.fixtures.mismatch).
 function M.mismatch(exp, got, path)
-  path = path or ""
-  if exp == lyaml.null then
-    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
-    return nil
-  end
-  if type(exp) == "table" then
-    if next(exp) == nil then
-      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return path .. ": expected empty" end
-      return nil
-    end
-    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
-    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
-    for k, v in pairs(exp) do
-      local m = M.mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
-      if m then return m end
-    end
-    return nil
-  end
-  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
-  return nil
+  return require("fc.fixtures").mismatch(exp, got, path or "")
 end
 
 -- Fixture cases ---------------------------------------------------------------------------
@@ -264,7 +245,8 @@ local SANDBOX_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall",
 -- other one or writing any global raises), `string` without `dump`, `os` = {time, date, clock,
 -- difftime}, `print` to stderr, `setmetatable` refusing `__gc`, text chunks only, and `require`
 -- of fc.util and fc.quantity (their sources, loaded into the same sandbox so they are held to
--- it too), fc.slots (the C module) and lib.<name> from <dir>/lib/. No budgets: the C host's
+-- it too), fc.slots (the C module), fc.yaml (trusted, as the C host preloads it) and
+-- lib.<name> from <dir>/lib/. No budgets: the C host's
 -- own specs (tests/host_spec.lua) cover those. Returns the policy's table.
 function M.sandboxed(name, opts)
   local dir = (opts and opts.dir) or (M.ROOT .. "/policies")
@@ -290,7 +272,7 @@ function M.sandboxed(name, opts)
   env.require = function(m)
     if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
     if loaded[m] ~= nil then return loaded[m] end
-    if m == "fc.slots" then
+    if m == "fc.slots" or m == "fc.yaml" then
       loaded[m] = require(m)
     elseif sources[m] then
       loaded[m] = load_file(sources[m])
