@@ -6,6 +6,7 @@
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
  *   flink-controller diff [--kubeconfig F] [--policy-dir DIR] [budgets] (NS/NAME | -A)
+ *   flink-controller reconcile --snapshot FILE|- [--policy-dir DIR] [budgets]
  *   flink-controller run [options]            (core/run.c)
  *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
 #include <lauxlib.h>
 #include <lua.h>
 
@@ -43,6 +45,7 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 static int cmd_render(int argc, char **argv);
 static int cmd_sandbox_run(int argc, char **argv);
 static int cmd_test(int argc, char **argv);
+static int cmd_reconcile(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
 struct main_command {
@@ -56,6 +59,7 @@ static const struct main_command commands[] = {
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
     {"test", cmd_test, "run every policy's fixtures in the production sandbox"},
     {"diff", livediff_main, "show what a policy directory would change in live FlinkClusters"},
+    {"reconcile", cmd_reconcile, "replay one reconcile pass from a recorded snapshot (offline)"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
     {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
@@ -396,6 +400,62 @@ static int cmd_test(int argc, char **argv)
         return EXIT_USAGE;
     }
     return rc ? EXIT_INVALID : EXIT_OK;
+}
+
+static void reconcile_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller reconcile --snapshot FILE|- [--policy-dir DIR]\n"
+            "                                  [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "Runs the whole reconcile of one FlinkCluster from a recorded snapshot (JSON or YAML:\n"
+            "{cluster, children, flink, now, dry_runs}, as `run --debug-snapshot-dir` writes them),\n"
+            "offline, and prints the actions, status, events and requeue_after it decides, as YAML.\n"
+            "Exit status: 0 decided (a policy failure is a decision: PolicyError); 1 not a snapshot;\n"
+            "2 usage or I/O error.\n");
+}
+
+static int cmd_reconcile(int argc, char **argv)
+{
+    struct lhost_opts o = {0};
+    const char *file = NULL;
+    int p = main_parse_host_command("reconcile", argc, argv, "snapshot", &file, reconcile_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
+    if (optind < argc || !file) {
+        fprintf(stderr, "reconcile: --snapshot FILE is required, and nothing else (see --help)\n");
+        return EXIT_USAGE;
+    }
+    if (o.policy_dir && main_check_dir("reconcile", o.policy_dir))
+        return EXIT_USAGE;
+    size_t len = 0;
+    char *text = main_read("reconcile", file, &len);
+    if (!text)
+        return EXIT_USAGE;
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    json_t *in = json_pack("{s:s%, s:s}", "text", text, len, "source", file);
+    free(text);
+    char *in_text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL;
+    json_decref(in);
+    int code = EXIT_USAGE;
+    if (!h)
+        fprintf(stderr, "reconcile: %s\n", err);
+    else if (!in_text || lhost_call_json(h, "fc.replay", "run", in_text, &out, err, sizeof err))
+        fprintf(stderr, "reconcile: %s\n", in_text ? err : "out of memory");
+    else {
+        json_t *res = json_loads(out, 0, NULL);
+        size_t i;
+        json_t *line;
+        json_array_foreach(json_object_get(res, "stderr"), i, line) fprintf(stderr, "%s\n", json_string_value(line));
+        fputs(json_string_value(json_object_get(res, "stdout")) ?: "", stdout);
+        code = json_integer_value(json_object_get(res, "code")) == 0 ? EXIT_OK : EXIT_INVALID;
+        json_decref(res);
+    }
+    free(in_text);
+    free(out);
+    if (h)
+        lhost_free(h);
+    return code;
 }
 
 static int cmd_version(int argc, char **argv)

@@ -297,6 +297,7 @@ struct run_opts {
     log_level log_level;
     int workers;
     const char *flink_base;
+    const char *debug_snapshot_dir; /* --debug-snapshot-dir: each pass's snapshot, by cluster */
     run_flink_access flink_access; /* as given; ctx->flink_env.access holds the resolved one */
     struct lhost_opts host;
 };
@@ -521,6 +522,22 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
+}
+
+/* --debug-snapshot-dir: the pass's snapshot `text` (JSON) into DIR/<namespace>.<name>.json,
+ * replaced atomically (a temporary file renamed), for `flink-controller reconcile --snapshot`.
+ * A failure is logged, never a failed pass. */
+static void run_write_snapshot(struct run_ctx *ctx, struct run_item *it, const char *text)
+{
+    char path[4096], tmp[4200];
+    int n = snprintf(path, sizeof path, "%s/%s.%s.json", ctx->o.debug_snapshot_dir, it->ns, it->name);
+    int m = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = n < (int)sizeof path && m < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0)
+        run_log(LOG_WARN, it->key, "--debug-snapshot-dir: cannot write %s: %s", path, strerror(errno));
 }
 
 /* ---- expectations: act only on what has been seen ------------------------------------------- */
@@ -1237,6 +1254,8 @@ static void run_process(struct run_ctx *ctx, const char *key)
     json_t *snap = run_snapshot(ctx, rn, key, cluster);
     char *in = json_dumps(snap, JSON_COMPACT);
     json_decref(snap);
+    if (in && ctx->o.debug_snapshot_dir)
+        run_write_snapshot(ctx, it, in);
     char *out = NULL;
     char err[4096] = "";
     double t0 = ev_time();
@@ -1480,6 +1499,7 @@ static void run_usage(FILE *out)
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
+            "         [--debug-snapshot-dir DIR]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
             "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
@@ -1493,7 +1513,7 @@ static void run_usage(FILE *out)
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
-    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY
+    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1537,6 +1557,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"workers", required_argument, NULL, RO_WORKERS},
         {"flink-base-url", required_argument, NULL, RO_FLINK_BASE},
         {"flink-access", required_argument, NULL, RO_FLINK_ACCESS},
+        {"debug-snapshot-dir", required_argument, NULL, RO_DEBUG_SNAPSHOT},
         {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
         {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
@@ -1612,6 +1633,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             }
             o->flink_base = optarg;
+            break;
+        case RO_DEBUG_SNAPSHOT:
+            o->debug_snapshot_dir = optarg;
             break;
         case RO_FLINK_ACCESS:
             if (run_flink_access_parse(optarg, &o->flink_access)) {
