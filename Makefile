@@ -106,7 +106,7 @@ test: all asan $(C_TESTS)
 # production sandbox (`flink-controller test`), then busted on the policy specs and the fixtures
 # walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
-test-policies: $(BUILD)/flink-controller $(LUA_SOS)
+test-policies: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 	luacheck --no-color -q policies
 	$(BUILD)/flink-controller test
 	@bash tests/run.sh busted $(sort $(wildcard policies/*_spec.lua)) tests/policy_fixtures_spec.lua

@@ -215,8 +215,9 @@ end
 
 --- Job `<n>-job-submitter`: one pod, never retried (backoffLimit 0, restartPolicy Never: the
 -- controller decides about resubmission), container `main` running submit-job.sh from the
--- ConfigMap. It takes the job's podLabels, podAnnotations, volumes, volumeMounts,
--- initContainers, resources and securityContext, and the cluster's env like the Flink pods
+-- ConfigMap with the `flink run` arguments as its args (lib/submit.lua). It takes the job's
+-- podLabels, podAnnotations, volumes, volumeMounts, initContainers, resources and
+-- securityContext, and the cluster's env like the Flink pods
 -- (a jar on HDFS or GCS needs the same credentials). `config_hash`: the hash of every
 -- ConfigMap file, the script included (a Job's template is immutable: this records what the
 -- submission ran with).
@@ -229,6 +230,7 @@ local function job_submitter(c, config_hash)
     image = spec.image.name,
     imagePullPolicy = spec.image.pullPolicy,
     command = { "/bin/sh", submit.SCRIPT_PATH },
+    args = submit.flink_run_args(c),
     env = util.nonempty(pods.merge_by("name", shared.env, spec.envVars)),
     envFrom = util.nonempty(spec.envFrom),
     resources = util.nonempty(job.resources),
@@ -257,8 +259,8 @@ function cluster_policy.desired(input)
   local c = values.without_nulls(input.cluster)
   local spec = c.spec
   local cm = configmap(c)
-  -- the Flink processes read every file but the submit script (which changes with each
-  -- submission's fromSavepoint and must not restart them)
+  -- the Flink processes read every file but the submit script (only the submitter runs it: a
+  -- change of noLoggingToStdout must not restart them)
   local flink_hash = confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
   local objects = {
     cm,

@@ -224,10 +224,14 @@ describe("cluster.desired", function()
     assert.equal(props.jm, props.tm)
     local log = hashes(function(s) s.logConfig = { ["log4j-console.properties"] = "rootLogger.level = DEBUG\n" } end)
     assert.are_not.equal(base.jm, log.jm)
-    -- the script changes with fromSavepoint: the submitter's hash moves, the Flink pods' does not
+    -- the script changes with noLoggingToStdout: the submitter's hash moves, the Flink pods' does
+    -- not (fromSavepoint is in the submitter's args, not in any file)
+    local quiet = hashes(function(s) s.job.noLoggingToStdout = not s.job.noLoggingToStdout end)
+    assert.equal(base.jm, quiet.jm)
+    assert.are_not.equal(base.job, quiet.job)
     local sp = hashes(function(s) s.job.fromSavepoint = "gs://bucket/savepoints/sp-2" end)
     assert.equal(base.jm, sp.jm)
-    assert.are_not.equal(base.job, sp.job)
+    assert.equal(base.job, sp.job)
     -- ours wins over a podAnnotation of the same key
     local own = hashes(function(s) s.taskManager.podAnnotations = { [confighash.ANNOTATION] = "mine" } end)
     assert.equal(base.jm, own.tm)
@@ -471,7 +475,10 @@ describe("lib.flinkconf", function()
     -- 2000M at 50%: off-heap 1000000000 B, heap 1000000000 B = 953.67 MiB
     assert.same({ offheap = 1000000000, heap = 1000000000, heap_mib = 953, process_mib = 1907 },
       flinkconf.memory_plan(2000000000, 50, 600000000))
-    assert.has_error(function() flinkconf.memory_plan(600000000, 25, 600000000) end)
+    -- no heap left (the original accepts it and writes no heap key); a negative heap is an error
+    assert.same({ offheap = 600000000, heap = 0, process_mib = 572 }, flinkconf.memory_plan(600000000, 25, 600000000))
+    assert.same({ offheap = 1073741824, heap = 0, process_mib = 1024 }, flinkconf.memory_plan(1073741824, 100, 0))
+    assert.has_error(function() flinkconf.memory_plan(500000000, 25, 600000000) end)
     assert.equal(1, flinkconf.memory_plan(600000000 + 1048576, 0, 600000000).heap_mib)
   end)
 
@@ -632,13 +639,6 @@ describe("lib.submit", function()
       confighash.of(files, { ["log4j-console.properties"] = true }))
   end)
 
-  it("quotes for the shell", function()
-    assert.equal("'plain'", submit.quote("plain"))
-    assert.equal("'it'\\''s'", submit.quote("it's"))
-    assert.equal("''", submit.quote(""))
-    assert.equal("'3'", submit.quote(3.0))
-  end)
-
   it("builds flink run arguments in CLI order", function()
     assert.same({ "--jobmanager", "wc-jobmanager:8081", "--parallelism", "2", "--detached", "/cache/app.jar" },
       submit.flink_run_args(base))
@@ -662,8 +662,11 @@ describe("lib.submit", function()
       .. flink_body)
     write(dir .. "/submit.sh", submit.script(c))
     os.execute("chmod +x " .. dir .. "/bin/curl " .. dir .. "/bin/flink")
+    -- the container's command and args, as the kubelet passes them (an argv, no shell)
+    local argv = {}
+    for i, a in ipairs(submit.flink_run_args(c)) do argv[i] = fx.quote(a) end
     local cmd = string.format("cd %s && PATH=%s/bin:$PATH FLINK_HOME=%s ARGS_OUT=%s/args TERMINATION_LOG=%s/term "
-      .. "sh submit.sh >stdout 2>&1; echo $?", dir, dir, dir, dir, dir)
+      .. "sh submit.sh %s >stdout 2>&1; echo $?", dir, dir, dir, dir, dir, table.concat(argv, " "))
     local rc = tonumber(io.popen(cmd):read("l"))
     local args = {}
     for a in read(dir .. "/args"):gmatch("([^%z]*)%z") do args[#args + 1] = a end

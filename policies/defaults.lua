@@ -3,8 +3,15 @@
 -- Hook: apply(cluster) -> cluster, the FlinkCluster with every default of the API filled in
 -- (shared/reference/flinkcluster-api.md, "Spec"). Only fields that are unset (absent or null)
 -- are filled. A field of the wrong type is left as it is for validate.lua to report, and a
--- missing optional section never raises. Ports are integers, memoryOffHeapRatio a percent,
--- memoryOffHeapMin a Kubernetes quantity (string, bytes).
+-- missing optional section never raises.
+--
+-- Where the defaults live: every static default is a `default:` of deploy/crd.yaml (read here
+-- as fc.crd, generated from it by `make`), the one place to change it. The API server stores
+-- those on every object it admits; this policy fills them in too, for `render` (no API server)
+-- and for objects stored before the CRD had them, exactly as the API server's structural
+-- defaulting does (a section's default `{}` first, then the fields inside it). Only the
+-- defaults a schema cannot state are written here: the image pull policy, which depends on the
+-- image tag (the mutating webhook stores it, README.md "The admission webhook").
 local util = require("fc.util")
 local values = require("lib.values")
 local image_ref = require("lib.image")
@@ -13,16 +20,18 @@ local defaults = {}
 
 local is_null, is_object = values.is_null, values.is_object
 
---- Component defaults: ports (container ports, integers) and memory (percent, quantity).
-defaults.JOB_MANAGER_PORTS = { rpc = 6123, blob = 6124, query = 6125, ui = 8081 }
-defaults.TASK_MANAGER_PORTS = { data = 6121, rpc = 6122, query = 6125 }
-defaults.MEMORY_OFF_HEAP_RATIO = 25
-defaults.MEMORY_OFF_HEAP_MIN = "600M"
-defaults.CLEANUP_POLICY = {
-  afterJobSucceeds = "DeleteCluster",
-  afterJobFails = "KeepCluster",
-  afterJobCancelled = "DeleteCluster",
-}
+--- The schema of `spec` in deploy/crd.yaml, whose `default:` values apply() fills in. Today:
+--   jobManager{replicas 1, accessScope Cluster, ports{rpc 6123, blob 6124, query 6125,
+--     ui 8081}, memoryOffHeapRatio 25, memoryOffHeapMin "600M"},
+--   taskManager{ports{data 6121, rpc 6122, query 6125}, memoryOffHeapRatio 25,
+--     memoryOffHeapMin "600M"} (replicas is required, never defaulted),
+--   job, only when present (a job cluster){parallelism 1, allowNonRestoredState false,
+--     takeSavepointOnUpgrade true, restartPolicy Never, noLoggingToStdout false,
+--     cleanupPolicy{afterJobSucceeds DeleteCluster, afterJobFails KeepCluster,
+--     afterJobCancelled DeleteCluster}},
+--   hadoopConfig, only when present{mountPath /etc/hadoop/conf (the original operator's)},
+--   revisionHistoryLimit 10, recreateOnUpdate true.
+defaults.SPEC_SCHEMA = require("fc.crd").schema.properties.spec
 
 -- t[k] = v when t[k] is unset (absent or null).
 local function fill(t, k, v)
@@ -37,6 +46,17 @@ local function section(t, k)
   return nil
 end
 
+-- Fills the `default:` of each property of schema node `s` that is unset in the object `v`,
+-- then descends into the objects `v` holds (a section just defaulted to {} included): the
+-- API server's structural defaulting (apiextensions "Defaulting").
+local function schema_defaults(s, v)
+  for _, name in ipairs(util.sorted_keys(s.properties or {})) do
+    local child = s.properties[name]
+    if child.default ~= nil then fill(v, name, child.default) end
+    if child.properties and is_object(v[name]) then schema_defaults(child, v[name]) end
+  end
+end
+
 --- defaults.pull_policy(image) -> "Always" | "IfNotPresent"
 -- The rule Kubernetes applies to a container's imagePullPolicy (kubernetes
 -- pkg/apis/core/v1/defaults.go, SetDefaults_Container, with the tag from
@@ -49,69 +69,30 @@ function defaults.pull_policy(image)
   return "IfNotPresent"
 end
 
--- Ports and memory defaults shared by the JobManager and the TaskManager spec `c`.
-local function component(c, ports)
-  local p = section(c, "ports")
-  if p then
-    for name, port in pairs(ports) do fill(p, name, port) end
-  end
-  fill(c, "memoryOffHeapRatio", defaults.MEMORY_OFF_HEAP_RATIO)
-  fill(c, "memoryOffHeapMin", defaults.MEMORY_OFF_HEAP_MIN)
-end
-
 --- defaults.apply(cluster) -> cluster
--- `cluster` is a FlinkCluster as a Lua table (the API's JSON shape); returns a copy with:
---   spec.image.pullPolicy (Kubernetes rule above; only when image.name is a string),
---   spec.jobManager{replicas 1, accessScope "Cluster", ports{rpc 6123, blob 6124,
---     query 6125, ui 8081}, memoryOffHeapRatio 25, memoryOffHeapMin "600M"},
---   spec.taskManager{ports{data 6121, rpc 6122, query 6125}, memoryOffHeapRatio 25,
---     memoryOffHeapMin "600M"} (replicas is required, never defaulted),
---   spec.job, only when present (a job cluster){parallelism 1, allowNonRestoredState false,
---     takeSavepointOnUpgrade true, restartPolicy "Never", noLoggingToStdout false,
---     cleanupPolicy{afterJobSucceeds "DeleteCluster", afterJobFails "KeepCluster",
---     afterJobCancelled "DeleteCluster"}, each action filled on its own},
---   spec.revisionHistoryLimit 10, spec.recreateOnUpdate true.
--- metadata (name, namespace) is not defaulted: kubectl and the API server fill the namespace
--- from the request. A non-object `cluster` or `spec` comes back unchanged.
+-- `cluster` is a FlinkCluster as a Lua table (the API's JSON shape); returns a copy with the
+-- CRD's defaults (defaults.SPEC_SCHEMA) and spec.image.pullPolicy (the Kubernetes rule above;
+-- only when image.name is a string) filled in. An absent spec.image or spec.taskManager
+-- becomes {} (so that validate names the required field inside it); a null spec.job is
+-- removed (a session cluster). metadata (name, namespace) is not defaulted: kubectl and the
+-- API server fill the namespace from the request. A non-object `cluster` or `spec` comes back
+-- unchanged.
 function defaults.apply(cluster)
   local out = util.deepcopy(cluster)
   if not is_object(out) then return out end
   local spec = section(out, "spec")
   if not spec then return out end
+  section(spec, "image")
+  section(spec, "taskManager")
+  -- job: absent (or null) means a session cluster; only an object is defaulted
+  if is_null(spec.job) then spec.job = nil end
 
-  local image = section(spec, "image")
-  if image and type(image.name) == "string" and image.name ~= "" then
+  schema_defaults(defaults.SPEC_SCHEMA, spec)
+
+  local image = spec.image
+  if is_object(image) and type(image.name) == "string" and image.name ~= "" then
     fill(image, "pullPolicy", defaults.pull_policy(image.name))
   end
-
-  local jm = section(spec, "jobManager")
-  if jm then
-    fill(jm, "replicas", 1)
-    fill(jm, "accessScope", "Cluster")
-    component(jm, defaults.JOB_MANAGER_PORTS)
-  end
-
-  local tm = section(spec, "taskManager")
-  if tm then component(tm, defaults.TASK_MANAGER_PORTS) end
-
-  -- job: absent (or null) means a session cluster; only an object is defaulted.
-  if is_null(spec.job) then
-    spec.job = nil
-  elseif is_object(spec.job) then
-    local job = spec.job
-    fill(job, "parallelism", 1)
-    fill(job, "allowNonRestoredState", false)
-    fill(job, "takeSavepointOnUpgrade", true)
-    fill(job, "restartPolicy", "Never")
-    fill(job, "noLoggingToStdout", false)
-    local cleanup = section(job, "cleanupPolicy")
-    if cleanup then
-      for k, v in pairs(defaults.CLEANUP_POLICY) do fill(cleanup, k, v) end
-    end
-  end
-
-  fill(spec, "revisionHistoryLimit", 10)
-  fill(spec, "recreateOnUpdate", true)
   return out
 end
 

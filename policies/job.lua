@@ -497,7 +497,7 @@ function job.decide(input)
     -- nothing was running (never submitted, or ended and kept): the new spec applies directly
     d.update_done = true
   end
-  -- the submitter (and the submit script in the ConfigMap) always restores from this one, so
+  -- the submitter (its container args: --fromSavepoint) always restores from this one, so
   -- that they do not change while the job runs
   d.from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
   j.fromSavepoint = d.from_savepoint

@@ -1,10 +1,12 @@
 --- policies/validate.lua: validation of a FlinkCluster (flinkoperator.k8s.io/v1beta1).
 --
--- Hook: check({cluster=<defaulted>, raw=<as given>, old=<previous defaulted, {} on create>})
+-- Hook: check({cluster=<defaulted>, raw=<as given>, old=<previous defaulted, {} on create>,
+--               admission=<true from the admission webhook>})
 --   -> {errors = {{path=, message=}, ...}, warnings = {{path=, message=}, ...}}
 -- The rules are those of shared/reference/flinkcluster-api.md ("Validation"), with its
 -- **ours** decisions: names that keep every generated name and label value within 63
--- characters, and no crash on unset optional fields or values of the wrong type.
+-- characters, and no crash on unset optional fields or values of the wrong type; and, at
+-- admission only, the original operator's rules for the user-control annotation.
 -- Paths use the API's JSON field names, `[i]` (from 0, as Kubernetes' field paths) for list
 -- items and `[key]` for map keys that are not plain identifiers. Messages are short and
 -- lowercase. Unknown fields of the FlinkCluster's own structure are warnings; embedded
@@ -13,6 +15,7 @@
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
+local user_control = require("lib.control")
 local flinkversion = require("lib.flinkversion")
 local flinkconf = require("lib.flinkconf")
 local flinkremoved = require("lib.flinkremoved")
@@ -26,15 +29,14 @@ validate.API_VERSION = "flinkoperator.k8s.io/v1beta1"
 validate.KIND = "FlinkCluster"
 --- Kubernetes' limit for DNS labels and label values (apimachinery util/validation).
 validate.MAX_LABEL = 63
---- Suffixes of the generated object names (see lib/names.lua); `job` only for a job cluster.
-validate.NAME_SUFFIXES = {
-  { suffix = "-configmap" }, { suffix = "-jobmanager" }, { suffix = "-taskmanager" },
-  { suffix = "-job-submitter", job = true },
-}
 --- A StatefulSet's pods carry `controller-revision-hash: <statefulset>-<hash>` with a hash of
--- up to 10 characters, never truncated (kubernetes/kubernetes issue 64023), so a StatefulSet
--- name over 52 characters gives pods that cannot be created.
+-- up to 10 characters, never truncated (kubernetes/kubernetes issue 64023): a StatefulSet name
+-- over 52 characters gives pods that cannot be created. The longest StatefulSet name is
+-- "<name>-taskmanager", so a name is at most 52 - 12 = 40 characters (this also keeps every
+-- other generated name, "<name>-job-submitter" the longest, within 63). The original operator
+-- let longer names through to pods that never start.
 validate.MAX_STATEFULSET_NAME = 52
+validate.MAX_NAME = validate.MAX_STATEFULSET_NAME - #"-taskmanager"
 
 --------------------------------------------------------------------------------------------
 -- The schema: deploy/crd.yaml's, generated into fc.crd at build time (README.md, "One schema").
@@ -247,7 +249,7 @@ local function obj(v)
   return nil
 end
 
-local function check_metadata(cluster, add, warn)
+local function check_metadata(cluster, add)
   local api, kind = cluster.apiVersion, cluster.kind
   if is_null(api) then add("apiVersion", "is required")
   elseif type(api) == "string" and api ~= validate.API_VERSION then
@@ -279,22 +281,10 @@ local function check_metadata(cluster, add, warn)
     return add("metadata.name", "must be a DNS-1035 label: lowercase letters, digits and '-', "
       .. "starting with a letter and ending with a letter or digit")
   end
-  -- ours: every generated object name and the `cluster` label value fit in 63 characters.
-  local is_job = is_object(values.get(cluster, "spec", "job"))
-  local longest, max = nil, validate.MAX_LABEL
-  for _, n in ipairs(validate.NAME_SUFFIXES) do
-    if (is_job or not n.job) and validate.MAX_LABEL - #n.suffix < max then
-      longest, max = n.suffix, validate.MAX_LABEL - #n.suffix
-    end
-  end
-  if #name > max then
-    return add("metadata.name", string.format(
-      'must be at most %d characters so that "<name>%s" fits in %d', max, longest, validate.MAX_LABEL))
-  end
-  local sts_max = validate.MAX_STATEFULSET_NAME - #"-taskmanager"
-  if #name > sts_max then
-    warn("metadata.name", string.format("longer than %d characters: the pods' controller-revision-hash "
-      .. "label may exceed %d characters (kubernetes issue 64023)", sts_max, validate.MAX_LABEL))
+  if #name > validate.MAX_NAME then
+    return add("metadata.name", string.format('must be at most %d characters so that the pods\' '
+      .. 'controller-revision-hash label "<name>-taskmanager-<hash>" fits in %d', validate.MAX_NAME,
+      validate.MAX_LABEL))
   end
 end
 
@@ -343,13 +333,23 @@ local function check_ports(c, path, order, add)
 end
 
 -- memoryOffHeapMin <= resources.limits.memory (bytes; a webhook rule: as CEL its cost is too high).
-local function check_memory(c, path, add)
+-- Equal (or a 100 % memoryOffHeapRatio) is accepted, as by the original operator, with a
+-- warning: no heap is left to size, so for images before Flink 1.10 (the heap.size model,
+-- lib/flinkconf.lua) no heap key is written and Flink's default applies.
+local function check_memory(c, path, add, warn)
   local min = quantity.bytes(c.memoryOffHeapMin)
   local limit_q = values.get(c, "resources", "limits", "memory")
   local limit = limit_q ~= nil and quantity.bytes(limit_q) or nil
   if min and limit and min >= 0 and limit >= 0 and min > limit then
     add(path .. ".memoryOffHeapMin", string.format("must be <= resources.limits.memory (%s > %s)",
       show(c.memoryOffHeapMin), show(limit_q)))
+    return
+  end
+  local ratio = c.memoryOffHeapRatio
+  if min and limit and limit >= 0 and is_integer(ratio) and ratio >= 0 and ratio <= 100
+    and limit - math.max(limit * math.tointeger(ratio) // 100, min) < 1024 * 1024 then
+    warn(path .. ".memoryOffHeapMin", "off-heap memory leaves no heap of resources.limits.memory: "
+      .. "images before Flink 1.10 get no heap size (Flink's default applies)")
   end
 end
 
@@ -394,11 +394,34 @@ local function check_spec(spec, creating, add, warn)
     local comp = obj(spec[c[1]])
     if comp then
       check_ports(comp, "spec." .. c[1], c[2], add)
-      check_memory(comp, "spec." .. c[1], add)
+      check_memory(comp, "spec." .. c[1], add, warn)
     end
   end
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
+  -- GCP: mountPath is the directory the key Secret is mounted at (the original operator refuses
+  -- a mountPath ending with keyFile; the CRD's CEL rule too)
+  local sa = values.get(spec, "gcpConfig", "serviceAccount")
+  if is_object(sa) and type(sa.mountPath) == "string" and type(sa.keyFile) == "string" and sa.keyFile ~= ""
+    and sa.mountPath:sub(-#sa.keyFile) == sa.keyFile then
+    add("spec.gcpConfig.serviceAccount.mountPath",
+      "must be the directory the Secret is mounted at, not end with keyFile")
+  end
+  -- flink-conf.yaml is read line by line and split at the first ": " (Flink's configuration
+  -- docs; lib/flinkconf.lua writes it): a key or value that would break that is refused here.
+  local props = obj(spec.flinkProperties)
+  if props then
+    for _, k in ipairs(sorted_keys(props)) do
+      local at = key_path("spec.flinkProperties", (k:gsub("%c", function(c)
+        return string.format("\\x%02X", c:byte())
+      end)))
+      if k == "" or k:find("[\r\n]") or k:find(": ", 1, true) then
+        add(at, "must be a flink-conf.yaml key: not empty, without a line break or ': '")
+      elseif type(props[k]) == "string" and props[k]:find("[\r\n]") then
+        add(at, "must not contain a line break (flink-conf.yaml holds one option per line)")
+      end
+    end
+  end
   check_flink_version(spec, add, warn)
 end
 
@@ -439,10 +462,37 @@ local function check_update(spec, old_spec, old, add)
   end
 end
 
+-- The user-control annotation, when an admission request sets or changes it (the original
+-- operator's webhook rules): savepoint or job-cancel, of a job cluster, savepoint only with a
+-- savepointsDir, not while another control is Progressing, not once the job has ended.
+-- Admission only: the controller itself reports a bad value in status.control (job.lua) and
+-- removes the annotation, so one that got in while the webhook was down never holds the spec.
+local ENDED = { Succeeded = true, Failed = true, Cancelled = true }
+local function check_user_control(cluster, old, add)
+  local value = user_control.requested(cluster)
+  if value == nil or value == user_control.requested(old) then return end
+  local at = key_path("metadata.annotations", user_control.ANNOTATION)
+  if value ~= user_control.SAVEPOINT and value ~= user_control.JOB_CANCEL then
+    return add(at, string.format('must be "%s" or "%s"', user_control.SAVEPOINT, user_control.JOB_CANCEL))
+  end
+  local job = values.get(cluster, "spec", "job")
+  if not is_object(job) then return add(at, value .. " needs a job cluster (spec.job)") end
+  if value == user_control.SAVEPOINT and not values.is_text(job.savepointsDir) then
+    return add(at, "savepoint needs spec.job.savepointsDir")
+  end
+  local progressing = values.get(old, "status", "control")
+  if is_object(progressing) and progressing.state == "Progressing" then
+    return add(at, string.format('user control "%s" is still in progress', tostring(progressing.name)))
+  end
+  local state = values.get(old, "status", "components", "job", "state")
+  if ENDED[state] then add(at, string.format("the job has ended (%s)", state)) end
+end
+
 --- validate.check(input) -> {errors = {{path, message}...}, warnings = {{path, message}...}}
 -- `input.cluster`: the FlinkCluster after defaults.apply (types and values checked);
 -- `input.raw`: the FlinkCluster as given (unknown fields are warned about from it);
--- `input.old`: the previous, defaulted FlinkCluster on update, {} (or nil) on create.
+-- `input.old`: the previous, defaulted FlinkCluster on update, {} (or nil) on create;
+-- `input.admission`: true when the admission webhook asks (the user-control annotation rules).
 -- Never raises on malformed input: every problem becomes an error entry.
 function validate.check(input)
   local errors, warnings = {}, {}
@@ -459,7 +509,8 @@ function validate.check(input)
     return { errors = errors, warnings = warnings }
   end
   check_unknown(raw, validate.SCHEMA, "", warn)
-  check_metadata(cluster, add, warn)
+  check_metadata(cluster, add)
+  if input.admission == true then check_user_control(cluster, old, add) end
   check_types(cluster, validate.SCHEMA, "", add)
   if is_object(cluster.spec) then
     local old_spec = obj(old.spec)

@@ -25,10 +25,11 @@ describe("validate fixtures", function()
       "port-80", "name-70-characters", "bad-enums", "unknown-fields", "update-session-to-job",
       "access-scope-bad", "duplicate-ports", "hadoop-gcp-incomplete", "job-rules", "memory",
       "memory-default-min-over-limit",
-      "list-items-not-objects", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
+      "list-items-not-objects", "name-40-job", "name-41-session", "name-not-dns1035", "not-an-object",
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
       "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
+      "gcp-mount-path-key-file", "memory-min-equals-limit", "volume-mount-types",
       "rarely-used-fields" })
   end)
   for _, case in ipairs(dirs) do
@@ -95,18 +96,16 @@ describe("validate.check", function()
       run(validate, cluster(s)).errors)
   end)
 
-  it("names a 41-character cluster with a warning only, 50 with an error for a job cluster", function()
+  it("accepts a 40-character name and refuses 41, job cluster or not", function()
     local c = cluster(valid_spec())
     c.metadata.name = string.rep("a", 40)
     assert.are.same({ errors = {}, warnings = {} }, run(validate, c))
     c.metadata.name = string.rep("a", 41)
-    local r = run(validate, c)
-    assert.are.same({}, r.errors)
-    assert.are.equal(1, #r.warnings)
-    c.metadata.name = string.rep("a", 50)
-    assert.are.same({ { path = "metadata.name",
-      message = 'must be at most 49 characters so that "<name>-job-submitter" fits in 63' } },
-      run(validate, c).errors)
+    local want = { { path = "metadata.name", message = "must be at most 40 characters so that the pods' "
+      .. 'controller-revision-hash label "<name>-taskmanager-<hash>" fits in 63' } }
+    assert.are.same(want, run(validate, c).errors)
+    c.spec.job = nil
+    assert.are.same(want, run(validate, c).errors)
   end)
 
   it("treats an empty old as a creation and a missing raw as the cluster", function()
@@ -161,5 +160,51 @@ describe("validate name helpers (apimachinery util/validation)", function()
     assert.is_false(validate.port_name("-a"))
     assert.is_false(validate.port_name("sixteen-chars-xx"))
     assert.is_false(validate.port_name("Metrics"))
+  end)
+end)
+
+describe("validate.check at admission: the user-control annotation", function()
+  local KEY = "flinkclusters.flinkoperator.k8s.io/user-control"
+  local AT = "metadata.annotations[" .. KEY .. "]"
+  local function job_cluster(value, job)
+    return { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+      metadata = { name = "c", annotations = value and { [KEY] = value } or nil },
+      spec = { image = { name = "flink:1.17" }, taskManager = { replicas = 1 },
+        job = job or { jarFile = "/j.jar", savepointsDir = "/sp" } } }
+  end
+  local function check(c, old, admission)
+    return validate.check({ cluster = defaults.apply(c), raw = c, old = old and defaults.apply(old) or {},
+      admission = admission ~= false }).errors
+  end
+
+  it("takes savepoint and job-cancel on a running job cluster", function()
+    local old = job_cluster(nil)
+    old.status = { components = { job = { state = "Running" } } }
+    assert.are.same({}, check(job_cluster("savepoint"), old))
+    assert.are.same({}, check(job_cluster("job-cancel"), old))
+  end)
+
+  it("refuses another value, a session cluster, a savepoint without savepointsDir", function()
+    assert.are.same({ { path = AT, message = 'must be "savepoint" or "job-cancel"' } }, check(job_cluster("stop")))
+    local session = job_cluster("savepoint")
+    session.spec.job = nil
+    assert.are.same({ { path = AT, message = "savepoint needs a job cluster (spec.job)" } }, check(session))
+    assert.are.same({ { path = AT, message = "savepoint needs spec.job.savepointsDir" } },
+      check(job_cluster("savepoint", { jarFile = "/j.jar" })))
+  end)
+
+  it("refuses one while another is in progress, and once the job has ended", function()
+    local old = job_cluster(nil)
+    old.status = { control = { name = "savepoint", state = "Progressing" } }
+    assert.are.same({ { path = AT, message = 'user control "savepoint" is still in progress' } },
+      check(job_cluster("job-cancel"), old))
+    old.status = { components = { job = { state = "Succeeded" } } }
+    assert.are.same({ { path = AT, message = "the job has ended (Succeeded)" } }, check(job_cluster("savepoint"), old))
+  end)
+
+  it("judges only a new or changed value, and only at admission", function()
+    local old = job_cluster("stop")
+    assert.are.same({}, check(job_cluster("stop"), old))           -- unchanged: not this request's
+    assert.are.same({}, check(job_cluster("stop"), nil, false))    -- the controller's own pass
   end)
 end)

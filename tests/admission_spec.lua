@@ -270,18 +270,51 @@ describe("admission by the API server (CRD schema, defaults, CEL) #testenv", fun
     assert.is_true(ok, out)
   end)
 
-  it("refuses a long name, with the limit of its kind of cluster", function()
+  it("refuses a name over 40 characters, job cluster or not", function()
     setup()
-    local job = job_cluster(string.rep("j", 50))
-    local out, ok = submit(job, "create --dry-run=server")
-    assert.is_false(ok, out)
-    assert.is_not_nil(out:find('metadata.name: must be at most 49 characters so that "<name>-job-submitter" fits in 63',
-      1, true), out)
-    local session = job_cluster(string.rep("s", 51))
-    session.spec.job = nil
-    out, ok = submit(session, "create --dry-run=server")
+    for _, doc in ipairs({ job_cluster(string.rep("j", 41)), minimal(string.rep("s", 41)) }) do
+      local out, ok = submit(doc, "create --dry-run=server")
+      assert.is_false(ok, out)
+      assert.is_not_nil(out:find("metadata.name: must be at most 40 characters so that the pods' "
+        .. 'controller-revision-hash label "<name>-taskmanager-<hash>" fits in 63', 1, true), out)
+    end
+    local out, ok = submit(minimal(string.rep("s", 40)), "create --dry-run=server")
     assert.is_true(ok, out)
   end)
+
+  -- what render prints with exit 0, the API server accepts (each object, server-side dry run)
+  it("accepts every object render prints for the examples and the cluster fixtures", function()
+    setup()
+    local inputs = {}
+    local p = assert(io.popen("ls " .. ROOT .. "/deploy/examples/*.yaml " .. ROOT
+      .. "/policies/testdata/cluster/*/input.yaml"))
+    for f in p:lines() do inputs[#inputs + 1] = f end
+    p:close()
+    assert.is_true(#inputs >= 15)
+    local rendered = 0
+    for _, f in ipairs(inputs) do
+      -- into the test's namespace: the input without metadata.namespace
+      local doc = fx.load_yaml(f)
+      if type(doc.metadata) == "table" then doc.metadata.namespace = nil end
+      local in_file = os.tmpname()
+      fx.write(in_file, cjson.encode(doc))
+      local r = fx.run_bin({ "render", "-f", in_file, "-o", "json" })
+      os.remove(in_file)
+      if r.code == 0 then
+        rendered = rendered + 1
+        local list = cjson.decode(r.stdout)
+        local out_file = os.tmpname()
+        fx.write(out_file, r.stdout)
+        local out, ok = sh("apply --dry-run=server -n " .. ns .. " -f " .. out_file)
+        os.remove(out_file)
+        assert.is_true(ok, f .. ": " .. out)
+        local n = select(2, out:gsub("%(server dry run%)", ""))
+        assert.are.equal(#list.items, n, f .. ": " .. out)
+      end
+    end
+    assert.is_true(rendered >= 15, "rendered " .. rendered)
+  end)
+
 end)
 
 -- The webhook registered with the API server: `flink-controller webhook` on 127.0.0.1 (the API
@@ -414,6 +447,20 @@ describe("admission by the webhook registered with the API server #testenv #bin"
       .. fx.quote('{"spec":{"image":{"pullPolicy":"IfNotPresent"},"revisionHistoryLimit":10}}'))
     assert.is_true(ok, out)
     assert.are.equal(rv, get(ns, "noop").metadata.resourceVersion)
+  end)
+
+  it("refuses the user-control annotations the original operator refuses (metadata: Lua only)", function()
+    setup_all()
+    local out, ok = apply(minimal("session"))
+    assert.is_true(ok, out)
+    local annotate = "annotate -n " .. ns .. " flinkcluster session flinkclusters.flinkoperator.k8s.io/user-control="
+    out, ok = sh(annotate .. "savepoint")
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find("session: metadata.annotations[flinkclusters.flinkoperator.k8s.io/user-control]: "
+      .. "savepoint needs a job cluster (spec.job)", 1, true), out)
+    out, ok = sh(annotate .. "stop")
+    assert.is_false(ok, out)
+    assert.is_not_nil(out:find('must be "savepoint" or "job-cancel"', 1, true), out)
   end)
 
   it("with the webhook down: failurePolicy Fail refuses every write, Ignore lets the CRD's rules decide", function()

@@ -578,8 +578,8 @@ describe("the CRD schema applied to manifests", function()
     { "extraPorts protocol HTTP", function(s)
         s.taskManager.extraPorts = { { name = "metrics", containerPort = 9249, protocol = "HTTP" } }
       end, "spec.taskManager.extraPorts[0].protocol: unsupported value" },
-    { "hadoopConfig without mountPath", function(s) s.hadoopConfig = { configMapName = "hadoop" } end,
-      "spec.hadoopConfig.mountPath: required" },
+    { "hadoopConfig without configMapName", function(s) s.hadoopConfig = { mountPath = "/etc/hadoop/conf" } end,
+      "spec.hadoopConfig.configMapName: required" },
     { "volumes as an object", function(s) s.job.volumes = { cache = { emptyDir = {} } } end,
       "spec.job.volumes: must be an array" },
   }

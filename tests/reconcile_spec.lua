@@ -1336,8 +1336,8 @@ describe("reconcile.run with the real policies/", function()
     assert.is_nil(w.children.Job["wordcount-job-submitter"])
     o = w.pass()
     assert.equal("apply Job wordcount-job-submitter", o[1])
-    assert.truthy(w.children.ConfigMap["wordcount-configmap"].data["submit-job.sh"]
-      :find("'--fromSavepoint' '/cache/savepoints/sp-conf'", 1, true))
+    local args = table.concat(w.children.Job["wordcount-job-submitter"].spec.template.spec.containers[1].args, " ")
+    assert.truthy(args:find("--fromSavepoint /cache/savepoints/sp-conf", 1, true), args)
     assert.equal(w.cluster.status.nextRevision, w.cluster.status.currentRevision)
   end)
 

@@ -185,8 +185,9 @@ describe("fc.render (pure-Lua host)", function()
       policy_dir = POLICIES .. "basic" })
     assert.same({ "evil: policy: defaults.lua:11: policy exceeded its time budget (200 ms)",
       "good: warning: spec.bogus: unknown field" }, r.stderr)
-    assert.same({ "defaults.apply evil", "defaults.apply good", "validate.check good", "cluster.desired good" },
-      calls)
+    -- after a failed defaults, validate looks at the input as given (its errors would say more)
+    assert.same({ "defaults.apply evil", "validate.check evil", "defaults.apply good", "validate.check good",
+      "cluster.desired good" }, calls)
     assert.equal(1, r.code)
     assert.equal("", r.stdout)
   end)
@@ -411,4 +412,35 @@ describe("flink-controller render with the project's policies #bin", function()
       .. "networking.k8s.io/v1 Ingress, v1 Service, apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, "
       .. "apps/v1 ControllerRevision)\n", r.stderr)
   end)
+
+  -- input errors at any depth are field errors, never a policy file and line (issue 11 item 4)
+  local function render_text(text)
+    local f = os.tmpname()
+    fx.write(f, text)
+    local r = run({ "render", "-f", f })
+    os.remove(f)
+    return r
+  end
+  local HEAD = "apiVersion: flinkoperator.k8s.io/v1beta1\nkind: FlinkCluster\n"
+  for _, c in ipairs({
+    { "a scalar spec", HEAD .. "metadata: {name: a}\nspec: 5\n", "a: spec: must be an object\n" },
+    { "a missing name", HEAD .. "metadata: {}\nspec: {image: {name: flink}, taskManager: {replicas: 1}}\n",
+      "document 1: metadata.name: is required\n" },
+    { "a flinkProperties key with a line break", HEAD .. "metadata: {name: a}\nspec: {image: {name: flink}, "
+      .. "taskManager: {replicas: 1}, flinkProperties: {\"a\\nb\": \"1\"}}\n",
+      "a: spec.flinkProperties[a\\x0Ab]: must be a flink-conf.yaml key: not empty, without a line break or ': '\n" },
+    { "an over-long quantity", HEAD .. "metadata: {name: a}\nspec: {image: {name: flink}, taskManager: "
+      .. "{replicas: 1, memoryOffHeapMin: \"" .. string.rep("9", 70) .. "Mi\"}}\n",
+      "a: spec.taskManager.memoryOffHeapMin: invalid quantity: too many significant digits\n" },
+    { "a 41-character name", HEAD .. "metadata: {name: " .. string.rep("n", 41) .. "}\nspec: {image: {name: flink}, "
+      .. "taskManager: {replicas: 1}}\n", string.rep("n", 41) .. ": metadata.name: must be at most 40 characters "
+      .. "so that the pods' controller-revision-hash label \"<name>-taskmanager-<hash>\" fits in 63\n" },
+  }) do
+    it("reports " .. c[1] .. " as <name>: <field path>: <message>", function()
+      local r = render_text(c[2])
+      assert.equal(1, r.code)
+      assert.equal("", r.stdout)
+      assert.equal(c[3], r.stderr)
+    end)
+  end
 end)

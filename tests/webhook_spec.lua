@@ -233,3 +233,53 @@ describe("flink-controller webhook #bin", function()
     assert.is_not_nil(fx.read(log):find("webhook certificates reloaded", 1, true))
   end)
 end)
+
+-- The controller serves the same webhook (`run --webhook-addr`), beside its reconciles.
+describe("flink-controller run --webhook-addr #testenv #bin", function()
+  if not fx.live() then
+    pending("no kube-apiserver (start one with `make testenv-up` or set FC_KUBECONFIG)")
+    return
+  end
+  local dir, pid
+
+  teardown(function()
+    if pid then os.execute("kill " .. pid .. " 2>/dev/null; sleep 0.5") end
+    if dir then os.execute("rm -rf " .. fx.quote(dir)) end
+  end)
+
+  it("needs both certificate files", function()
+    local r = fx.run_bin({ "run", "--webhook-addr", "127.0.0.1:0", "--webhook-cert-file", "/x" })
+    assert.are.equal(2, r.code)
+    assert.are.equal("run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n", r.stderr)
+  end)
+
+  it("answers /validate while it runs", function()
+    dir = fx.tmpdir()
+    assert.is_true(os.execute(ROOT .. "/scripts/webhook-certs.sh " .. dir .. " >/dev/null"))
+    local log = dir .. "/run.log"
+    local ns = "webhook-run-" .. os.time()
+    local p = assert(io.popen(string.format("%s run --kubeconfig %s --namespace %s --webhook-addr 127.0.0.1:0 "
+      .. "--webhook-cert-file %s/tls.crt --webhook-key-file %s/tls.key >%s 2>&1 & echo $!", fx.quote(fx.BIN),
+      fx.quote(fx.kubeconfig()), ns, dir, dir, log)))
+    pid = p:read("l")
+    p:close()
+    local port
+    for _ = 1, 100 do
+      port = (fx.read(log, true) or ""):match("serving the admission webhook on port (%d+)")
+      if port then break end
+      os.execute("sleep 0.1")
+    end
+    assert.is_not_nil(port, fx.read(log, true))
+    local body = os.tmpname()
+    local c = cluster("small")
+    c.spec.taskManager.resources = { limits = { memory = "512Mi" } }
+    fx.write(body, cjson.encode(review("CREATE", c)))
+    local out = assert(io.popen("curl -s -m 10 --cacert " .. dir .. "/ca.crt --data-binary @" .. body
+      .. " https://127.0.0.1:" .. port .. "/validate")):read("a")
+    os.remove(body)
+    local r = cjson.decode(out).response
+    assert.is_false(r.allowed)
+    assert.are.equal("small: spec.taskManager.memoryOffHeapMin: must be <= resources.limits.memory (600M > 512Mi)",
+      r.status.message)
+  end)
+end)

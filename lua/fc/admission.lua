@@ -7,7 +7,8 @@
 -- (patchType JSONPatch). Both run the same policies as the controller and render, through
 -- fc.host (sandboxed, budgeted):
 --   - validate: defaults.apply on request.object (and request.oldObject on UPDATE), then
---     validate.check{cluster, raw, old}; refused (allowed false, status 422 Invalid) with one
+--     validate.check{cluster, raw, old, admission = true} (admission: also the user-control
+--     annotation's rules); refused (allowed false, status 422 Invalid) with one
 --     line per error, "<name>: <field path>: <message>"; validate's warnings go to
 --     response.warnings (kubectl prints them). On UPDATE an error the old object already had
 --     (same path and message, the old object checked as if created) is not held against the
@@ -72,6 +73,20 @@ end
 
 local function key(e) return tostring(e.path) .. "\0" .. tostring(e.message) end
 
+-- defaults.apply of `obj`: true, defaulted | false, refusal lines. Input that makes the
+-- defaults' output malformed (a scalar spec, say) is refused with validate's errors for it.
+local function defaulted(host, obj, name)
+  local ok, cluster = call(host, "defaults", "apply", obj)
+  if ok then return true, cluster end
+  local vok, given = call(host, "validate", "check", { cluster = obj, raw = obj, old = {} })
+  if vok and given.errors and #given.errors > 0 then
+    local lines = {}
+    for _, e in ipairs(given.errors) do lines[#lines + 1] = string.format("%s: %s: %s", name, e.path, e.message) end
+    return false, lines
+  end
+  return false, { name .. ": policy: " .. cluster }
+end
+
 --- admission.validate(review, host) -> {review = AdmissionReview}
 -- See the module comment. `host` defaults to fc.host (tests pass the pure-Lua one).
 function admission.validate(review, host)
@@ -84,12 +99,12 @@ function admission.validate(review, host)
     obj = util.deepcopy(obj)
     obj.metadata.namespace = req.namespace
   end
-  local ok, cluster = call(host, "defaults", "apply", obj)
-  if not ok then return deny(req, { name .. ": policy: " .. cluster }) end
+  local ok, cluster = defaulted(host, obj, name)
+  if not ok then return deny(req, cluster) end
   local old, old_errors = {}, {}
   if req.operation == "UPDATE" and type(req.oldObject) == "table" then
-    ok, old = call(host, "defaults", "apply", req.oldObject)
-    if not ok then return deny(req, { name .. ": policy: " .. old }) end
+    ok, old = defaulted(host, req.oldObject, name)
+    if not ok then return deny(req, old) end
     local was
     ok, was = call(host, "validate", "check", { cluster = old, raw = req.oldObject, old = {} })
     if ok then
@@ -97,7 +112,7 @@ function admission.validate(review, host)
     end
   end
   local res
-  ok, res = call(host, "validate", "check", { cluster = cluster, raw = obj, old = old })
+  ok, res = call(host, "validate", "check", { cluster = cluster, raw = obj, old = old, admission = true })
   if not ok then return deny(req, { name .. ": policy: " .. res }) end
   local lines, warnings = {}, {}
   for _, e in ipairs(res.errors or {}) do
@@ -167,8 +182,8 @@ function admission.mutate(review, host)
   host = host_of(host)
   local req, pass = judged(review)
   if not req then return pass end
-  local ok, cluster = call(host, "defaults", "apply", req.object)
-  if not ok then return deny(req, { name_of(req.object) .. ": policy: " .. cluster }) end
+  local ok, cluster = defaulted(host, req.object, name_of(req.object))
+  if not ok then return deny(req, cluster) end
   local ops = admission.patch(req.object, cluster)
   local out = reply(req, { allowed = true })
   if #ops > 0 then

@@ -65,7 +65,16 @@ function render.document(doc, index, host)
       tostring(doc.apiVersion or "no apiVersion"), KIND, API_VERSION))
   end
   local ok, cluster = run_policy(host, "defaults", doc)
-  if not ok then return fail("policy", cluster) end
+  if not ok then
+    -- malformed input (a scalar spec, no name) makes the defaults' output malformed too: when
+    -- validate finds errors in the input as given, those say what is wrong, not the policy
+    local vok, given = run_policy(host, "validate", { cluster = doc, raw = doc, old = {} })
+    if vok and given.errors and #given.errors > 0 then
+      for _, e in ipairs(given.errors) do fail(e.path, e.message) end
+      return out
+    end
+    return fail("policy", cluster)
+  end
   local vres
   ok, vres = run_policy(host, "validate", { cluster = cluster, raw = doc, old = {} })
   if not ok then return fail("policy", vres) end

@@ -37,9 +37,11 @@ end
 -- reads as MiB ("Memory size" docs: m = mebibytes), overstating the heap by about 4.9%.
 -- Example: limit 1Gi, ratio 25, min 600M: off-heap = max(268435456, 600000000) = 600000000,
 -- heap = 473741824 bytes = 451.79 MiB -> heap_mib 451.
--- Errors "<field>: ..." when less than 1 MiB of heap is left (a limit below
--- memoryOffHeapMin, which validate.lua rejects: a negative or zero heap would only make the
--- JVM fail to start). `field` names the limit in the message (default "memory limit").
+-- Less than 1 MiB of heap left but not negative (memoryOffHeapMin equal to the limit, or a
+-- 100 % ratio): heap_mib is nil, so no heap key is written and Flink's own default applies, as
+-- the original operator does (validate.lua warns). Errors "<field>: ..." for a negative heap (a
+-- limit below memoryOffHeapMin, which validate.lua rejects). `field` names the limit in the
+-- message (default "memory limit").
 -- Only versions that get the heap key need this split: for the new memory model Flink divides
 -- the process size itself, so a small limit is not an error there.
 -- Returns {offheap=, heap=, heap_mib=, process_mib=}.
@@ -47,6 +49,9 @@ function flinkconf.memory_plan(limit, ratio, offheap_min, field)
   limit, offheap_min = math.floor(limit), math.floor(offheap_min)
   local offheap = math.max(limit * math.floor(ratio) // 100, offheap_min)
   local heap = limit - offheap
+  if heap >= 0 and heap < MIB then
+    return { offheap = offheap, heap = heap, process_mib = quantity.to_mib(limit) }
+  end
   if heap < MIB then
     error(string.format("%s: %d bytes leave %d bytes of heap after %d bytes of off-heap; raise the limit "
       .. "or lower memoryOffHeapMin/memoryOffHeapRatio", field or "memory limit", limit, heap, offheap), 0)
@@ -95,6 +100,7 @@ function flinkconf.memory_properties(spec, component, version, props)
   local plan = flinkconf.memory_plan(limit, spec.memoryOffHeapRatio or 25,
     bytes_of(spec.memoryOffHeapMin or "600M", field .. ".memoryOffHeapMin"),
     field .. ".resources.limits.memory (" .. tostring(limits.memory) .. ")")
+  if plan.heap_mib == nil then return {} end   -- no heap left to size: Flink's default
   return { [component .. ".heap.size"] = quantity.flink_mib(plan.heap) }
 end
 

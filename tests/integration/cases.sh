@@ -725,8 +725,8 @@ case_jobupdate() {
     }
     poll 90 resubmitted || { echo "no new submitter or revision not current: $(jp "$ns" flinkcluster/upd '{.status.currentRevision} {.status.nextRevision}')"; return 1; }
     # the resubmission restores from the savepoint of the job it stopped
-    kc -n "$ns" get configmap upd-configmap -o jsonpath='{.data.submit-job\.sh}' | grep -qF -- "'--fromSavepoint' '$loc'" ||
-      { echo "the submit script does not restore from $loc"; return 1; }
+    kc -n "$ns" get job upd-job-submitter -o jsonpath='{.spec.template.spec.containers[0].args}' |
+      grep -qF -- "\"--fromSavepoint\",\"$loc\"" || { echo "the submitter's args do not restore from $loc"; return 1; }
     echo "config hash $h1 -> $h2"
   }
   check "jobupdate: a flinkProperties change: stop-with-savepoint (_metadata, Flink FINISHED), StatefulSets recreated with the new hash, resubmitted from that savepoint" \
