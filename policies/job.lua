@@ -1,6 +1,10 @@
 --- policies/job.lua: the job of a job cluster (one with `spec.job`): what state it is in, when
 -- to submit it, when to restart, cancel or clean up. Pure functions; the framework
--- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`.
+-- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`. What is asked of
+-- Flink goes out as intents (`cancel`, `list_jobs`, `job_exceptions`, and a REST submission's
+-- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
+-- `input.flink`. The decisions an operator may change are the constants and functions in
+-- CAPITALS below (README "Job lifecycle" lists them with their fixtures).
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")
