@@ -4,7 +4,11 @@
  *   flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
+ *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
+ *   flink-controller diff [--kubeconfig F] [--policy-dir DIR] [budgets] (NS/NAME | -A)
+ *   flink-controller reconcile --snapshot FILE|- [--policy-dir DIR] [budgets]
  *   flink-controller run [options]            (core/run.c)
+ *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
  *   flink-controller --help
  *
@@ -19,12 +23,16 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <jansson.h>
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "fixtures.h"
 #include "lhost.h"
+#include "livediff.h"
 #include "run.h"
 #include "util.h"
+#include "webhook.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -36,6 +44,8 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 static int cmd_render(int argc, char **argv);
 static int cmd_sandbox_run(int argc, char **argv);
+static int cmd_test(int argc, char **argv);
+static int cmd_reconcile(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
 struct main_command {
@@ -47,8 +57,12 @@ struct main_command {
 static const struct main_command commands[] = {
     {"render", cmd_render, "print the objects a FlinkCluster manifest becomes (no cluster needed)"},
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
+    {"test", cmd_test, "run every policy's fixtures in the production sandbox"},
+    {"diff", livediff_main, "show what a policy directory would change in live FlinkClusters"},
+    {"reconcile", cmd_reconcile, "replay one reconcile pass from a recorded snapshot (offline)"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
+    {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
     {NULL, NULL, NULL}};
 
 static void main_usage(FILE *out)
@@ -122,6 +136,39 @@ static void main_bad_option(const char *cmd, char **argv)
         fprintf(stderr, "%s: bad or incomplete option '-%c' (see --help)\n", cmd, optopt);
     else
         fprintf(stderr, "%s: bad or incomplete option '%s' (see --help)\n", cmd, argv[optind - 1]);
+}
+
+/* Parses the options of a command that runs policies: the host options (--policy-dir and the
+ * budgets), -h/--help (prints `usage` to stdout) and one more string option `extra` (its value
+ * into *extra_value). Returns 0 with optind at the first operand, 1 after --help, -1 after a
+ * message on a bad option. */
+static int main_parse_host_command(const char *cmd, int argc, char **argv, const char *extra,
+                                   const char **extra_value, void (*usage)(FILE *), struct lhost_opts *o)
+{
+    const struct option longopts[] = {
+        {extra, required_argument, NULL, OPT_INPUT},
+        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
+        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        } else if (c == OPT_INPUT) {
+            *extra_value = optarg;
+        } else if (c == '?' || c == ':') {
+            main_bad_option(cmd, argv);
+            return -1;
+        } else if (main_host_option(cmd, c, o)) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void render_usage(FILE *out)
@@ -266,31 +313,11 @@ static void sandbox_usage(FILE *out)
 
 static int cmd_sandbox_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"input", required_argument, NULL, OPT_INPUT},
-        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
-        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
-        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     struct lhost_opts o = {0};
     const char *input = NULL;
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            sandbox_usage(stdout);
-            return EXIT_OK;
-        } else if (c == OPT_INPUT) {
-            input = optarg;
-        } else if (c == '?' || c == ':') {
-            main_bad_option("sandbox-run", argv);
-            return EXIT_USAGE;
-        } else if (main_host_option("sandbox-run", c, &o)) {
-            return EXIT_USAGE;
-        }
-    }
+    int p = main_parse_host_command("sandbox-run", argc, argv, "input", &input, sandbox_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
     if (optind >= argc) {
         fprintf(stderr, "sandbox-run: a FILE is required\n");
         sandbox_usage(stderr);
@@ -329,6 +356,105 @@ static int cmd_sandbox_run(int argc, char **argv)
         free(out);
     }
     lhost_free(h);
+    return code;
+}
+
+static void test_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller test [--policy-dir DIR] [--update POLICY/CASE]\n"
+            "                             [--policy-timeout-ms N] [--policy-memory-mib N] [PATTERN]\n"
+            "Runs the fixture cases of every policy of DIR (default: the built-in policies) in the\n"
+            "sandbox and budgets the controller uses: DIR/testdata/<policy>/<case>/input.yaml against\n"
+            "expected.yaml (formats: lua/fc/fixtures.lua). A policy without cases fails. PATTERN keeps\n"
+            "the cases whose <policy>/<case> contains it. --update writes that case's expected.yaml\n"
+            "from the policy's output (review the diff: the fixtures are the contract).\n"
+            "Exit status: 0 all passed; 1 a case failed; 2 usage or I/O error.\n");
+}
+
+static int cmd_test(int argc, char **argv)
+{
+    struct lhost_opts o = {0};
+    const char *update = NULL, *pattern = NULL;
+    int p = main_parse_host_command("test", argc, argv, "update", &update, test_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
+    if (optind < argc)
+        pattern = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "test: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (o.policy_dir && main_check_dir("test", o.policy_dir))
+        return EXIT_USAGE;
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "test: %s\n", err);
+        return EXIT_USAGE;
+    }
+    int rc = fixtures_run(h, pattern, update, stdout, err, sizeof err);
+    lhost_free(h);
+    if (rc < 0) {
+        fprintf(stderr, "test: %s\n", err);
+        return EXIT_USAGE;
+    }
+    return rc ? EXIT_INVALID : EXIT_OK;
+}
+
+static void reconcile_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller reconcile --snapshot FILE|- [--policy-dir DIR]\n"
+            "                                  [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "Runs the whole reconcile of one FlinkCluster from a recorded snapshot (JSON or YAML:\n"
+            "{cluster, children, flink, now, dry_runs}, as `run --debug-snapshot-dir` writes them),\n"
+            "offline, and prints the actions, status, events and requeue_after it decides, as YAML.\n"
+            "Exit status: 0 decided (a policy failure is a decision: PolicyError); 1 not a snapshot;\n"
+            "2 usage or I/O error.\n");
+}
+
+static int cmd_reconcile(int argc, char **argv)
+{
+    struct lhost_opts o = {0};
+    const char *file = NULL;
+    int p = main_parse_host_command("reconcile", argc, argv, "snapshot", &file, reconcile_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
+    if (optind < argc || !file) {
+        fprintf(stderr, "reconcile: --snapshot FILE is required, and nothing else (see --help)\n");
+        return EXIT_USAGE;
+    }
+    if (o.policy_dir && main_check_dir("reconcile", o.policy_dir))
+        return EXIT_USAGE;
+    size_t len = 0;
+    char *text = main_read("reconcile", file, &len);
+    if (!text)
+        return EXIT_USAGE;
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    json_t *in = json_pack("{s:s%, s:s}", "text", text, len, "source", file);
+    free(text);
+    char *in_text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL;
+    json_decref(in);
+    int code = EXIT_USAGE;
+    if (!h)
+        fprintf(stderr, "reconcile: %s\n", err);
+    else if (!in_text || lhost_call_json(h, "fc.replay", "run", in_text, &out, err, sizeof err))
+        fprintf(stderr, "reconcile: %s\n", in_text ? err : "out of memory");
+    else {
+        json_t *res = json_loads(out, 0, NULL);
+        size_t i;
+        json_t *line;
+        json_array_foreach(json_object_get(res, "stderr"), i, line) fprintf(stderr, "%s\n", json_string_value(line));
+        fputs(json_string_value(json_object_get(res, "stdout")) ?: "", stdout);
+        code = json_integer_value(json_object_get(res, "code")) == 0 ? EXIT_OK : EXIT_INVALID;
+        json_decref(res);
+    }
+    free(in_text);
+    free(out);
+    if (h)
+        lhost_free(h);
     return code;
 }
 

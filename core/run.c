@@ -23,6 +23,7 @@
 #include "reflector.h"
 #include "run.h"
 #include "server.h"
+#include "webhook.h"
 #include "util.h"
 #include "workqueue.h"
 
@@ -287,6 +288,7 @@ struct run_opts {
     size_t nns;
     const char *metrics_addr;
     const char *health_addr;
+    const char *webhook_addr, *webhook_cert, *webhook_key;
     int leader_elect;
     const char *leader_ns;
     double qps;
@@ -295,6 +297,7 @@ struct run_opts {
     log_level log_level;
     int workers;
     const char *flink_base;
+    const char *debug_snapshot_dir; /* --debug-snapshot-dir: each pass's snapshot, by cluster */
     run_flink_access flink_access; /* as given; ctx->flink_env.access holds the resolved one */
     struct lhost_opts host;
 };
@@ -330,6 +333,7 @@ struct run_ctx {
     ev_timer stop_timer;
     ev_idle pump_idle;
     server *srv;
+    webhook *wh;
     leader_elector *le;
     int releasing;
     metrics_registry *reg;
@@ -518,6 +522,22 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
+}
+
+/* --debug-snapshot-dir: the pass's snapshot `text` (JSON) into DIR/<namespace>.<name>.json,
+ * replaced atomically (a temporary file renamed), for `flink-controller reconcile --snapshot`.
+ * A failure is logged, never a failed pass. */
+static void run_write_snapshot(struct run_ctx *ctx, struct run_item *it, const char *text)
+{
+    char path[4096], tmp[4200];
+    int n = snprintf(path, sizeof path, "%s/%s.%s.json", ctx->o.debug_snapshot_dir, it->ns, it->name);
+    int m = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = n < (int)sizeof path && m < (int)sizeof tmp ? fopen(tmp, "w") : NULL;
+    int ok = f && fputs(text, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0)
+        run_log(LOG_WARN, it->key, "--debug-snapshot-dir: cannot write %s: %s", path, strerror(errno));
 }
 
 /* ---- expectations: act only on what has been seen ------------------------------------------- */
@@ -1234,6 +1254,8 @@ static void run_process(struct run_ctx *ctx, const char *key)
     json_t *snap = run_snapshot(ctx, rn, key, cluster);
     char *in = json_dumps(snap, JSON_COMPACT);
     json_decref(snap);
+    if (in && ctx->o.debug_snapshot_dir)
+        run_write_snapshot(ctx, it, in);
     char *out = NULL;
     char err[4096] = "";
     double t0 = ev_time();
@@ -1476,18 +1498,22 @@ static void run_usage(FILE *out)
             "         [--log-level debug|info|warn|error]\n"
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
+            "         [--debug-snapshot-dir DIR]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
             "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
             "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
             "auto (default: service in a pod with the service-account config, else proxy).\n"
-            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n");
+            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n"
+            "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
+            "with that certificate pair, re-read when the files change (core/webhook.h).\n");
 }
 
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
-    RO_FLINK_ACCESS
+    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1531,8 +1557,12 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"workers", required_argument, NULL, RO_WORKERS},
         {"flink-base-url", required_argument, NULL, RO_FLINK_BASE},
         {"flink-access", required_argument, NULL, RO_FLINK_ACCESS},
+        {"debug-snapshot-dir", required_argument, NULL, RO_DEBUG_SNAPSHOT},
         {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
+        {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
+        {"webhook-cert-file", required_argument, NULL, RO_WEBHOOK_CERT},
+        {"webhook-key-file", required_argument, NULL, RO_WEBHOOK_KEY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -1604,6 +1634,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
             }
             o->flink_base = optarg;
             break;
+        case RO_DEBUG_SNAPSHOT:
+            o->debug_snapshot_dir = optarg;
+            break;
         case RO_FLINK_ACCESS:
             if (run_flink_access_parse(optarg, &o->flink_access)) {
                 fprintf(stderr, "run: --flink-access: expected auto, service or proxy, got '%s'\n", optarg);
@@ -1620,6 +1653,15 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             o->host.memory_mib = (unsigned)n;
             break;
+        case RO_WEBHOOK_ADDR:
+            o->webhook_addr = optarg;
+            break;
+        case RO_WEBHOOK_CERT:
+            o->webhook_cert = optarg;
+            break;
+        case RO_WEBHOOK_KEY:
+            o->webhook_key = optarg;
+            break;
         default:
             if (optopt)
                 fprintf(stderr, "run: bad or incomplete option '-%c' (see --help)\n", optopt);
@@ -1630,6 +1672,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
     }
     if (optind < argc) {
         fprintf(stderr, "run: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (o->webhook_addr && *o->webhook_addr && (!o->webhook_cert || !o->webhook_key)) {
+        fprintf(stderr, "run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n");
         return -1;
     }
     return 0;
@@ -1777,6 +1823,19 @@ int run_main(int argc, char **argv)
         run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
                 server_metrics_port(ctx->srv));
     }
+    if (ctx->o.webhook_addr && *ctx->o.webhook_addr) {
+        /* served by every replica, leader or not: admission needs no leadership */
+        webhook_opts wo = {.addr = ctx->o.webhook_addr,
+                           .cert_file = ctx->o.webhook_cert,
+                           .key_file = ctx->o.webhook_key,
+                           .host = ctx->host};
+        ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
+        if (!ctx->wh) {
+            run_log(LOG_ERROR, NULL, "%s", err);
+            goto out;
+        }
+        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+    }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (kube_config_load_default(&cfg, ctx->o.kubeconfig, err, sizeof err)) {
@@ -1883,6 +1942,7 @@ out:
     if (ctx->kc)
         kube_client_free(ctx->kc);
     server_stop(ctx->srv);
+    webhook_stop(ctx->wh);
     metrics_registry_free(ctx->reg);
     lhost_free(ctx->host);
     json_decref(ctx->flink);

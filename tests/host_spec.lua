@@ -64,7 +64,7 @@ describe("fc.host (pure-Lua fallback)", function()
       { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, lib.<name>)" },
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.yaml, fc.crd, lib.<name>)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
@@ -85,6 +85,13 @@ describe("fc.host (pure-Lua fallback)", function()
     local ok, res = host.run_chunk("quantity.lua", slurp(HOSTILE .. "quantity.lua"))
     assert.is_true(ok, res)
     assert.same({ bytes = 1073741824, same = true }, res)
+  end)
+
+  it("serves fc.yaml (YAML through libyaml) inside the sandbox", function()
+    local ok, res = host.run_chunk("yaml.lua", slurp(HOSTILE .. "yaml.lua"))
+    assert.is_true(ok, res)
+    assert.same({ text = "a.b: 'x: y'\nrest.port: \"8081\"\n", refused = true,
+      err = "fc.yaml.encode_map: a: value is a number, not a string" }, res)
   end)
 
   it("rejects results that are not plain data, naming the path", function()
@@ -211,6 +218,13 @@ describe("the policy sandbox of the binary #bin", function()
     local r = run({ "sandbox-run", HOSTILE .. "quantity.lua" })
     assert.equal(0, r.code, r.stderr)
     assert.same({ bytes = 1073741824, same = true }, cjson.decode(r.stdout))
+  end)
+
+  it("serves fc.yaml to policies: trusted Lua preloaded by the host, YAML by libyaml", function()
+    local r = run({ "sandbox-run", HOSTILE .. "yaml.lua" })
+    assert.equal(0, r.code, r.stderr)
+    assert.same({ text = "a.b: 'x: y'\nrest.port: \"8081\"\n", refused = true,
+      err = "fc.yaml.encode_map: a: value is a number, not a string" }, cjson.decode(r.stdout))
   end)
 
   it("takes its budgets from the flags", function()

@@ -245,9 +245,10 @@ local function emit_node(emit, v, depth)
   return emit({ type = "MAPPING_END" })
 end
 
---- Encodes a list of values as a YAML stream, each document introduced by `---`, map keys
--- sorted. Returns the text ("" for an empty list).
-function codec.encode_yaml_stream(docs)
+--- Encodes a list of values as a YAML stream, each document introduced by `---` (none when
+-- `bare` is true and there is one document), map keys sorted. Returns the text ("" for an
+-- empty list).
+function codec.encode_yaml_stream(docs, bare)
   if #docs == 0 then return "" end
   local emitter = yaml.emitter()
   local function emit(ev)
@@ -257,16 +258,17 @@ function codec.encode_yaml_stream(docs)
   end
   emit({ type = "STREAM_START", encoding = "UTF8" })
   for _, d in ipairs(docs) do
-    emit({ type = "DOCUMENT_START", implicit = false })
+    emit({ type = "DOCUMENT_START", implicit = bare == true and #docs == 1 })
     emit_node(emit, d, 0)
     emit({ type = "DOCUMENT_END", implicit = true })
   end
   return emit({ type = "STREAM_END" })
 end
 
---- Encodes one value as a YAML document (with its `---`).
-function codec.encode_yaml(v)
-  return codec.encode_yaml_stream({ v })
+--- Encodes one value as a YAML document: with its `---`, or without it when `bare` is true
+-- (a configuration file such as Flink's config.yaml).
+function codec.encode_yaml(v, bare)
+  return codec.encode_yaml_stream({ v }, bare)
 end
 
 return codec
