@@ -1,6 +1,10 @@
 --- policies/job.lua: the job of a job cluster (one with `spec.job`): what state it is in, when
 -- to submit it, when to restart, cancel or clean up. Pure functions; the framework
--- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`.
+-- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`. What is asked of
+-- Flink goes out as intents (`cancel`, `list_jobs`, `job_exceptions`, and a REST submission's
+-- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
+-- `input.flink`. The decisions an operator may change are the constants and functions in
+-- CAPITALS below (README "Job lifecycle" lists them with their fixtures).
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")
@@ -274,7 +278,8 @@ end
 
 --- job.decide(input) -> decision
 -- input: {cluster=<defaulted, status as observed>, job=<from observe, savepoint fields updated by
---   savepoint.lua>, flink_state=<string>, savepoint=<status.savepoint after savepoint.lua>,
+--   savepoint.lua>, flink_state=<string>, flink=<fc.flink view, as job.observe's: the REST
+--   submission reads jobs, jobs_time and submissions>, savepoint=<status.savepoint after savepoint.lua>,
 --   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool

@@ -41,6 +41,38 @@ describe("fc.flink.action", function()
     assert.equal("PATCH /jobs/" .. ID .. "?mode=cancel -> cancel/" .. ID, req({ kind = "cancel", job_id = ID }))
   end)
 
+  it("maps a REST submission: the jar downloaded and uploaded, then run with our job id", function()
+    local up = flink.action({ kind = "upload_jar", id = TID, jar_url = "https://jars.example.com/app-1.0.jar" }, JM)
+    assert.same({ "upload/" .. TID, "POST", "/jars/upload", true, flink.JAR_TIMEOUT_SECONDS * 1000 },
+      { up.id, up.method, up.path, up.after_status, up.timeout_ms })
+    assert.same({ url = "https://jars.example.com/app-1.0.jar", max_bytes = flink.JAR_MAX_BYTES,
+      timeout_ms = flink.JAR_TIMEOUT_SECONDS * 1000 }, up.upload)
+    assert.is_nil(up.body)
+    local small = flink.action({ kind = "upload_jar", id = TID, jar_url = "http://127.0.0.1:8000/j.jar",
+      max_bytes = 1024, timeout_seconds = 5 }, JM)
+    assert.same({ 1024, 5000 }, { small.upload.max_bytes, small.upload.timeout_ms })
+    local run = flink.action({ kind = "run_jar", id = TID, jar_id = "5f6e1c2a-8d1b_app-1.0.jar",
+      entry_class = "com.example.App", args = { "--rate", "5" }, parallelism = 2,
+      savepoint_path = "file:/sp/savepoint-1", allow_non_restored_state = true }, JM)
+    assert.same({ "run/" .. TID, "POST", "/jars/5f6e1c2a-8d1b_app-1.0.jar/run", true }, { run.id, run.method, run.path,
+      run.after_status })
+    assert.same({ jobId = TID, entryClass = "com.example.App", programArgsList = { "--rate", "5" }, parallelism = 2,
+      savepointPath = "file:/sp/savepoint-1", allowNonRestoredState = true }, run.body)
+    -- only what is given: Flink's strict mapper refuses unknown fields, and absent ones default
+    assert.same({ jobId = TID }, flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar" }, JM).body)
+  end)
+
+  it("refuses a jar URL that is not http(s), a jar id with a path, a non-string argument", function()
+    assert.has_error(function() flink.action({ kind = "upload_jar", id = TID, jar_url = "file:///etc/passwd" }, JM) end,
+      "upload_jar intent: jar_url must be an http:// or https:// URL")
+    assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "../jobs" }, JM) end,
+      "run_jar intent: jar_id must be a jar id (letters, digits, '-', '_', '.')")
+    assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar", args = { 1 } }, JM) end,
+      "run_jar intent: args[0] must be a string")
+    assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar", parallelism = 0 }, JM) end,
+      "run_jar intent: parallelism must be a positive integer")
+  end)
+
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
       "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
@@ -101,6 +133,26 @@ describe("fc.flink.view", function()
       error = "HTTP 404: There is no savepoint operation with triggerId=" .. TID .. " for job " .. ID .. "." },
       op(404, '{"errors":["There is no savepoint operation with triggerId=' .. TID .. ' for job ' .. ID .. '."]}'))
     assert.same({ phase = "status", http = 500, time = 100, error = "HTTP 500" }, op(500, "<html>oops</html>"))
+  end)
+
+  it("decodes a REST submission: the jar id of the upload, the job id of the run, or why not", function()
+    local up = { kind = "upload_jar", id = TID }
+    local run = { kind = "run_jar", id = TID }
+    local v = flink.view({ answers = {
+      ["upload/" .. TID] = answer(up, 200, '{"filename":"/tmp/flink-web-1/flink-web-upload/5f6e1c2a_app.jar",'
+        .. '"status":"success"}', "", 101),
+      ["run/" .. TID] = answer(run, 200, '{"jobid":"' .. TID .. '"}', "", 102),
+    } })
+    assert.same({ upload = { jar_id = "5f6e1c2a_app.jar", time = 101 }, run = { job_id = TID, time = 102 } },
+      v.submissions[TID])
+    v = flink.view({ answers = {
+      ["upload/" .. TID] = answer(up, 0, "", "download https://x/app.jar: HTTP 404", 101),
+      ["run/" .. TID] = answer(run, 400, '{"errors":["org.apache.flink.runtime.rest.handler.RestHandlerException: '
+        .. 'Could not execute application."]}', "", 102),
+    } })
+    assert.same({ error = "download https://x/app.jar: HTTP 404", http = 0, time = 101 }, v.submissions[TID].upload)
+    assert.same({ error = "HTTP 400: org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute "
+      .. "application.", http = 400, time = 102 }, v.submissions[TID].run)
   end)
 
   it("keeps the newest answer of a trigger id and bounds a failed job's stack trace", function()

@@ -52,12 +52,20 @@ flink.JAR_TIMEOUT_SECONDS = 120
 flink.RUN_TIMEOUT_SECONDS = 60
 
 local HEX32 = "^" .. string.rep("%x", 32) .. "$"
+local HTTP_URL = "^https?://[^%s]+$"
+local JAR_ID = "^[%w][%w%-_.]*$"
 
+-- What a pattern of need() asks for, said in its error.
+local WHAT = { [HEX32] = "32 hex digits", [HTTP_URL] = "an http:// or https:// URL",
+  [JAR_ID] = "a jar id (letters, digits, '-', '_', '.')" }
+
+-- intent[field] when it is a non-empty string matching `pattern` (when given); else raises
+-- "<kind> intent: <field> must be <what the pattern asks for>".
 local function need(intent, field, pattern)
   local v = intent[field]
   if type(v) ~= "string" or v == "" or (pattern and not v:match(pattern)) then
     error(tostring(intent.kind) .. " intent: " .. field .. " must be "
-      .. (pattern and "32 hex digits" or "a non-empty string"), 0)
+      .. (pattern and WHAT[pattern] or "a non-empty string"), 0)
   end
   return v
 end
@@ -101,14 +109,14 @@ local REQUEST = {
     return "cancel/" .. jid, "PATCH", "/jobs/" .. jid .. "?mode=cancel"
   end,
   upload_jar = function(i)
-    local id, url = need(i, "id", HEX32), need(i, "jar_url", "^https?://[^%s]+$")
+    local id, url = need(i, "id", HEX32), need(i, "jar_url", HTTP_URL)
     local timeout = opt_int(i, "timeout_seconds") or flink.JAR_TIMEOUT_SECONDS
     return "upload/" .. id, "POST", "/jars/upload", nil, true,
       { upload = { url = url, max_bytes = opt_int(i, "max_bytes") or flink.JAR_MAX_BYTES, timeout_ms = timeout * 1000 },
         timeout_ms = timeout * 1000 }
   end,
   run_jar = function(i)
-    local id, jar = need(i, "id", HEX32), need(i, "jar_id", "^[%w][%w%-_.]*$")
+    local id, jar = need(i, "id", HEX32), need(i, "jar_id", JAR_ID)
     local args = {}
     for n, a in ipairs(type(i.args) == "table" and i.args or {}) do
       if type(a) ~= "string" then error("run_jar intent: args[" .. (n - 1) .. "] must be a string", 0) end

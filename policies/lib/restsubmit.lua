@@ -28,6 +28,11 @@ local function failed(text)
   return "submission failed: " .. (failure.cause(text, restsubmit.REASON_MAX - 19) or "no reason given")
 end
 
+--- The jar download: at most JAR_MAX_BYTES (a bigger jar fails the submission, the controller
+-- holds the jar in memory while it uploads it) within JAR_TIMEOUT_SECONDS.
+restsubmit.JAR_MAX_BYTES = 256 * 1024 * 1024
+restsubmit.JAR_TIMEOUT_SECONDS = 120
+
 --- Seconds to wait for the upload's answer before checking and uploading again.
 restsubmit.RETRY_SECONDS = 180
 
@@ -68,7 +73,8 @@ function restsubmit.step(input)
       end
     end
     sub.state, sub.time = "Uploading", now
-    out.intents[1] = { kind = "upload_jar", id = sub.jobID, jar_url = spec.jarFile }
+    out.intents[1] = { kind = "upload_jar", id = sub.jobID, jar_url = spec.jarFile,
+      max_bytes = restsubmit.JAR_MAX_BYTES, timeout_seconds = restsubmit.JAR_TIMEOUT_SECONDS }
     out.requeue_after = restsubmit.RETRY_SECONDS
     return out
   end

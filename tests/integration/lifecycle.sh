@@ -95,11 +95,12 @@ case_restsubmit() {
   python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/jarserver.log" 2>&1 &
   pid=$!
   start_controller restsubmit --namespace "$ns"
+  # rest_cluster NAME JAR [NS]: the wordcount example running the Ticker from http://127.0.0.1/JAR
   rest_cluster() {
     sed "s/name: wordcount/name: $1/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|;
       s|jarFile: .*|jarFile: http://127.0.0.1:$port/$2|; s|className: .*|className: testenv.Ticker|;
       s|args: .*|args: [\"100\"]|" \
-      "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
+      "$ROOT/deploy/examples/wordcount.yaml" | kc -n "${3:-$ns}" apply -f - >/dev/null
   }
   rest_cluster rest testenv-jobs.jar
   job() { jp "$ns" "flinkcluster/$1" "{.status.components.job.$2}"; }
@@ -146,5 +147,23 @@ case_restsubmit() {
   }
   check "restsubmit: a jar URL that answers 404: job Failed, 'submission failed: download ...: HTTP 404' in status and a Warning Event" t_rest_missing
   stop_controller restsubmit >/dev/null
+  # the download's size cap, from a policy copy that changes only lib/restsubmit.lua's constant
+  local capns pdir
+  capns=$(new_ns restcap)
+  pdir=$WORK/policies-restcap
+  cp -r "$ROOT/policies" "$pdir"
+  sed -i 's/^restsubmit.JAR_MAX_BYTES = .*/restsubmit.JAR_MAX_BYTES = 1000/' "$pdir/lib/restsubmit.lua"
+  start_controller restcap --namespace "$capns" --policy-dir "$pdir"
+  rest_cluster restbig testenv-jobs.jar "$capns"
+  t_rest_cap() {
+    poll 60 eval '[ "$(jp "$capns" flinkcluster/restbig "{.status.components.job.state}")" = Failed ]' ||
+      { echo "job: $(jp "$capns" flinkcluster/restbig '{.status.components.job}')"; return 1; }
+    case "$(jp "$capns" flinkcluster/restbig '{.status.components.job.failureReason}')" in
+      "submission failed: download http://127.0.0.1:$port/testenv-jobs.jar: "*"over 1000 bytes"*) ;;
+      *) echo "failureReason: $(jp "$capns" flinkcluster/restbig '{.status.components.job.failureReason}')"; return 1 ;;
+    esac
+  }
+  check "restsubmit: a jar over the policy's JAR_MAX_BYTES (1000 in a policy copy) is not downloaded further: Failed with the reason" t_rest_cap
+  stop_controller restcap >/dev/null
   kill "$pid" 2>/dev/null
 }
