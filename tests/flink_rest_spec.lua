@@ -19,7 +19,9 @@ local cjson = require("cjson")
 local fx = require("support.fixtures")
 local failure = require("lib.failure")
 
-local DIR = fx.path("tests/testdata/flink-rest")
+-- The recordings: tests/testdata/flink-rest, or FC_FLINK_REST_DIR (the integration case
+-- realrest records both versions afresh on the real node and runs this spec on them).
+local DIR = os.getenv("FC_FLINK_REST_DIR") or fx.path("tests/testdata/flink-rest")
 local VERSIONS = { ["1.20"] = "1.20.5", ["2.3"] = "2.3.0" }
 
 local function answer(version, name)

@@ -8,7 +8,7 @@
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale restart lost, and on
 #                                        the real node
-#                                        (realpods.sh) realjob realjob2 realticker realticker2 flinkoptions realconfig
+#                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -80,7 +80,7 @@ trap cleanup EXIT
 . "$HERE/gate.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale restart lost realjob realjob2 realticker realticker2 flinkoptions realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale restart lost realjob realjob2 realticker realticker2 realrest flinkoptions realconfig incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
