@@ -577,6 +577,7 @@ struct kube_call {
     int type;
     char *method, *path, *content_type, *body;
     size_t body_len;
+    const http_part *part; /* the caller's (kube_req.part) */
     double timeout_s;
     kube_done_fn cb;
     void *ud;
@@ -1028,7 +1029,7 @@ static void call_send(kube_call *k)
     snprintf(ct, sizeof ct, "Content-Type: %s", k->content_type ? k->content_type : "application/json");
     const char *headers[] = {"Accept: application/json", "User-Agent: flink-controller", ct, NULL};
     if (!k->body)
-        headers[2] = NULL;
+        headers[2] = NULL; /* (with a part, libcurl sets the multipart Content-Type) */
     reload_token(c, 0);
     http_opts o;
     memset(&o, 0, sizeof o);
@@ -1037,6 +1038,7 @@ static void call_send(kube_call *k)
     o.headers = headers;
     o.body = k->body;
     o.body_len = k->body_len;
+    o.part = k->part;
     o.tls = &c->tls;
     o.bearer_token = c->token;
     o.timeout_ms = (long)(k->timeout_s * 1000);
@@ -1074,6 +1076,7 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
     k->method = strdup(req->method ? req->method : "GET");
     k->path = strdup(req->path);
     k->content_type = xstrdup(req->content_type);
+    k->part = req->part;
     if (req->body) {
         k->body_len = req->body_len ? req->body_len : strlen(req->body);
         k->body = util_memdup(req->body, k->body_len);

@@ -15,6 +15,8 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "http.h"
+
 #define KUBE_FIELD_MANAGER "flink-controller"
 #define KUBE_DEFAULT_QPS 5.0    /* client-go rest.DefaultQPS */
 #define KUBE_DEFAULT_BURST 10   /* client-go rest.DefaultBurst */
@@ -175,6 +177,8 @@ typedef struct kube_req {
     const char *body;          /* or NULL */
     size_t body_len;           /* bytes; strlen(body) when 0 */
     double timeout_s;          /* whole request, default 60 s; 0 = default */
+    const http_part *part;     /* a multipart/form-data body instead of `body` (the
+                                  struct and its data must outlive the call) */
 } kube_req;
 
 /* Copies `cfg`; `cfg->server` is required. Returns NULL with err filled. */

@@ -241,6 +241,61 @@ describe("deploy/kustomization.yaml", function()
   end)
 end)
 
+describe("deploy/webhook (the admission webhook component)", function()
+  local k = docs("deploy/webhook/kustomization.yaml")[1]
+  local wh = docs("deploy/webhook/webhook.yaml")
+  local patch = docs("deploy/webhook/deployment-patch.yaml")[1]
+  local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
+
+  it("is a kustomize Component of webhook.yaml and the Deployment patch", function()
+    assert.are.equal("Component", k.kind)
+    assert.are.same({ "webhook.yaml" }, k.resources)
+    assert.are.same({ { path = "deployment-patch.yaml" } }, k.patches)
+  end)
+
+  it("registers /validate and /mutate for FlinkCluster CREATE and UPDATE, AdmissionReview v1", function()
+    local paths = {}
+    for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
+      local c = by_kind(wh, kind)[1]
+      assert.are.equal(1, #c.webhooks, kind)
+      local h = c.webhooks[1]
+      paths[#paths + 1] = h.clientConfig.service.path
+      assert.are.same({ "v1" }, h.admissionReviewVersions)
+      assert.are.equal("None", h.sideEffects)
+      assert.are.equal(5, h.timeoutSeconds)
+      assert.are.equal("flink-controller-webhook", h.clientConfig.service.name)
+      assert.are.equal("flink-system", h.clientConfig.service.namespace)
+      assert.are.equal("", h.clientConfig.caBundle)   -- filled per cluster (README)
+      assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
+        operations = { "CREATE", "UPDATE" }, resources = { "flinkclusters" }, scope = "Namespaced" } }, h.rules)
+      -- the documented trade-off (README.md, "The admission webhook")
+      assert.are.equal("Ignore", h.failurePolicy)
+      -- never blocks the controller's own namespace
+      assert.are.same({ matchExpressions = { { key = "kubernetes.io/metadata.name", operator = "NotIn",
+        values = { "flink-system" } } } }, h.namespaceSelector)
+    end
+    assert.are.same({ "/validate", "/mutate" }, paths)
+  end)
+
+  it("serves the webhook from every replica on 9443 with the Secret's pair", function()
+    local svc = by_kind(wh, "Service")[1]
+    assert.are.same({ { name = "webhook", port = 443, targetPort = "webhook", protocol = "TCP" } }, svc.spec.ports)
+    assert.are.same(base.spec.template.metadata.labels["app.kubernetes.io/name"] and
+      { ["app.kubernetes.io/name"] = "flink-controller" }, svc.spec.selector)
+    local c = patch.spec.template.spec.containers[1]
+    -- the base's arguments, then the webhook's
+    local want = {}
+    for _, a in ipairs(base.spec.template.spec.containers[1].args) do want[#want + 1] = a end
+    for _, a in ipairs({ "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
+      "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }) do want[#want + 1] = a end
+    assert.are.same(want, c.args)
+    assert.are.same({ { name = "webhook", containerPort = 9443, protocol = "TCP" } }, c.ports)
+    assert.are.same({ { name = "webhook-cert", mountPath = "/etc/flink-controller/webhook", readOnly = true } },
+      c.volumeMounts)
+    assert.are.equal("flink-controller-webhook", patch.spec.template.spec.volumes[1].secret.secretName)
+  end)
+end)
+
 -- Dockerfile: instructions per stage, continuation lines joined.
 local function dockerfile()
   local text = read("Dockerfile"):gsub("\\\n", " ")

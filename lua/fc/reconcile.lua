@@ -8,6 +8,7 @@ local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
+local fcflink = require("fc.flink")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
 
@@ -32,8 +33,6 @@ reconcile.POLICY_ERROR_REQUEUE = 60
 -- says nothing about the object (HTTP 0, 409, 429, 5xx).
 reconcile.DRY_RUN_REQUEUE = 1
 reconcile.DRY_RUN_RETRY = 10
---- The user-control annotation (removed by a patch_annotations action when done).
-reconcile.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
 
 local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
@@ -249,34 +248,12 @@ local function transition_events(old, new, events)
   end
 end
 
---- reconcile.flink_action(target, method, path, body) -> {op="flink", method=, path=, body=, target=,
---   result=<"jobs"|"savepoint_trigger"|"savepoint_status"|nil>, job_id=<id or nil>}
--- `target` = reconcile.flink_target(...): the JobManager's REST Service; the core reaches it by
--- its cluster DNS name or through the API server's service proxy (`run --flink-access`).
--- `result` tells the core where the answer goes in the next snapshot's `flink` (see
--- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
--- /jobs/<id>/savepoints, POST /jobs/<id>/stop (stop-with-savepoint: the same {"request-id"}
--- answer, polled at the same URL) and GET /jobs/<id>/savepoints/<rid> ->
--- flink.savepoint_triggers[<id>]; GET /jobs/<id>/exceptions[?...] -> flink.exceptions[<id>].
-function reconcile.flink_action(target, method, path, body)
-  local a = { op = "flink", method = method, path = path, body = body, target = target }
-  if method == "GET" and path == "/jobs/overview" then
-    a.result = "jobs"
-  elseif method == "POST" and (path:match("^/jobs/%x+/savepoints$") or path:match("^/jobs/%x+/stop$")) then
-    a.result, a.job_id = "savepoint_trigger", path:match("^/jobs/(%x+)/")
-  elseif method == "GET" and path:match("^/jobs/%x+/savepoints/[%w-]+$") then
-    a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
-  elseif method == "GET" and (path:match("^/jobs/%x+/exceptions$") or path:match("^/jobs/%x+/exceptions%?")) then
-    a.result, a.job_id = "exceptions", path:match("^/jobs/(%x+)/")
-  end
-  return a
-end
-
---- reconcile.flink_target(namespace, name, ui_port) -> {scheme="http", namespace=, service=
---   "<name>-jobmanager", port=<integer>}: the JobManager Service's REST (`ui`) port of a cluster.
-function reconcile.flink_target(namespace, name, ui_port)
-  return { scheme = "http", namespace = namespace, service = name .. "-jobmanager",
-    port = math.tointeger(tonumber(ui_port)) or 8081 }
+-- The JobManager REST target of a cluster: job.observe's `jobmanager` ({scheme, service, port})
+-- in the cluster's namespace; nil when the policy named none (then no Flink call is made).
+local function flink_target(namespace, jm)
+  if not is_table(jm) then return nil end
+  return { scheme = jm.scheme or "http", namespace = namespace, service = jm.service,
+    port = math.tointeger(tonumber(jm.port)) or jm.port }
 end
 
 -- One pass. `hold` is nil for a pass of the cluster's own spec; for a pass that supervises the
@@ -399,11 +376,11 @@ end
 function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
-  local name = md.name
   local gen = md.generation
   local now = snapshot.now or os.time()
   local children = snapshot.children or {}
-  local flink = snapshot.flink or {}
+  -- the Flink answers, decoded (fc.flink: the core records them raw)
+  local flink = fcflink.view(snapshot.flink)
   local old_status = cluster.status or {}
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
@@ -468,8 +445,8 @@ function run(host, snapshot, hold)
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
-      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children, components = components,
-      update = update, now = now })
+      flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children,
+      components = components, update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policy's own events (e.g. a restart with its attempt number), before the state events
     expect(jd.events == nil or is_table(jd.events), "job", "decide", "events must be a list")
@@ -493,21 +470,31 @@ function run(host, snapshot, hold)
   bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
   expect(bad == nil, "cluster", "desired", bad)
   local cleanup = jd.cleanup or ""
+  -- the children job.decide removes as the job ended ({kind=, name=}; no name: all of the kind)
+  expect(jd.remove == nil or is_table(jd.remove), "job", "decide", "remove must be a list")
+  local removed = {}
+  for i, r in ipairs(jd.remove or {}) do
+    expect(is_table(r) and type(r.kind) == "string" and (r.name == nil or type(r.name) == "string"),
+      "job", "decide", "remove[" .. (i - 1) .. "] needs a kind (and a name)")
+    removed[r.kind] = removed[r.kind] or {}
+    removed[r.kind][r.name or "*"] = true
+  end
   local desired = {}
   -- objects of kinds the controller does not manage are left out, and the cluster marked
   local undeclared, skip = kinds.refused(des.objects), {}
   for _, u in ipairs(undeclared) do skip[u.index] = true end
   for i, o in ipairs(des.objects) do
     local keep = true
+    local r = removed[o.kind]
     if skip[i] then
+      keep = false
+    elseif o.kind == "ControllerRevision" then
+      keep = true -- the revision history stays (revisionHistoryLimit)
+    elseif r and (r["*"] or r[o.metadata.name]) then
       keep = false
     elseif o.kind == "Job" then
       local observed = (children.Job or {})[o.metadata.name]
       keep = is_job and ((observed ~= nil and not jd.resubmit) or (observed == nil and jd.submit == true))
-    elseif cleanup == "DeleteCluster" then
-      keep = o.kind == "ControllerRevision"
-    elseif cleanup == "DeleteTaskManager" then
-      keep = not (o.kind == "StatefulSet" and o.metadata.name == name .. "-taskmanager")
     end
     if keep then
       diff.stamp(o)
@@ -571,30 +558,21 @@ function run(host, snapshot, hold)
     result.actions[#result.actions + 1] = { op = "delete", kind = "ControllerRevision", name = n }
   end
 
-  -- 6. Flink REST calls and the user-control annotation
-  local target = reconcile.flink_target(tostring(md.namespace or "default"), name,
-    ((defaulted.spec.jobManager or {}).ports or {}).ui)
-  local function flink_action(method, path, body)
-    result.actions[#result.actions + 1] = reconcile.flink_action(target, method, path, body)
-  end
-  for _, from in ipairs({ { "job", "observe", obs.flink }, { "savepoint", "decide", sd.flink },
-    { "job", "decide", jd.flink } }) do
-    expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
-    for i, f in ipairs(from[3] or {}) do
-      expect(is_table(f) and type(f.method) == "string" and type(f.path) == "string"
-        and (f.body == nil or is_table(f.body)), from[1], from[2],
-        "flink[" .. (i - 1) .. "] needs method and path strings")
-      flink_action(f.method, f.path, f.body)
+  -- 6. Flink REST calls (the policies' intents, through fc.flink) and the user-control annotation
+  local target = flink_target(tostring(md.namespace or "default"), obs.jobmanager)
+  for _, from in ipairs({ { "job", "observe", obs.intents }, { "savepoint", "decide", sd.intents },
+    { "job", "decide", jd.intents } }) do
+    expect(from[3] == nil or is_table(from[3]), from[1], from[2], "intents must be a list")
+    for i, intent in ipairs(from[3] or {}) do
+      expect(target ~= nil, from[1], from[2], "intents need job.observe's jobmanager {service, port}")
+      local ok, a = pcall(fcflink.action, intent, target)
+      expect(ok, from[1], from[2], "intents[" .. (i - 1) .. "]: " .. tostring(a))
+      result.actions[#result.actions + 1] = a
     end
   end
-  local js = is_job and jd.job.state or nil
-  if is_job and components.jobManagerService and components.jobManagerService.state == "Ready"
-      and (js == "Running" or js == "Pending" or js == "Updating" or js == "Lost" or js == "Suspended")
-      and cleanup == "" then
-    flink_action("GET", "/jobs/overview")
-  end
-  if jd.remove_annotation then
-    result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
+  if jd.remove_annotation ~= nil then
+    expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")
+    result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { jd.remove_annotation } }
   end
 
   -- 7. status
@@ -649,10 +627,12 @@ end
 
 --- reconcile.run(snapshot) -> result
 -- snapshot: {cluster=<FlinkCluster as observed, metadata.generation, status (or none)>,
---   children={<kind>={<name>=obj}}, flink={reachable=bool, jobs={...}, savepoint_triggers={...}},
+--   children={<kind>={<name>=obj}}, flink={answers={<id>={intent=, status=, body=, error=, time=}}}
+--   (the core's raw Flink answers; fc.flink.view decodes them for the policies),
 --   now=<unix seconds>}.
--- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", method=, path=, body=, target=}
---   |{op="patch_annotations", remove={key,...}}}, status=<new status or nil when unchanged>,
+-- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", id=, intent=, method=,
+--   path=, body=, target=, after_status=} (fc.flink.action)|{op="patch_annotations", remove={key,...}}},
+--   status=<new status or nil when unchanged>,
 --   events={{type="Normal"|"Warning", reason=, message=}}, requeue_after=<seconds or nil>}.
 -- A policy failure (fc.host.call returning false, or an output of the wrong shape) fails this
 -- cluster only: no actions, a Warning event naming the policy file and line, PolicyError=True.

@@ -56,10 +56,11 @@ case_held() {
   t_held_invalid() {
     local gen
     gen=$(jp "$ns" flinkcluster/held '{.status.observedGeneration}')
-    # blob 6123 collides with the default rpc port: valid for the CRD schema, not for validate.lua
-    spec_patch "$ns" held '{"jobManager":{"ports":{"blob":6123}}}' || return 1
+    # memoryOffHeapMin 2Gi over the 1024Mi limit: valid for the CRD (its CEL rules cannot state
+    # it), not for validate.lua (the webhook's rule; no webhook here)
+    spec_patch "$ns" held '{"jobManager":{"memoryOffHeapMin":"2Gi"}}' || return 1
     ready_held "$ns" held InvalidSpec \
-      '*spec.jobManager.ports.blob*"changes held: the last valid spec (revision held-"*") keeps running"' || return 1
+      '*spec.jobManager.memoryOffHeapMin*"changes held: the last valid spec (revision held-"*") keeps running"' || return 1
     expect "status.observedGeneration (the last generation acted on)" \
       "$(jp "$ns" flinkcluster/held '{.status.observedGeneration}')" "$gen"
   }

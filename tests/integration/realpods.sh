@@ -248,9 +248,15 @@ real_ticker() {
     poll 15 finished || { echo "Flink's state of job $id: $(jm_get "$ns" ticker "/jobs/$id" | jget state), want FINISHED"; return 1; }
   }
   check "$desc: user-control job-cancel -> stop-with-savepoint with _metadata, Flink FINISHED, job Cancelled" t_ticker_cancel
-  stop_controller "$c" >/dev/null
-  kc -n "$ns" delete flinkcluster ticker --wait=true --timeout=60s >/dev/null 2>&1
-  rm -rf "$spdir"
+  real_done "$c" "$ns" ticker "$spdir"
+}
+
+# real_done CONTROLLER NS CLUSTER DIR: the end of a real-pod case: the controller stopped, the
+# FlinkCluster deleted (its pods gone before the namespace), the host directory removed.
+real_done() {
+  stop_controller "$1" >/dev/null
+  kc -n "$2" delete flinkcluster "$3" --wait=true --timeout=60s >/dev/null 2>&1
+  rm -rf "$4"
 }
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }

@@ -6,10 +6,10 @@
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
-#                                        prune stall fence jobupdate held refused undeclared stale restart lost, and on
-#                                        the real node
+#                                        prune stall fence jobupdate held refused undeclared stale livediff restart
+#                                        lost triggerfind restsubmit (lifecycle.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
-#                                        incluster
+#                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -78,9 +78,15 @@ trap cleanup EXIT
 . "$HERE/expect.sh"
 # shellcheck source=gate.sh
 . "$HERE/gate.sh"
+# shellcheck source=authoring.sh
+. "$HERE/authoring.sh"
+# shellcheck source=lifecycle.sh
+. "$HERE/lifecycle.sh"
+# shellcheck source=reallifecycle.sh
+. "$HERE/reallifecycle.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale restart lost realjob realjob2 realticker realticker2 realrest flinkoptions realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
