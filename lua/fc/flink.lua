@@ -8,7 +8,10 @@
 -- Flink URL or reads Flink's JSON, so a Flink version with another REST API is a change here.
 --
 -- Reference: Flink 1.20's REST API (shared/reference/flink-rest-v1-dispatcher.yml and
--- flink-rest-notes.md). Intents (`kind`, then the fields each needs):
+-- flink-rest-notes.md). Flink 2.3 answers every intent below the same way; its
+-- /jobs/<id>/exceptions lacks the deprecated root-exception, read here only as a fallback
+-- (answers of both recorded from real JobManagers: tests/testdata/flink-rest/, checked through
+-- flink.view by tests/flink_rest_spec.lua). Intents (`kind`, then the fields each needs):
 --   list_jobs                                  GET /jobs/overview
 --   job_exceptions  job_id                     GET /jobs/<job_id>/exceptions?maxExceptions=1
 --   savepoint       id, job_id, target_directory

@@ -127,7 +127,8 @@ end
 -- addresses and ports, the memory options, then spec.flinkProperties, which override any of
 -- ours. For Flink 2 (a known version >= 2.0) an option Flink 2 no longer knows is left out,
 -- the user's too (validate.lua warns about each); `query.server.port`, which the original
--- operator wrote, is not a Flink option (queryable state reads query.server.ports) and is
+-- operator wrote, is not a Flink option in any version (queryable state reads
+-- queryable-state.server.ports, formerly query.server.ports: the 1.20 and 2.3 jars) and is
 -- left out for Flink 2 as well.
 function flinkconf.properties(cluster)
   local spec = cluster.spec

@@ -10,6 +10,7 @@
 #                _metadata on the host, an update stops the job with a savepoint and resumes it
 #                from there, JobManager pod deleted and back, cancel with savepoint
 #   realticker2  the same on Flink 2.3
+#   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
 #   incluster    the controller image built here, `kubectl apply -k deploy/`, its pod Ready,
@@ -259,6 +260,44 @@ real_done() {
 }
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
+
+# The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
+# the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the
+# host on the node's bridge), then tests/flink_rest_spec.lua on those answers instead of the
+# recorded fixtures.
+case_realrest() {
+  local desc="real pods: the Flink REST answers the lifecycle reads, recorded afresh from 1.20.5 and 2.3.0 JobManagers, pass tests/flink_rest_spec.lua"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local v
+  for v in 1.20.5 2.3.0; do
+    node_has_image "docker.io/library/flink:$v" || { skip "$desc" "no flink:$v image on the node"; return 0; }
+  done
+  local ns; ns=$(new_ns realrest real)
+  FLINK_DIRECT=1 start_controller realrest --namespace "$ns"
+  t_realrest() {
+    local v n ip jar
+    for v in 1.20.5 2.3.0; do
+      n=rest${v%%.*}
+      session_cluster "$n" '  flinkProperties:
+    taskmanager.numberOfTaskSlots: "2"' | sed "s/flink:1.20.0/flink:$v/" | kc -n "$ns" apply -f - >/dev/null || return 1
+      poll 240 is_state "$ns" "$n" Running || { why "$ns" "$n"; return 1; }
+      poll 60 sts_ready "$ns" "$n-taskmanager" || { echo "$n: TaskManager not ready"; return 1; }
+      ip=$(jp "$ns" "pod/$n-jobmanager-0" '{.status.podIP}')
+      # Running needs the RPC port; the REST endpoint and the TaskManager's registration follow
+      rest_up() { [ "$(curl -sf "http://$ip:8081/overview" | jget taskmanagers)" = 1 ]; }
+      poll 90 rest_up || { echo "$n: no TaskManager in http://$ip:8081/overview"; return 1; }
+      jar=$(. "$ROOT/tests/env/lib.sh" && component_dir "$([ "$v" = 1.20.5 ] && echo flink || echo flink2)")/jobs.jar
+      "$ROOT/tests/env/flink/record-rest.sh" "http://$ip:8081" "$jar" "$WORK/rest/${v%.*}" >"$WORK/record-$n.log" 2>&1 ||
+        { tail -n 5 "$WORK/record-$n.log"; return 1; }
+      kc -n "$ns" delete flinkcluster "$n" --wait=false >/dev/null
+    done
+    (cd "$ROOT" && FC_FLINK_REST_DIR=$WORK/rest LUA_PATH="$ROOT/lua/?.lua;$ROOT/policies/?.lua;$ROOT/tests/?.lua;;" \
+      lua5.4 /usr/bin/busted --output=TAP tests/flink_rest_spec.lua) >"$WORK/rest-spec.tap" 2>&1 ||
+      { grep -A6 "^not ok" "$WORK/rest-spec.tap" | head -n 30; return 1; }
+  }
+  check "$desc" t_realrest
+  stop_controller realrest >/dev/null
+}
 
 # The options policies/lib/flinkremoved.lua says Flink 2 no longer knows are exactly those the
 # cached Flink 1.20 jars declare and the Flink 2 jars do not (tests/env/flink/config-keys.sh),

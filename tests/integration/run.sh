@@ -8,7 +8,7 @@
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), and on the real node
-#                                        (realpods.sh) realjob realjob2 realticker realticker2 flinkoptions realconfig
+#                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -86,7 +86,7 @@ trap cleanup EXIT
 . "$HERE/reallifecycle.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit realjob realjob2 realticker realticker2 flinkoptions realconfig reallifecycle realsubmitfail incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done

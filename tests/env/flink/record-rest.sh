@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Records the Flink REST answers the controller's job lifecycle reads, from a live session
 # cluster, into OUTDIR (tests/testdata/flink-rest/<version>/, read by
-# tests/flink_rest_spec.lua): one file per call, "<name>.json" with the HTTP status and the body
-# as Flink sent it ({"status": N, "body": <JSON>}).
+# tests/flink_rest_spec.lua): one file per call, "<name>.json" with the HTTP status, the body
+# as Flink sent it and the request's JSON body when there was one ({"status": N, "body": <JSON>,
+# "request": <JSON>}).
 # Usage: tests/env/flink/record-rest.sh BASE_URL JOBS_JAR OUTDIR
 #   BASE_URL  the JobManager's REST address (e.g. http://<pod IP>:8081 of a session cluster on
 #             the real node); JOBS_JAR  the test jobs jar of the same Flink version (the cache's
@@ -10,6 +11,9 @@
 #             file:///tmp/record-rest-savepoints in the JobManager's container.
 # Calls, in the order the lifecycle makes them (README "Job lifecycle"):
 #   config                GET /config (the Flink version)
+#   upload-jar            POST /jars/upload (multipart "jarfile": JOBS_JAR) -> {"filename"}
+#   run-jar               POST /jars/<jar id>/run {"entryClass": "testenv.Ticker", "jobId": <ours>}
+#                         -> {"jobid"} (fc.flink's REST submission gives the job its id)
 #   overview-running      GET /jobs/overview with the Ticker RUNNING
 #   savepoint-trigger     POST /jobs/<id>/savepoints   -> {"request-id"}
 #   savepoint-completed   GET /jobs/<id>/savepoints/<request-id> until COMPLETED
@@ -40,7 +44,8 @@ call() {
   fi
   status=${resp##*$'\n'} resp=${resp%$'\n'*}
   if [ "$name" != - ]; then
-    jq -n --argjson s "$status" --argjson b "$resp" '{status: $s, body: $b}' >"$out/$name.json"
+    jq -n --argjson s "$status" --argjson b "$resp" --argjson r "${body:-null}" \
+      '{status: $s, body: $b} + (if $r == null then {} else {request: $r} end)' >"$out/$name.json"
   fi
   printf '%s\n' "$resp"
 }
@@ -51,11 +56,18 @@ wait_for() {
   echo "record-rest: $what did not happen" >&2; return 1
 }
 
-jar_id=$(curl -sS -X POST -F "jarfile=@$jar" "$base/jars/upload" | jq -r '.filename | split("/") | last')
-run() { call - POST "/jars/$jar_id/run" "{\"entryClass\":\"testenv.Ticker\",\"programArgsList\":[\"$1\"]}" | jq -r .jobid; }
-
 call config GET /config >/dev/null
-id=$(run 100)
+resp=$(curl -sS -X POST -F "jarfile=@$jar" -w '\n%{http_code}' "$base/jars/upload")
+jq -n --argjson s "${resp##*$'\n'}" --argjson b "${resp%$'\n'*}" '{status: $s, body: $b}' >"$out/upload-jar.json"
+jar_id=$(jq -r '.body.filename | split("/") | last' "$out/upload-jar.json")
+# run NAME ARG: the Ticker with ARG (emit interval in ms), as job id 32 hex digits of our own;
+# recorded as NAME unless -
+run() {
+  local jid; jid=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+  call "$1" POST "/jars/$jar_id/run" \
+    "{\"entryClass\":\"testenv.Ticker\",\"programArgsList\":[\"$2\"],\"jobId\":\"$jid\"}" | jq -r .jobid
+}
+id=$(run run-jar 100)
 vertices_running() {
   call - GET "/jobs/$id" | jq -e '.state == "RUNNING" and (.vertices | length > 0)
     and all(.vertices[]; .status == "RUNNING")' >/dev/null
@@ -74,7 +86,7 @@ finished() { call job-finished GET "/jobs/$id" | jq -e '.state == "FINISHED"' >/
 wait_for "job $id FINISHED" 60 finished
 call overview-finished GET /jobs/overview >/dev/null
 
-id=$(run -1)
+id=$(run - -1)
 failed() { call job-failed GET "/jobs/$id" | jq -e '.state == "FAILED"' >/dev/null; }
 wait_for "job $id FAILED" 120 failed
 has_history() {
