@@ -18,6 +18,12 @@ defaults.JOB_MANAGER_PORTS = { rpc = 6123, blob = 6124, query = 6125, ui = 8081 
 defaults.TASK_MANAGER_PORTS = { data = 6121, rpc = 6122, query = 6125 }
 defaults.MEMORY_OFF_HEAP_RATIO = 25
 defaults.MEMORY_OFF_HEAP_MIN = "600M"
+--- Native TaskManagers: failed pods (terminated, or not registered in time) before no more are
+-- started (ours; Flink's old resource manager had such a limit, without a fixed default here).
+defaults.NATIVE_MAX_FAILED_ATTEMPTS = 10
+--- Native TaskManagers: seconds from a pod's creation to its registration with the JobManager,
+-- Flink's own `taskmanager.registration.timeout` default (5 min).
+defaults.NATIVE_REGISTRATION_TIMEOUT_SECONDS = 300
 defaults.CLEANUP_POLICY = {
   afterJobSucceeds = "DeleteCluster",
   afterJobFails = "KeepCluster",
@@ -65,7 +71,10 @@ end
 --   spec.jobManager{replicas 1, accessScope "Cluster", ports{rpc 6123, blob 6124,
 --     query 6125, ui 8081}, memoryOffHeapRatio 25, memoryOffHeapMin "600M"},
 --   spec.taskManager{ports{data 6121, rpc 6122, query 6125}, memoryOffHeapRatio 25,
---     memoryOffHeapMin "600M"} (replicas is required, never defaulted),
+--     memoryOffHeapMin "600M"} (replicas is required in mode StatefulSet, never defaulted);
+--     with mode Native also maxFailedAttempts 10 and registrationTimeoutSeconds 300 (mode
+--     itself is not filled: an absent mode is StatefulSet, and an existing manifest keeps its
+--     defaulted spec, hence its revision, unchanged),
 --   spec.job, only when present (a job cluster){parallelism 1, allowNonRestoredState false,
 --     takeSavepointOnUpgrade true, restartPolicy "Never", noLoggingToStdout false,
 --     cleanupPolicy{afterJobSucceeds "DeleteCluster", afterJobFails "KeepCluster",
@@ -93,6 +102,10 @@ function defaults.apply(cluster)
 
   local tm = section(spec, "taskManager")
   if tm then component(tm, defaults.TASK_MANAGER_PORTS) end
+  if tm and tm.mode == "Native" then
+    fill(tm, "maxFailedAttempts", defaults.NATIVE_MAX_FAILED_ATTEMPTS)
+    fill(tm, "registrationTimeoutSeconds", defaults.NATIVE_REGISTRATION_TIMEOUT_SECONDS)
+  end
 
   -- job: absent (or null) means a session cluster; only an object is defaulted.
   if is_null(spec.job) then

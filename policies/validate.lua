@@ -10,6 +10,7 @@
 -- lowercase. Unknown fields of the FlinkCluster's own structure are warnings; embedded
 -- Kubernetes types (volumes, containers, resources, securityContext, tolerations, ...) are
 -- checked only for their JSON type, except the quantities in `resources`.
+local profile = require("fc.profile")
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
@@ -26,6 +27,10 @@ validate.ACCESS_SCOPES = { "Cluster", "VPC", "External", "NodePort", "Headless" 
 validate.RESTART_POLICIES = { "Never", "FromSavepointOnFailure" }
 validate.CLEANUP_ACTIONS = { "KeepCluster", "DeleteCluster", "DeleteTaskManager" }
 validate.PROTOCOLS = { "TCP", "UDP", "SCTP" }
+validate.TASK_MANAGER_MODES = { "StatefulSet", "Native" }
+--- Fields of spec.taskManager that only mode Native reads.
+validate.NATIVE_FIELDS = { "resourceProfile", "maxPerTaskManager", "maxFailedAttempts",
+  "registrationTimeoutSeconds", "slots" }
 --- Kubernetes' limit for DNS labels and label values (apimachinery util/validation).
 validate.MAX_LABEL = 63
 --- Suffixes of the generated object names (see lib/names.lua); `job` only for a job cluster.
@@ -40,7 +45,8 @@ validate.MAX_STATEFULSET_NAME = 52
 
 --------------------------------------------------------------------------------------------
 -- Schema of the FlinkCluster's own structure. Node kinds: "string", "integer", "boolean",
--- "quantity" (Kubernetes quantity), "strmap" (object of strings), "object" (an embedded
+-- "quantity" (Kubernetes quantity), "strmap" (object of strings), "qmap" (object of
+-- quantities), "object" (an embedded
 -- Kubernetes type: JSON type only), "resources" (ResourceRequirements: quantities),
 -- {fields = {name = node}} (ours: unknown keys warn), {list = node}.
 
@@ -73,6 +79,8 @@ local function component_fields(ports, jobmanager)
   return { fields = f }
 end
 
+local RESOURCE_SHAPE = { fields = { cpu = "quantity", memory = "quantity", extendedResources = "qmap" } }
+
 local JOB = { fields = {
   jarFile = "string", className = "string", args = { list = "string" },
   fromSavepoint = "string", allowNonRestoredState = "boolean",
@@ -92,7 +100,16 @@ local SPEC = { fields = {
   batchSchedulerName = "string",
   jobManager = component_fields({ rpc = "integer", blob = "integer", query = "integer",
                                   ui = "integer" }, true),
-  taskManager = component_fields({ data = "integer", rpc = "integer", query = "integer" }),
+  taskManager = (function()
+    local tm = component_fields({ data = "integer", rpc = "integer", query = "integer" })
+    tm.fields.mode = "string"
+    tm.fields.resourceProfile = RESOURCE_SHAPE
+    tm.fields.maxPerTaskManager = RESOURCE_SHAPE
+    tm.fields.maxFailedAttempts = "integer"
+    tm.fields.registrationTimeoutSeconds = "integer"
+    tm.fields.slots = "integer"
+    return tm
+  end)(),
   job = JOB,
   envVars = K8S_LIST,
   envFrom = K8S_LIST,
@@ -224,6 +241,11 @@ local function check_types(v, node, path, add)
     if not is_object(v) then return add(path, "must be an object") end
     for _, k in ipairs(sorted_keys(v)) do
       if not is_null(v[k]) and type(v[k]) ~= "string" then add(key_path(path, k), "must be a string") end
+    end
+  elseif node == "qmap" then
+    if not is_object(v) then return add(path, "must be an object") end
+    for _, k in ipairs(sorted_keys(v)) do
+      if not is_null(v[k]) then check_quantity(v[k], key_path(path, k), add) end
     end
   elseif node == "object" then
     if not is_object(v) then add(path, "must be an object") end
@@ -426,7 +448,49 @@ local function check_job(job, creating, add)
   end
 end
 
-local function check_spec(spec, creating, add)
+-- Mode Native: the slot demand (spec.taskManager.slots for a session cluster; a job cluster's
+-- is spec.job.parallelism), the limits, and resource shapes fc.profile can read; extended
+-- resources must come out whole per pod (Kubernetes takes no fractional extended resources).
+local function check_native(tm, is_job, add, warn)
+  if is_job and not is_null(tm.slots) then
+    add("spec.taskManager.slots", "only for a session cluster: a job cluster's demand is spec.job.parallelism")
+  elseif not is_job and is_null(tm.slots) then
+    add("spec.taskManager.slots", "is required with mode Native for a session cluster")
+  elseif is_integer(tm.slots) and tm.slots < 1 then
+    add("spec.taskManager.slots", "must be >= 1")
+  end
+  if not is_null(tm.replicas) then
+    warn("spec.taskManager.replicas", "ignored with mode Native: the slot demand sets the pods")
+  end
+  for _, k in ipairs({ "maxFailedAttempts", "registrationTimeoutSeconds" }) do
+    if is_integer(tm[k]) and tm[k] < 1 then add("spec.taskManager." .. k, "must be >= 1") end
+  end
+  -- only shapes whose parts have the right JSON types (the type walk reports the others)
+  for _, k in ipairs({ "resourceProfile", "maxPerTaskManager" }) do
+    local shape = tm[k]
+    if not is_null(shape) and (not is_object(shape) or not quantity.valid(shape.cpu or 0)
+        or not quantity.valid(shape.memory or 0)) then
+      return
+    end
+  end
+  local p, errors = profile.of(tm)
+  for _, e in ipairs(errors or {}) do
+    -- the type walk already reports malformed and negative quantities
+    if not (e.message:find("^invalid quantity") or e.message == "must not be negative") then
+      add(e.path, e.message)
+    end
+  end
+  if not p then return end
+  for name, a in pairs(p.profile.extended) do
+    local total = a * p.slots
+    if math.abs(total - math.floor(total + 0.5)) > 1e-9 then
+      add("spec.taskManager.resourceProfile.extendedResources[" .. name .. "]",
+        string.format("%s per slot x %d slots per TaskManager is not a whole number", show(a), p.slots))
+    end
+  end
+end
+
+local function check_spec(spec, creating, add, warn)
   local image = obj(spec.image)
   if (image and (is_null(image.name) or image.name == "")) or is_null(spec.image) then
     add("spec.image.name", "is required")
@@ -442,10 +506,19 @@ local function check_spec(spec, creating, add)
   end
 
   local tm = obj(spec.taskManager)
-  if not tm or is_null(tm.replicas) then
+  local native = tm and tm.mode == "Native"
+  if tm then check_enum(tm.mode, validate.TASK_MANAGER_MODES, "spec.taskManager.mode", add) end
+  if native then
+    check_native(tm, obj(spec.job) ~= nil, add, warn)
+  elseif not tm or is_null(tm.replicas) then
     if is_null(spec.taskManager) or tm then add("spec.taskManager.replicas", "is required") end
   elseif is_integer(tm.replicas) and tm.replicas < 1 then
     add("spec.taskManager.replicas", "must be >= 1")
+  end
+  if tm and not native then
+    for _, k in ipairs(validate.NATIVE_FIELDS) do
+      if not is_null(tm[k]) then warn("spec.taskManager." .. k, "used only with mode Native: ignored") end
+    end
   end
   if tm then
     check_ports(tm, "spec.taskManager", { "data", "rpc", "query" }, add)
@@ -540,7 +613,7 @@ function validate.check(input)
     add("spec", "is required")
   elseif is_object(cluster.spec) then
     local old_spec = obj(old.spec)
-    check_spec(cluster.spec, old_spec == nil, add)
+    check_spec(cluster.spec, old_spec == nil, add, warn)
     if old_spec then check_update(cluster.spec, old_spec, old, add) end
   end
   return { errors = errors, warnings = warnings }

@@ -103,6 +103,10 @@ local SPEC_FIELDS = {
   ["spec.jobManager.ports.ui"] = "integer",
   ["spec.taskManager"] = "object",
   ["spec.taskManager.replicas"] = "integer",
+  ["spec.taskManager.mode"] = "string",
+  ["spec.taskManager.maxFailedAttempts"] = "integer",
+  ["spec.taskManager.registrationTimeoutSeconds"] = "integer",
+  ["spec.taskManager.slots"] = "integer",
   ["spec.taskManager.ports"] = "object",
   ["spec.taskManager.ports.data"] = "integer",
   ["spec.taskManager.ports.rpc"] = "integer",
@@ -156,6 +160,13 @@ for _, c in ipairs({ "spec.jobManager", "spec.taskManager" }) do
   SPEC_FIELDS[c .. ".nodeSelector{}"] = "string"
 end
 add_resources("spec.job")
+for _, shape in ipairs({ "spec.taskManager.resourceProfile", "spec.taskManager.maxPerTaskManager" }) do
+  SPEC_FIELDS[shape] = "object"
+  SPEC_FIELDS[shape .. ".cpu"] = "int-or-string"
+  SPEC_FIELDS[shape .. ".memory"] = "int-or-string"
+  SPEC_FIELDS[shape .. ".extendedResources"] = "object"
+  SPEC_FIELDS[shape .. ".extendedResources{}"] = "int-or-string"
+end
 for _, a in ipairs({ "volumes", "volumeMounts", "initContainers" }) do
   SPEC_FIELDS["spec.job." .. a] = "array"
   SPEC_FIELDS["spec.job." .. a .. "[]"] = "object"
@@ -253,6 +264,7 @@ describe("deploy/crd.yaml", function()
       ["spec.job.cleanupPolicy.afterJobCancelled"] = cleanup,
       ["spec.jobManager.extraPorts[].protocol"] = { "TCP", "UDP", "SCTP" },
       ["spec.taskManager.extraPorts[].protocol"] = { "TCP", "UDP", "SCTP" },
+      ["spec.taskManager.mode"] = { "StatefulSet", "Native" },
     }
     local seen = 0
     walk(function(path, n)
@@ -261,7 +273,7 @@ describe("deploy/crd.yaml", function()
         assert.are.same(want[path], n.enum, path)
       end
     end)
-    assert.are.equal(8, seen)
+    assert.are.equal(9, seen)
   end)
 
   it("has the documented minimums and maximums", function()
@@ -283,6 +295,9 @@ describe("deploy/crd.yaml", function()
       ["spec.job.autoSavepointSeconds"] = { 0, nil },
       ["spec.job.savepointGeneration"] = { 0, nil },
       ["spec.revisionHistoryLimit"] = { 0, nil },
+      ["spec.taskManager.maxFailedAttempts"] = { 1, nil },
+      ["spec.taskManager.registrationTimeoutSeconds"] = { 1, nil },
+      ["spec.taskManager.slots"] = { 1, nil },
     }
     local seen = {}
     walk(function(path, n)
@@ -294,7 +309,7 @@ describe("deploy/crd.yaml", function()
         seen[#seen + 1] = path
       end
     end)
-    assert.are.equal(17, #seen)
+    assert.are.equal(20, #seen)
   end)
 
   it("requires what the API requires", function()
@@ -302,7 +317,6 @@ describe("deploy/crd.yaml", function()
       [""] = { "spec" },
       ["spec"] = { "image", "taskManager" },
       ["spec.image"] = { "name" },
-      ["spec.taskManager"] = { "replicas" },
       ["spec.job"] = { "jarFile" },
       ["spec.hadoopConfig"] = { "configMapName", "mountPath" },
       ["spec.gcpConfig"] = { "serviceAccount" },
@@ -320,7 +334,8 @@ describe("deploy/crd.yaml", function()
         end
       end
     end)
-    assert.are.equal(10, seen)
+    -- spec.taskManager.replicas: required in mode StatefulSet only (validate.lua says so)
+    assert.are.equal(9, seen)
     assert.are.equal(1, node("spec.image.name").minLength)
     assert.are.equal(1, node("spec.job.jarFile").minLength)
   end)
@@ -615,8 +630,10 @@ describe("the CRD schema applied to manifests", function()
     { "no image", function(s) s.image = nil end, "spec.image: required" },
     { "taskManager.replicas 0", function(s) s.taskManager.replicas = 0 end,
       "spec.taskManager.replicas: must be >= 1" },
-    { "taskManager.replicas missing", function(s) s.taskManager.replicas = nil end,
-      "spec.taskManager.replicas: required" },
+    { "taskManager.mode Fargate", function(s) s.taskManager.mode = "Fargate" end,
+      "spec.taskManager.mode: unsupported value" },
+    { "taskManager.slots 0", function(s) s.taskManager.slots = 0 end,
+      "spec.taskManager.slots: must be >= 1" },
     { "jobManager.replicas 2", function(s) s.jobManager.replicas = 2 end,
       "spec.jobManager.replicas: must be <= 1" },
     { "ui port 1024", function(s) s.jobManager.ports.ui = 1024 end,

@@ -13,7 +13,7 @@ local BASE = {
   "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget", "rawlen",
   "rawset", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION",
 }
-local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true }
+local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true, ["fc.profile"] = true }
 
 local state = { policy_dir = nil, policies = {}, timeout_ms = 200, memory_mib = 64 }
 
@@ -91,7 +91,7 @@ local function new_env(label)
       chunkname = "@lib/" .. name:sub(5) .. ".lua"
     else
       error("require: module '" .. name .. "' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, lib.<name>)", 2)
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, lib.<name>)", 2)
     end
     local text, err = read_file(path)
     if not text then error("require: cannot open " .. tostring(err), 2) end

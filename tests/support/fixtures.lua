@@ -285,7 +285,8 @@ function M.sandboxed(name, opts)
   local function load_file(path)
     return assert(loadfile(path, "t", env))()
   end
-  local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua" }
+  local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua",
+    ["fc.profile"] = M.ROOT .. "/lua/fc/profile.lua" }
   env.require = function(m)
     if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
     if loaded[m] ~= nil then return loaded[m] end
