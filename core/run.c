@@ -174,6 +174,22 @@ int run_flink_record(json_t *st, const char *result, const char *job_id, const c
             json_object_set_new(t, "error", json_string(text));
         }
         json_object_set_new(exs, job_id, t);
+    } else if (strcmp(result, "taskmanagers") == 0) {
+        /* GET /taskmanagers (TaskManagersInfo): the registered TaskManagers' resource ids and
+         * when they were listed; a failed call keeps the last list (and its older time) */
+        json_t *tms = json_object_get(doc, "taskmanagers");
+        if (ok && json_is_array(tms)) {
+            json_t *ids = json_array();
+            size_t i;
+            json_t *tm;
+            json_array_foreach(tms, i, tm)
+            {
+                json_t *id = json_object_get(tm, "id");
+                if (json_is_string(id))
+                    json_array_append(ids, id);
+            }
+            json_object_set_new(st, "taskmanagers", json_pack("{s:o, s:I}", "ids", ids, "time", (json_int_t)now));
+        }
     }
     json_decref(doc);
     return 0;

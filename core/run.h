@@ -76,7 +76,9 @@ json_t *run_merge_patch(json_t *old, json_t *new);
  *     failure=<operation.failure-cause class: first stack-trace line>, time}; else error;
  *   exceptions (GET /jobs/<id>/exceptions): st.exceptions[<job id>] = 2xx -> {name=<the newest
  *     exceptionHistory entry's exceptionName>, stacktrace=<its stacktrace, else root-exception,
- *     the first RUN_FLINK_EXCEPTION_MAX bytes>, time}; else {error, time}.
+ *     the first RUN_FLINK_EXCEPTION_MAX bytes>, time}; else {error, time};
+ *   taskmanagers (GET /taskmanagers): 2xx -> st.taskmanagers = {ids=[<resource id>...], time};
+ *     else unchanged (Native TaskManagers: registration is judged only from a real answer).
  * Returns 0, or -1 when `st` is not an object. */
 int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
                      long status, const char *body, const char *error, double now);

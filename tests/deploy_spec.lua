@@ -90,12 +90,13 @@ describe("deploy/rbac.yaml", function()
       expand("apps", { "statefulsets", "controllerrevisions" }, CRUD),
       expand("batch", { "jobs" }, CRUD),
       expand("networking.k8s.io", { "ingresses" }, CRUD),
-      expand("", { "pods" }, { "get", "list", "watch", "create", "delete" }),
+      -- native TaskManager pods are created by server-side apply (PATCH)
+      expand("", { "pods" }, { "get", "list", "watch", "create", "patch", "delete" }),
       expand("", { "events" }, { "create", "patch" }),
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(62, #want)
+    assert.are.equal(63, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 

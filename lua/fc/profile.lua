@@ -106,7 +106,7 @@ function profile.container_resources(res, n)
   if (res.cpu_cores or 0) > 0 then
     limits.cpu = quantity.format_millicores(math.ceil(res.cpu_cores * 1000 * n - 1e-6))
   end
-  if (res.memory_mib or 0) > 0 then limits.memory = string.format("%dMi", res.memory_mib * n) end
+  if (res.memory_mib or 0) > 0 then limits.memory = quantity.format_bytes(res.memory_mib * n * MIB) end
   for name, a in pairs(res.extended or {}) do
     if name:lower() ~= slots.FLOATING_MEMORY then
       limits[name] = string.format("%d", math.ceil(a * n - 1e-9))

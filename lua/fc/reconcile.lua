@@ -8,6 +8,7 @@ local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
+local taskmanagers = require("fc.taskmanagers")
 
 local reconcile = {}
 
@@ -249,7 +250,8 @@ end
 -- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
 -- /jobs/<id>/savepoints, POST /jobs/<id>/stop (stop-with-savepoint: the same {"request-id"}
 -- answer, polled at the same URL) and GET /jobs/<id>/savepoints/<rid> ->
--- flink.savepoint_triggers[<id>]; GET /jobs/<id>/exceptions[?...] -> flink.exceptions[<id>].
+-- flink.savepoint_triggers[<id>]; GET /jobs/<id>/exceptions[?...] -> flink.exceptions[<id>];
+-- GET /taskmanagers -> flink.taskmanagers = {ids, time} (Native TaskManagers, fc.taskmanagers).
 function reconcile.flink_action(target, method, path, body)
   local a = { op = "flink", method = method, path = path, body = body, target = target }
   if method == "GET" and path == "/jobs/overview" then
@@ -260,6 +262,8 @@ function reconcile.flink_action(target, method, path, body)
     a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
   elseif method == "GET" and (path:match("^/jobs/%x+/exceptions$") or path:match("^/jobs/%x+/exceptions%?")) then
     a.result, a.job_id = "exceptions", path:match("^/jobs/(%x+)/")
+  elseif method == "GET" and path == "/taskmanagers" then
+    a.result = "taskmanagers"
   end
   return a
 end
@@ -303,6 +307,44 @@ local function held_status(hold, new, old_status, gen, now, result)
   end
 end
 
+-- Native TaskManagers, the last step of a pass (nothing after it can fail, so the accounting
+-- never counts a pod whose create is dropped): pods to create (the cluster policy's
+-- taskmanager_pod, asked only when pods are missing) and delete, their events, the
+-- TaskManagersStopped condition (True once maxFailedAttempts pods failed: no more are started,
+-- with a Warning event when it becomes True) and the requeue while pods wait for registration
+-- or a start cool-down.
+local function native_actions(host, native, cluster, cleanup, now, result, new, old_status, gen)
+  local demand = taskmanagers.demand(cluster, cleanup)
+  local p = native.profile
+  local template
+  if native.summary.pods * p.slots < demand then
+    local res = call(host, "cluster", "taskmanager_pod", { cluster = cluster, slots = p.slots, resource = p.profile })
+    expect(is_table(res) and is_table(res.object) and res.object.kind == "Pod" and is_table(res.object.metadata),
+      "cluster", "taskmanager_pod", "must return {object=<Pod>}")
+    template = res.object
+  end
+  local out = taskmanagers.decide(native, demand, template, now)
+  -- deletes first: they free the quota the creates may need
+  for _, n in ipairs(out.delete) do result.actions[#result.actions + 1] = { op = "delete", kind = "Pod", name = n } end
+  for _, pod in ipairs(out.create) do result.actions[#result.actions + 1] = { op = "apply", object = pod } end
+  for _, e in ipairs(out.events) do result.events[#result.events + 1] = e end
+  local s = out.summary
+  local cond = out.stopped
+    and { type = "TaskManagersStopped", status = "True", reason = "MaxFailedAttempts",
+      message = string.format("%d TaskManager pods failed (maxFailedAttempts %d): no more are started",
+        s.failedAttempts, s.maxFailedAttempts) }
+    or { type = "TaskManagersStopped", status = "False", reason = "BelowMaxFailedAttempts",
+      message = string.format("%d of at most %d TaskManager pods failed", s.failedAttempts, s.maxFailedAttempts) }
+  local prev = find_condition(old_status, cond.type)
+  if out.stopped and not (prev and prev.status == "True") then
+    result.events[#result.events + 1] = { type = "Warning", reason = "TaskManagersStopped", message = cond.message }
+  end
+  reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  if out.requeue_after and (result.requeue_after == nil or out.requeue_after < result.requeue_after) then
+    result.requeue_after = out.requeue_after
+  end
+end
+
 local function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
@@ -315,6 +357,7 @@ local function run(host, snapshot, hold)
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
     -- being deleted: the garbage collector removes the children (controller ownerReferences)
+    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(name))
     return result
   end
 
@@ -357,9 +400,14 @@ local function run(host, snapshot, hold)
   local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
   if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
 
+  -- Native TaskManagers (fc.taskmanagers): what the pods and the JobManager say, before the policies
+  local native = taskmanagers.is_native(defaulted)
+    and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(name), defaulted, children,
+      flink, now, taskmanagers.demand(defaulted, "")) or nil
+
   -- 3. job and savepoint decisions (job clusters)
   local components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = {}, cleanup = "" })
+    { cluster = defaulted, children = children, desired = {}, cleanup = "", taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
   local jd, sd, obs = {}, {}, {}
@@ -489,6 +537,10 @@ local function run(host, snapshot, hold)
       and cleanup == "" then
     flink_action("GET", "/jobs/overview")
   end
+  if native and components.jobManagerService and components.jobManagerService.state == "Ready"
+      and native.summary.pods > 0 then
+    flink_action("GET", "/taskmanagers")
+  end
   if jd.remove_annotation then
     result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
   end
@@ -497,7 +549,8 @@ local function run(host, snapshot, hold)
   local new_current = current
   if not is_job or jd.update_done then new_current = next_rev end
   local final_components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = by_kind, cleanup = cleanup })
+    { cluster = defaulted, children = children, desired = by_kind, cleanup = cleanup,
+      taskmanagers = native and native.summary })
   expect(is_table(final_components), "status", "components", "must return a table")
   local st = call(host, "status", "compute", {
     cluster = defaulted, components = final_components, job = is_job and jd.job or nil,
@@ -518,6 +571,7 @@ local function run(host, snapshot, hold)
   reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
     message = "policies ran without error" }, now, gen, old_status.conditions)
   new.observedGeneration = gen
+  if native then native_actions(host, native, for_desired, cleanup, now, result, new, old_status, gen) end
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
   new.lastUpdateTime = old_status.lastUpdateTime

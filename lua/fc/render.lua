@@ -1,11 +1,14 @@
 --- fc.render: the offline dry-run behind `flink-controller render` (docs/contracts.md, "Render").
 --
 -- For every FlinkCluster document of the input: defaults.apply -> validate.check ->
--- cluster.desired, each through fc.host.call (sandboxed and budgeted in the binary), with the
+-- cluster.desired (and, for taskManager.mode Native, cluster.taskmanager_pod: the pods a new
+-- cluster starts with), each through fc.host.call (sandboxed and budgeted in the binary), with the
 -- output shapes checked here. Every document is processed even when an earlier one failed;
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
+local profile = require("fc.profile")
 local shape = require("fc.shape")
+local taskmanagers = require("fc.taskmanagers")
 
 local render = {}
 
@@ -66,6 +69,21 @@ function render.document(doc, index, host)
   ok, dres = run_policy(host, "cluster", { cluster = cluster })
   if not ok then return fail("policy", dres) end
   out.objects = dres.objects or {}
+  if taskmanagers.is_native(cluster) then
+    -- mode Native: the TaskManager pods the controller would start for this cluster, created
+    -- empty (pods <name>-taskmanager-1 .. N for the spec's slot demand)
+    local p = profile.of(cluster.spec.taskManager)
+    local pres
+    ok, pres = host.call("cluster", "taskmanager_pod", { cluster = cluster, slots = p.slots, resource = p.profile })
+    if ok and not (type(pres) == "table" and type(pres.object) == "table" and pres.object.kind == "Pod") then
+      ok, pres = false, "cluster.lua: taskmanager_pod: must return {object=<Pod>}"
+    end
+    if not ok then
+      out.objects = nil
+      return fail("policy", pres)
+    end
+    for _, pod in ipairs(taskmanagers.render(cluster, pres.object)) do out.objects[#out.objects + 1] = pod end
+  end
   return out
 end
 

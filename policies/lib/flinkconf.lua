@@ -1,6 +1,7 @@
 --- lib.flinkconf: the contents of flink-conf.yaml for a FlinkCluster: the Flink version of
 -- the image, the memory keys computed from the container limits, and the rendering of the
 -- `key: value` lines. Pure functions; used by policies/cluster.lua.
+local profile = require("fc.profile")
 local quantity = require("fc.quantity")
 local names = require("lib.names")
 local image_ref = require("lib.image")
@@ -115,6 +116,20 @@ function flinkconf.memory_properties(spec, component, image, props)
   return { [component .. ".heap.size"] = quantity.flink_mib(plan.heap) }
 end
 
+--- The taskManager spec whose resources.limits.memory sizes the TaskManager process: as given
+-- in mode StatefulSet; in mode Native the pod's memory, slots x resourceProfile.memory (every
+-- Native pod of a cluster has the same size; no limit when the profile's memory is unknown).
+function flinkconf.taskmanager_memory_spec(tm)
+  if tm.mode ~= "Native" then return tm end
+  local p = profile.of(tm)
+  local mib = p and p.profile.memory_mib or 0
+  local limits = mib > 0 and { memory = string.format("%dMi", mib * p.slots) } or nil
+  local out = {}
+  for k, v in pairs(tm) do out[k] = v end
+  out.resources = { limits = limits }
+  return out
+end
+
 --- flinkProperties values are strings in the API; YAML may hand us numbers or booleans.
 local function as_string(v)
   if math.type(v) == "float" and v == math.floor(v) then v = math.tointeger(v) end
@@ -138,7 +153,7 @@ function flinkconf.properties(cluster)
     -- the TaskManager's `data` containerPort only means something if Flink listens there
     ["taskmanager.data.port"] = tm.ports.data,
   }
-  for _, c in ipairs({ { jm, "jobmanager" }, { tm, "taskmanager" } }) do
+  for _, c in ipairs({ { jm, "jobmanager" }, { flinkconf.taskmanager_memory_spec(tm), "taskmanager" } }) do
     for k, v in pairs(flinkconf.memory_properties(c[1], c[2], spec.image.name, user)) do props[k] = v end
   end
   for k, v in pairs(user) do props[k] = v end

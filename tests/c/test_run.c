@@ -325,6 +325,16 @@ int main(void)
     s = record("jobs", NULL, "/jobs/overview", 200, "not json", "", "reachable");
     IS_STR(s, "false", "jobs overview 200 with a body that is not JSON: unreachable");
     free(s);
+    s = record("taskmanagers", NULL, "/taskmanagers", 200,
+               "{\"taskmanagers\":[{\"id\":\"wc-taskmanager-1\",\"slotsNumber\":2},{\"id\":\"wc-taskmanager-3\"},"
+               "{\"noid\":1}]}", "", "taskmanagers");
+    IS_STR(s, "{\"ids\":[\"wc-taskmanager-1\",\"wc-taskmanager-3\"],\"time\":1700000000}",
+           "taskmanagers 200: the registered resource ids and when");
+    free(s);
+    s = record("taskmanagers", NULL, "/taskmanagers", 503, "{\"errors\":[\"x\"]}", "", NULL);
+    IS_STR(s, "{\"jobs\":[{\"jid\":\"old\"}],\"reachable\":true,\"savepoint_triggers\":{}}",
+           "taskmanagers 503: nothing recorded (no registration is judged from it)");
+    free(s);
     IS_INT(run_flink_record(NULL, "jobs", NULL, "/jobs/overview", 200, "{}", "", 0), -1, "NULL state refused");
 
     /* ---- usage errors (exit 2, before any connection) ---- */
