@@ -5,7 +5,8 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost, and on the real node
+#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost
+#                                        native nativequota (native.sh; nativescale only when named), and on the real node
 #                                        (realpods.sh) realjob realticker realconfig incluster
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -73,9 +74,11 @@ trap cleanup EXIT
 . "$HERE/proxy.sh"
 # shellcheck source=expect.sh
 . "$HERE/expect.sh"
+# shellcheck source=native.sh
+. "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost realjob realticker realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost native nativequota realjob realticker realconfig incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done

@@ -1,0 +1,174 @@
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
+# Native TaskManagers (taskManager.mode Native, issue 10) on the real API server, pods on the
+# kwok node (sourced by tests/integration/run.sh, helpers in lib.sh):
+#   native       7 slots at 2 per pod -> 4 pods; demand 7 -> 3 cancels pods down to 2; a deleted
+#                pod is replaced; a pod marked Failed is replaced and counted; a controller
+#                restart with the pods present creates none
+#   nativequota  a ResourceQuota refusing pods: the controller backs off (few creates, no hot loop)
+#   nativescale  1,000 TaskManager pods created, tracked, and recovered after a restart without a
+#                duplicate (NATIVE_SCALE_PODS to change the number; kwok's node must hold them)
+
+# native_cluster NAME SLOTS [extra taskManager YAML lines, indented 4]: a Native session cluster
+# whose slots need 100m CPU and 128Mi each, at most 2 per pod.
+native_cluster() {
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkCluster
+metadata:
+  name: $1
+spec:
+  image:
+    name: flink:1.20.0
+  jobManager:
+    resources:
+      limits: {memory: "1024Mi", cpu: "200m"}
+  taskManager:
+    mode: Native
+    slots: $2
+    resourceProfile: {cpu: 100m, memory: 128Mi}
+    maxPerTaskManager: {cpu: 200m, memory: 256Mi}
+${3:-}
+EOF
+}
+
+# tm_pods NS NAME: the names of the cluster's TaskManager pods not being deleted, sorted, one line
+tm_pods() {
+  kc -n "$1" get pods -l "cluster=$2,component=taskmanager" \
+    -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{.metadata.deletionTimestamp}{"\n"}{end}' 2>/dev/null |
+    awk 'NF == 1 {print $1}' | sort -V | tr '\n' ' ' | sed 's/ $//'
+}
+tm_pods_are() { [ "$(tm_pods "$1" "$2")" = "$3" ]; }
+tm_count() { local p; p=$(tm_pods "$1" "$2"); [ -z "$p" ] && echo 0 || wc -w <<<"$p" | tr -d ' '; }
+tm_count_is() { [ "$(tm_count "$1" "$2")" = "$3" ]; }
+# native_field NS NAME FIELD: status.components.taskManagers.FIELD
+native_field() { jp "$1" "flinkcluster/$2" "{.status.components.taskManagers.$3}"; }
+
+case_native() {
+  local ns
+  ns=$(new_ns native) || { check "native: namespace" false; return; }
+  start_controller native --namespace "$ns"
+  native_cluster tm 7 | kc -n "$ns" apply -f - >/dev/null
+  t_four() {
+    poll 60 tm_pods_are "$ns" tm "tm-taskmanager-1 tm-taskmanager-2 tm-taskmanager-3 tm-taskmanager-4" ||
+      { echo "pods: $(tm_pods "$ns" tm)"; return 1; }
+    local uid pod
+    uid=$(jp "$ns" flinkcluster/tm '{.metadata.uid}')
+    for pod in tm-taskmanager-1 tm-taskmanager-4; do
+      owned_by "$ns" "pod/$pod" "$uid" || return 1
+      expect "$pod labels" "$(jp "$ns" "pod/$pod" '{.metadata.labels.app} {.metadata.labels.cluster} {.metadata.labels.component} {.metadata.labels.priority}')" \
+        "flink tm taskmanager 0" || return 1
+      expect "$pod limits" "$(jp "$ns" "pod/$pod" '{.spec.containers[0].resources.limits.cpu} {.spec.containers[0].resources.limits.memory}')" \
+        "200m 256Mi" || return 1
+      expect "$pod args" "$(jp "$ns" "pod/$pod" '{.spec.containers[0].args}')" \
+        '["taskmanager","-Dtaskmanager.resource-id=$(FLINK_POD_NAME)","-Dtaskmanager.numberOfTaskSlots=2"]' || return 1
+    done
+    [ -z "$(kc -n "$ns" get statefulset tm-taskmanager -o name 2>/dev/null)" ] || { echo "a TaskManager StatefulSet"; return 1; }
+    poll 30 eval '[ "$(native_field "$ns" tm pods)" = 4 ]' || { echo "status pods: $(native_field "$ns" tm pods)"; return 1; }
+    expect "slots per TaskManager, demand" "$(native_field "$ns" tm slotsPerTaskManager) $(native_field "$ns" tm demand)" "2 7"
+  }
+  check "native: 7 slots at 2 per pod -> pods tm-taskmanager-1..4 (labels, owner, limits 2 x profile, resource id = pod name), no TaskManager StatefulSet" t_four
+  t_down() {
+    kc -n "$ns" patch flinkcluster tm --type=merge -p '{"spec":{"taskManager":{"slots":3}}}' >/dev/null || return 1
+    poll 60 tm_pods_are "$ns" tm "tm-taskmanager-3 tm-taskmanager-4" || { echo "pods: $(tm_pods "$ns" tm)"; return 1; }
+    sleep 3
+    tm_pods_are "$ns" tm "tm-taskmanager-3 tm-taskmanager-4" || { echo "pods later: $(tm_pods "$ns" tm)"; return 1; }
+  }
+  check "native: demand 7 -> 3 cancels the oldest pending pods down to 2 (4 slots for 3)" t_down
+  t_deleted() {
+    kc -n "$ns" delete pod tm-taskmanager-3 --wait=false >/dev/null || return 1
+    poll 60 tm_pods_are "$ns" tm "tm-taskmanager-4 tm-taskmanager-5" || { echo "pods: $(tm_pods "$ns" tm)"; return 1; }
+    poll 30 eval '[ "$(native_field "$ns" tm failedAttempts)" = 1 ]' ||
+      { echo "failedAttempts: $(native_field "$ns" tm failedAttempts)"; return 1; }
+    poll 10 has_event "$ns" tm TaskManagerFailed || { echo "no TaskManagerFailed event"; return 1; }
+  }
+  check "native: a deleted pod is replaced by tm-taskmanager-5 (a new id) and counted (failedAttempts 1, event)" t_deleted
+  t_failed() {
+    kc -n "$ns" patch pod tm-taskmanager-4 --subresource=status --type=merge \
+      -p '{"status":{"phase":"Failed","reason":"Error"}}' >/dev/null || return 1
+    poll 60 tm_pods_are "$ns" tm "tm-taskmanager-5 tm-taskmanager-6" || { echo "pods: $(tm_pods "$ns" tm)"; return 1; }
+    poll 30 eval '[ "$(native_field "$ns" tm failedAttempts)" = 2 ]' ||
+      { echo "failedAttempts: $(native_field "$ns" tm failedAttempts)"; return 1; }
+    expect "TaskManagersStopped" "$(condition "$ns" tm TaskManagersStopped)" "False BelowMaxFailedAttempts"
+  }
+  check "native: a pod marked Failed is deleted, replaced by tm-taskmanager-6 and counted (failedAttempts 2)" t_failed
+  t_restart() {
+    local before uids_before
+    before=$(tm_pods "$ns" tm)
+    uids_before=$(kc -n "$ns" get pods -l cluster=tm,component=taskmanager -o jsonpath='{.items[*].metadata.uid}')
+    expect "controller stopped" "$(stop_controller native)" 0 || return 1
+    FC_LOG_LEVEL=debug start_controller native2 --namespace "$ns"
+    poll 30 grep -q "reconcile: .*cluster=$ns/tm" "$WORK/native2.log" || { echo "no pass of the new controller"; return 1; }
+    sleep 5
+    expect "pods after the restart" "$(tm_pods "$ns" tm)" "$before" || return 1
+    expect "the same pods (uids)" \
+      "$(kc -n "$ns" get pods -l cluster=tm,component=taskmanager -o jsonpath='{.items[*].metadata.uid}')" "$uids_before" || return 1
+    # the new process works on them: demand 3 -> 6 adds ids after the largest recovered one
+    kc -n "$ns" patch flinkcluster tm --type=merge -p '{"spec":{"taskManager":{"slots":6}}}' >/dev/null || return 1
+    poll 60 tm_pods_are "$ns" tm "tm-taskmanager-5 tm-taskmanager-6 tm-taskmanager-7" ||
+      { echo "pods: $(tm_pods "$ns" tm)"; return 1; }
+  }
+  check "native: a restarted controller with the pods present creates none, then goes on from the largest id" t_restart
+  stop_controller native2 >/dev/null
+}
+
+case_nativequota() {
+  local ns
+  ns=$(new_ns nquota) || { check "nativequota: namespace" false; return; }
+  # the JobManager's pod and two TaskManagers fit; the other two are refused (HTTP 403)
+  kc -n "$ns" create quota pods --hard=pods=3 >/dev/null
+  start_controller nquota --namespace "$ns"
+  native_cluster tq 8 | kc -n "$ns" apply -f - >/dev/null
+  t_backoff() {
+    poll 60 tm_count_is "$ns" tq 2 || { echo "pods: $(tm_pods "$ns" tq)"; return 1; }
+    poll 30 has_event "$ns" tq TaskManagerStartFailed || { echo "no TaskManagerStartFailed event"; return 1; }
+    local t0 refused
+    t0=$(grep -c 'apply Pod tq-taskmanager-[0-9]*: HTTP 403' "$WORK/nquota.log")
+    sleep 30
+    refused=$(($(grep -c 'apply Pod tq-taskmanager-[0-9]*: HTTP 403' "$WORK/nquota.log") - t0))
+    # cool-downs of 10, 20, 40 s after the first two: at most 2 rounds of 2 refused creates in 30 s
+    [ "$refused" -ge 1 ] && [ "$refused" -le 6 ] || { echo "$refused refused creates in 30 s"; return 1; }
+    tm_count_is "$ns" tq 2 || { echo "pods: $(tm_pods "$ns" tq)"; return 1; }
+    ctl_alive nquota || { echo "controller exited"; return 1; }
+  }
+  check "nativequota: a quota refusing pods: 2 created, the others retried after a doubling cool-down (1-6 refused creates in 30 s, not a hot loop)" t_backoff
+  t_freed() {
+    kc -n "$ns" patch quota pods --type=merge -p '{"spec":{"hard":{"pods":"5"}}}' >/dev/null || return 1
+    poll 120 tm_count_is "$ns" tq 4 || { echo "pods: $(tm_pods "$ns" tq)"; return 1; }
+  }
+  check "nativequota: once the quota allows them, the missing pods are created (within the cool-down)" t_freed
+  stop_controller nquota >/dev/null
+}
+
+case_nativescale() {
+  local ns pods=${NATIVE_SCALE_PODS:-1000}
+  ns=$(new_ns nscale) || { check "nativescale: namespace" false; return; }
+  start_controller nscale --namespace "$ns" --qps 200 --burst 400
+  local t0 t1
+  t0=$(date +%s)
+  native_cluster big $((pods * 2)) | kc -n "$ns" apply -f - >/dev/null
+  t_created() {
+    poll 600 tm_count_is "$ns" big "$pods" || { echo "pods: $(tm_count "$ns" big)"; return 1; }
+    t1=$(date +%s)
+    echo "# $pods pods in $((t1 - t0)) s" >&2
+    expect "last id" "$(tm_pods "$ns" big | tr ' ' '\n' | tail -n1)" "big-taskmanager-$pods"
+  }
+  check "nativescale: $pods TaskManager pods created (ids 1..$pods)" t_created
+  t_recovered() {
+    expect "controller stopped" "$(stop_controller nscale)" 0 || return 1
+    local uids
+    uids=$(kc -n "$ns" get pods -l cluster=big,component=taskmanager -o jsonpath='{.items[*].metadata.uid}' |
+      tr ' ' '\n' | sort | tr '\n' ' ')
+    FC_LOG_LEVEL=debug start_controller nscale2 --namespace "$ns" --qps 200 --burst 400
+    poll 60 grep -q "reconcile: .*cluster=$ns/big" "$WORK/nscale2.log" || { echo "no pass of the new controller"; return 1; }
+    sleep 10
+    expect "the same $pods pods (uids)" "$(kc -n "$ns" get pods -l cluster=big,component=taskmanager \
+      -o jsonpath='{.items[*].metadata.uid}' | tr ' ' '\n' | sort | tr '\n' ' ')" "$uids" || return 1
+    ! grep -q 'apply Pod' "$WORK/nscale2.log" || { grep 'apply Pod' "$WORK/nscale2.log" | head -3; return 1; }
+    kc -n "$ns" delete pod big-taskmanager-17 --wait=false >/dev/null
+    poll 60 tm_count_is "$ns" big "$pods" || return 1
+    expect "replacement id" "$(tm_pods "$ns" big | tr ' ' '\n' | tail -n1)" "big-taskmanager-$((pods + 1))"
+  }
+  check "nativescale: a restarted controller recovers the $pods pods without creating one, and replaces a deleted one as id $((pods + 1))" t_recovered
+  stop_controller nscale2 >/dev/null
+  kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+}
