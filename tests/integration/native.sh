@@ -11,24 +11,10 @@
 # native_cluster NAME SLOTS [extra taskManager YAML lines, indented 4]: a Native session cluster
 # whose slots need 100m CPU and 128Mi each, at most 2 per pod.
 native_cluster() {
-  cat <<EOF
-apiVersion: flinkoperator.k8s.io/v1beta1
-kind: FlinkCluster
-metadata:
-  name: $1
-spec:
-  image:
-    name: flink:1.20.0
-  jobManager:
-    resources:
-      limits: {memory: "1024Mi", cpu: "200m"}
-  taskManager:
-    mode: Native
-    slots: $2
-    resourceProfile: {cpu: 100m, memory: 128Mi}
-    maxPerTaskManager: {cpu: 200m, memory: 256Mi}
-${3:-}
-EOF
+  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: $1}" "spec:" \
+    "  image: {name: flink:1.20.0}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: 200m}}}" \
+    "  taskManager:" "    mode: Native" "    slots: $2" "    resourceProfile: {cpu: 100m, memory: 128Mi}" \
+    "    maxPerTaskManager: {cpu: 200m, memory: 256Mi}" "${3:-}"
 }
 
 # tm_pods NS NAME: the names of the cluster's TaskManager pods not being deleted, sorted, one line
