@@ -158,3 +158,82 @@ case_nativescale() {
   stop_controller nscale2 >/dev/null
   kc delete namespace "$ns" --wait=false >/dev/null 2>&1
 }
+
+# ---- on the real node (skipped without one; realpods.sh has real_node_ready, skip, jm_get, ...) ----
+#   nativereal     a Ticker job cluster, parallelism 4, 2 slots per pod: 2 real TaskManager pods
+#                  register with the real JobManager under their pod names and the job's tasks
+#                  run on them
+#   nativetimeout  a TaskManager that never registers (its pod held in an init container) is
+#                  replaced after registrationTimeoutSeconds; at maxFailedAttempts no more pods
+
+# tm_ids NS NAME: the resource ids the JobManager lists in GET /taskmanagers, sorted, one line
+tm_ids() {
+  jm_get "$1" "$2" /taskmanagers | lua5.4 -e 'local ids = {}
+    for _, t in ipairs(require("cjson").decode(io.read("a")).taskmanagers or {}) do ids[#ids + 1] = t.id end
+    table.sort(ids) print(table.concat(ids, " "))' /dev/null
+}
+
+case_nativereal() {
+  local desc="native, real pods: a Ticker job cluster with parallelism 4 at 2 slots per pod"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns; ns=$(new_ns nreal real)
+  FLINK_DIRECT=1 start_controller nreal --namespace "$ns"
+  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: nt}" "spec:" \
+    "  image: {name: flink:1.20.5}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: 500m}}}" \
+    "  taskManager:" "    mode: Native" "    resourceProfile: {cpu: 100m, memory: 512Mi}" \
+    "    maxPerTaskManager: {cpu: 200m, memory: 1Gi}" "    registrationTimeoutSeconds: 300" \
+    "  job: {jarFile: /opt/flink/usrlib/testenv-jobs.jar, className: testenv.Ticker, parallelism: 4," \
+    "    cleanupPolicy: {afterJobCancelled: KeepCluster}}" | kc -n "$ns" apply -f - >/dev/null
+  t_registered() {
+    poll 240 eval '[ "$(tm_ids "$ns" nt)" = "nt-taskmanager-1 nt-taskmanager-2" ]' ||
+      { echo "JobManager lists: '$(tm_ids "$ns" nt)'"; why "$ns" nt; tail -n 15 "$WORK/nreal.log"; return 1; }
+    expect "slots-total" "$(jm_get "$ns" nt /overview | jget slots-total)" 4 || return 1
+    poll 30 eval '[ "$(native_field "$ns" nt registered) $(native_field "$ns" nt state)" = "2 Ready" ]' ||
+      { echo "status: $(jp "$ns" flinkcluster/nt '{.status.components.taskManagers}')"; return 1; }
+  }
+  check "$desc: pods nt-taskmanager-1 and -2 register with the JobManager under their pod names (4 slots), status Ready" t_registered
+  t_job_runs() {
+    poll 240 is_job "$ns" nt Running || { why "$ns" nt; tail -n 15 "$WORK/nreal.log"; return 1; }
+    local id
+    id=$(job_field "$ns" nt id)
+    tasks_running() { jm_get "$ns" nt "/jobs/$id" | all_vertices_running; }
+    poll 90 tasks_running || { echo "tasks of $id not all RUNNING"; return 1; }
+    # every slot of both TaskManagers is taken by the job
+    expect "slots-available" "$(jm_get "$ns" nt /overview | jget slots-available)" 0 || return 1
+    expect "cluster state" "$(state "$ns" nt)" Running
+  }
+  check "$desc: the job runs on them (tasks RUNNING, no free slot), cluster Running" t_job_runs
+  stop_controller nreal >/dev/null
+  kc delete namespace "$ns" --wait=false >/dev/null 2>&1 # the real node's CPU for the next case
+}
+
+case_nativetimeout() {
+  local desc="native, real pods: a TaskManager that never registers"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  local ns; ns=$(new_ns ntimeout real)
+  FLINK_DIRECT=1 start_controller ntimeout --namespace "$ns"
+  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: nx}" "spec:" \
+    "  image: {name: flink:1.20.5}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: 200m}}}" \
+    "  taskManager:" "    mode: Native" "    slots: 1" "    registrationTimeoutSeconds: 20" "    maxFailedAttempts: 2" \
+    "    initContainers: [{name: hold, image: flink:1.20.5, command: [sleep, '3600']}]" |
+    kc -n "$ns" apply -f - >/dev/null
+  t_replaced() {
+    poll 120 eval 'kc -n "$ns" get pod nx-taskmanager-2 >/dev/null 2>&1' ||
+      { echo "pods: $(tm_pods "$ns" nx)"; why "$ns" nx; tail -n 15 "$WORK/ntimeout.log"; return 1; }
+    poll 10 has_event "$ns" nx TaskManagerNotRegistered || { echo "no TaskManagerNotRegistered event"; return 1; }
+    expect "the JobManager lists" "$(tm_ids "$ns" nx)" ""
+  }
+  check "$desc: pod 1 is replaced by pod 2 after registrationTimeoutSeconds (20 s), the JobManager answering" t_replaced
+  t_limit() {
+    poll 120 eval '[ "$(condition "$ns" nx TaskManagersStopped)" = "True MaxFailedAttempts" ]' ||
+      { echo "condition: $(condition "$ns" nx TaskManagersStopped), pods: $(tm_pods "$ns" nx)"; return 1; }
+    poll 10 has_event "$ns" nx TaskManagersStopped || { echo "no TaskManagersStopped event"; return 1; }
+    poll 60 tm_count_is "$ns" nx 0 || { echo "pods: $(tm_pods "$ns" nx)"; return 1; }
+    sleep 25
+    expect "pods 25 s later" "$(tm_pods "$ns" nx)" "" || return 1
+    ! kc -n "$ns" get pod nx-taskmanager-3 >/dev/null 2>&1 || { echo "a third pod"; return 1; }
+  }
+  check "$desc: after the second timeout (maxFailedAttempts 2) no pod is started, condition and Warning event say why" t_limit
+  stop_controller ntimeout >/dev/null
+  kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+}

@@ -6,7 +6,8 @@
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost
-#                                        native nativequota (native.sh; nativescale only when named), and on the real node
+#                                        native nativequota nativereal nativetimeout (native.sh; nativescale only
+#                                        when named), and on the real node
 #                                        (realpods.sh) realjob realticker realconfig incluster
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -78,7 +79,7 @@ trap cleanup EXIT
 . "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost native nativequota realjob realticker realconfig incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost native nativequota realjob realticker realconfig nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
