@@ -173,14 +173,21 @@ tm_ids() {
     table.sort(ids) print(table.concat(ids, " "))' /dev/null
 }
 
+# real_native_head NAME JM_CPU LINE...: a Native FlinkCluster on the Flink image built here, the
+# given lines after `mode: Native`
+real_native_head() {
+  local name=$1 cpu=$2; shift 2
+  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: $name}" "spec:" \
+    "  image: {name: flink:1.20.5}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: $cpu}}}" \
+    "  taskManager:" "    mode: Native" "$@"
+}
+
 case_nativereal() {
   local desc="native, real pods: a Ticker job cluster with parallelism 4 at 2 slots per pod"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   local ns; ns=$(new_ns nreal real)
   FLINK_DIRECT=1 start_controller nreal --namespace "$ns"
-  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: nt}" "spec:" \
-    "  image: {name: flink:1.20.5}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: 500m}}}" \
-    "  taskManager:" "    mode: Native" "    resourceProfile: {cpu: 100m, memory: 512Mi}" \
+  real_native_head nt 500m "    resourceProfile: {cpu: 100m, memory: 512Mi}" \
     "    maxPerTaskManager: {cpu: 200m, memory: 1Gi}" "    registrationTimeoutSeconds: 300" \
     "  job: {jarFile: /opt/flink/usrlib/testenv-jobs.jar, className: testenv.Ticker, parallelism: 4," \
     "    cleanupPolicy: {afterJobCancelled: KeepCluster}}" | kc -n "$ns" apply -f - >/dev/null
@@ -212,9 +219,7 @@ case_nativetimeout() {
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   local ns; ns=$(new_ns ntimeout real)
   FLINK_DIRECT=1 start_controller ntimeout --namespace "$ns"
-  printf '%s\n' "apiVersion: flinkoperator.k8s.io/v1beta1" "kind: FlinkCluster" "metadata: {name: nx}" "spec:" \
-    "  image: {name: flink:1.20.5}" "  jobManager: {resources: {limits: {memory: 1024Mi, cpu: 200m}}}" \
-    "  taskManager:" "    mode: Native" "    slots: 1" "    registrationTimeoutSeconds: 20" "    maxFailedAttempts: 2" \
+  real_native_head nx 200m "    slots: 1" "    registrationTimeoutSeconds: 20" "    maxFailedAttempts: 2" \
     "    initContainers: [{name: hold, image: flink:1.20.5, command: [sleep, '3600']}]" |
     kc -n "$ns" apply -f - >/dev/null
   t_replaced() {
