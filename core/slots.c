@@ -79,6 +79,7 @@ struct slots_acct {
     uint32_t pass;
     int32_t sweep;        /* next slab index slots_sweep looks at */
     double backoff;       /* the last cool-down (0: none) */
+    int last_prof;        /* profile index lookup found last (-1: none), see same_as_last */
     double wait_until;
     int start_failures;
 };
@@ -403,6 +404,7 @@ struct slots_acct *slots_new(const struct slots_config *cfg, struct slots_err *e
     a->max_profiles = max_profiles;
     a->max_pods = max_pods;
     a->free_pod = -1;
+    a->last_prof = -1;
     a->timeout = cfg->registration_timeout_s;
     a->backoff_first = cfg->start_backoff_s > 0 ? cfg->start_backoff_s : 5;
     a->backoff_max = cfg->start_backoff_max_s > 0 ? cfg->start_backoff_max_s : 300;
@@ -536,8 +538,41 @@ static enum slots_status prof_bind(struct slots_acct *a, int idx, const struct s
 }
 
 /* Priority index for a checked profile; assigns one when `assign`.  -1 when not found. */
+static enum slots_status lookup_slow(struct slots_acct *a, const struct slots_resources *profile,
+                                     bool assign, int *idx, struct slots_err *err);
+
+/* The fast path of lookup: `profile` is exactly (same order, same bytes) the canonical resource
+ * of the profile found last, the common case of a caller asking for one profile again and again. */
+static bool same_as_last(const struct slots_acct *a, const struct slots_resources *in)
+{
+    if (a->last_prof < 0 || a->last_prof >= a->nprofs)
+        return false;
+    const struct slots_resources *c = &a->profs[a->last_prof].res;
+    if (!a->profs[a->last_prof].bound || in->cpu_cores != c->cpu_cores || in->memory_mib != c->memory_mib ||
+        in->n_extended != c->n_extended)
+        return false;
+    for (size_t i = 0; i < in->n_extended; i++)
+        if (in->extended[i].amount != c->extended[i].amount || in->extended[i].name_len != c->extended[i].name_len ||
+            memcmp(in->extended[i].name, c->extended[i].name, c->extended[i].name_len) != 0)
+            return false;
+    return true;
+}
+
 static enum slots_status lookup(struct slots_acct *a, const struct slots_resources *profile,
                                 bool assign, int *idx, struct slots_err *err)
+{
+    if (profile && same_as_last(a, profile)) {
+        *idx = a->last_prof;
+        return SLOTS_OK;
+    }
+    enum slots_status st = lookup_slow(a, profile, assign, idx, err);
+    if (st == SLOTS_OK && *idx >= 0)
+        a->last_prof = *idx;
+    return st;
+}
+
+static enum slots_status lookup_slow(struct slots_acct *a, const struct slots_resources *profile,
+                                     bool assign, int *idx, struct slots_err *err)
 {
     enum slots_status st = slots_check(profile, err);
     if (st != SLOTS_OK)

@@ -404,22 +404,26 @@ local function run(host, snapshot, hold)
   local native = taskmanagers.is_native(defaulted)
     and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(name), defaulted, children,
       flink, now, taskmanagers.demand(defaulted, "")) or nil
+  -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
+  -- be copied into every policy call)
+  local for_policies = native and taskmanagers.without_pods(children) or children
 
   -- 3. job and savepoint decisions (job clusters)
   local components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = {}, cleanup = "", taskmanagers = native and native.summary })
+    { cluster = defaulted, children = for_policies, desired = {}, cleanup = "",
+      taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
   local jd, sd, obs = {}, {}, {}
   if is_job then
-    obs = call(host, "job", "observe", { cluster = defaulted, children = children, flink = flink, now = now })
+    obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
       flink = flink, update = update, now = now })
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
-      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children, components = components,
+      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies, components = components,
       update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policy's own events (e.g. a restart with its attempt number), before the state events
@@ -549,7 +553,7 @@ local function run(host, snapshot, hold)
   local new_current = current
   if not is_job or jd.update_done then new_current = next_rev end
   local final_components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = by_kind, cleanup = cleanup,
+    { cluster = defaulted, children = for_policies, desired = by_kind, cleanup = cleanup,
       taskmanagers = native and native.summary })
   expect(is_table(final_components), "status", "components", "must return a table")
   local st = call(host, "status", "compute", {

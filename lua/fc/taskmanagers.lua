@@ -69,6 +69,20 @@ local function listed_pods(children)
   return out
 end
 
+--- taskmanagers.without_pods(children) -> children without the Native TaskManager pods (a
+-- shallow copy; the other kinds and pods are shared).
+function taskmanagers.without_pods(children)
+  local out, pods = {}, {}
+  for k, v in pairs(children) do out[k] = v end
+  local tms = {}
+  for _, p in ipairs(listed_pods(children)) do tms[p[1]] = true end
+  for name, pod in pairs(children.Pod or {}) do
+    if not tms[name] then pods[name] = pod end
+  end
+  out.Pod = pods
+  return out
+end
+
 local function rfc3339_seconds(s)
   if type(s) ~= "string" then return 0 end
   local y, mo, d, h, mi, se = s:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")

@@ -6,7 +6,8 @@
 #                restart with the pods present creates none
 #   nativequota  a ResourceQuota refusing pods: the controller backs off (few creates, no hot loop)
 #   nativescale  1,000 TaskManager pods created, tracked, and recovered after a restart without a
-#                duplicate (NATIVE_SCALE_PODS to change the number; kwok's node must hold them)
+#                duplicate (NATIVE_SCALE_PODS to change the number; the kwok node's pod capacity is
+#                raised for it and set back after); prints the figures as TAP comments
 
 # native_cluster NAME SLOTS [extra taskManager YAML lines, indented 4]: a Native session cluster
 # whose slots need 100m CPU and 128Mi each, at most 2 per pod.
@@ -125,17 +126,28 @@ case_nativequota() {
   stop_controller nquota >/dev/null
 }
 
+# set_kwok_pods N: the kwok node's pod capacity (status; kwok leaves it as set)
+set_kwok_pods() {
+  kc patch node "${TESTENV_KWOK_NODE:-testenv-node-0}" --subresource=status --type=merge \
+    -p "{\"status\":{\"capacity\":{\"pods\":\"$1\"},\"allocatable\":{\"pods\":\"$1\"}}}" >/dev/null
+}
+
 case_nativescale() {
-  local ns pods=${NATIVE_SCALE_PODS:-1000}
+  local ns pods=${NATIVE_SCALE_PODS:-1000} cap
   ns=$(new_ns nscale) || { check "nativescale: namespace" false; return; }
+  # room for the pods on the kwok node (110 by tests/env/testdata/node.yaml), given back after
+  cap=$(jp default "node/${TESTENV_KWOK_NODE:-testenv-node-0}" '{.status.capacity.pods}')
+  set_kwok_pods $((pods + 200))
   start_controller nscale --namespace "$ns" --qps 200 --burst 400
   local t0 t1
   t0=$(date +%s)
-  native_cluster big $((pods * 2)) | kc -n "$ns" apply -f - >/dev/null
+  # 5m CPU and 16Mi a slot, 2 a pod: 1,000 pods take 10 CPUs and 32Gi of the kwok node
+  native_cluster big $((pods * 2)) | sed -e 's/cpu: 100m, memory: 128Mi/cpu: 5m, memory: 16Mi/' \
+    -e 's/cpu: 200m, memory: 256Mi/cpu: 10m, memory: 32Mi/' | kc -n "$ns" apply -f - >/dev/null
   t_created() {
     poll 600 tm_count_is "$ns" big "$pods" || { echo "pods: $(tm_count "$ns" big)"; return 1; }
     t1=$(date +%s)
-    echo "# $pods pods in $((t1 - t0)) s" >&2
+    echo "$pods pods created in $((t1 - t0)) s" >>"$WORK/nscale.figures"
     expect "last id" "$(tm_pods "$ns" big | tr ' ' '\n' | tail -n1)" "big-taskmanager-$pods"
   }
   check "nativescale: $pods TaskManager pods created (ids 1..$pods)" t_created
@@ -150,13 +162,18 @@ case_nativescale() {
     expect "the same $pods pods (uids)" "$(kc -n "$ns" get pods -l cluster=big,component=taskmanager \
       -o jsonpath='{.items[*].metadata.uid}' | tr ' ' '\n' | sort | tr '\n' ' ')" "$uids" || return 1
     ! grep -q 'apply Pod' "$WORK/nscale2.log" || { grep 'apply Pod' "$WORK/nscale2.log" | head -3; return 1; }
+    # the first pass of the new process rebuilds the accounting from the pods
+    grep -o "reconcile: .*cluster=$ns/big" "$WORK/nscale2.log" | head -n1 | grep -o '([0-9.]* ms)' |
+      sed "s/^/first pass after the restart (state rebuilt from $pods pods): /" >>"$WORK/nscale.figures"
     kc -n "$ns" delete pod big-taskmanager-17 --wait=false >/dev/null
     poll 60 tm_count_is "$ns" big "$pods" || return 1
     expect "replacement id" "$(tm_pods "$ns" big | tr ' ' '\n' | tail -n1)" "big-taskmanager-$((pods + 1))"
   }
   check "nativescale: a restarted controller recovers the $pods pods without creating one, and replaces a deleted one as id $((pods + 1))" t_recovered
+  sed 's/^/# /' "$WORK/nscale.figures" 2>/dev/null
   stop_controller nscale2 >/dev/null
-  kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+  kc delete namespace "$ns" --timeout=300s >/dev/null 2>&1
+  [ -z "$cap" ] || set_kwok_pods "$cap"
 }
 
 # ---- on the real node (skipped without one; realpods.sh has real_node_ready, skip, jm_get, ...) ----
