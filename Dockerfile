@@ -20,6 +20,8 @@ RUN make deps-build \
 COPY core/ core/
 COPY lua/ lua/
 COPY policies/ policies/
+COPY deploy/crd.yaml deploy/crd.yaml
+COPY scripts/crd-schema.lua scripts/crd-schema.lua
 RUN make -j"$(nproc)" DATADIR="${DATADIR}" all \
  && make install PREFIX=/usr/local DATADIR="${DATADIR}" DESTDIR=/out
 

@@ -29,7 +29,12 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                gcc make ca-certificates
 
 .PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
-all: $(BUILD)/flink-controller $(LUA_SOS)
+all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
+
+# The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
+# the one description of the API's fields (README.md, "One schema").
+lua/fc/crd.lua: deploy/crd.yaml scripts/crd-schema.lua
+	lua5.4 scripts/crd-schema.lua deploy/crd.yaml $@
 
 # Java and Maven are for the test environment only (a real Flink from Maven
 # Central, tests/env/); installed from Debian when the machine has none.
@@ -38,9 +43,10 @@ all: $(BUILD)/flink-controller $(LUA_SOS)
 TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
 # The test environment's real node (tests/env/, README.md "The real node"): container runtime,
 # CNI plugins, kube-proxy's and the kubelet's iptables/conntrack, and debootstrap for the images
-# built here (no registry), jq for their archives' JSON (tests/env/mkimage.sh). Always installed:
-# a machine with Java may still lack these.
-NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq
+# built here (no registry), jq for their archives' JSON (tests/env/mkimage.sh), patch for the
+# policy cookbook's tests (tests/cookbook_spec.lua). Always installed: a machine with Java may
+# still lack these.
+NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq patch
 
 # deps: everything `make`, `make test` and `make demo` need; deps-build: only what `make` needs
 # (the Dockerfile's build stage).
@@ -96,11 +102,13 @@ lint:
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
 
-# The policies alone (README.md, "Policies"): luacheck on policies/, then busted on the policy
-# specs and the fixtures walker through tests/run.sh (its LUA_PATH, TAP and counts).
+# The policies alone (README.md, "Policies"): luacheck on policies/, every fixture in the
+# production sandbox (`flink-controller test`), then busted on the policy specs and the fixtures
+# walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
-test-policies: $(LUA_SOS)
+test-policies: $(BUILD)/flink-controller $(LUA_SOS)
 	luacheck --no-color -q policies
+	$(BUILD)/flink-controller test
 	@bash tests/run.sh busted $(sort $(wildcard policies/*_spec.lua)) tests/policy_fixtures_spec.lua
 
 # install: the binary to $(PREFIX)/bin, lua/ and policies/ (without specs and testdata) to

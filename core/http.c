@@ -12,6 +12,7 @@ struct http_request {
     http_client *client;
     CURL *easy;
     struct curl_slist *headers;
+    curl_mime *mime;                  /* multipart body, or NULL */
     http_data_fn on_data;
     http_done_fn on_done;
     void *ud;
@@ -54,6 +55,7 @@ static void request_free(http_request *r)
     c->n_active--;
     curl_multi_remove_handle(c->multi, r->easy);
     curl_easy_cleanup(r->easy);
+    curl_mime_free(r->mime);
     curl_slist_free_all(r->headers);
     util_buf_free(&r->body);
     free(r);
@@ -385,13 +387,27 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     const char *method = o->method && *o->method ? o->method : "GET";
     if (strcmp(method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-    if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
+    if (o->part) {
+        curl_mimepart *mp = NULL;
+        r->mime = curl_mime_init(e);
+        if (!r->mime || !(mp = curl_mime_addpart(r->mime)) || curl_mime_name(mp, o->part->name) ||
+            curl_mime_filename(mp, o->part->filename) || curl_mime_type(mp, o->part->type) ||
+            curl_mime_data(mp, o->part->data ? o->part->data : "", o->part->len) ||
+            curl_easy_setopt(e, CURLOPT_MIMEPOST, r->mime)) {
+            curl_mime_free(r->mime);
+            curl_easy_cleanup(e);
+            free(r);
+            util_set_err(err, errlen, "http_request_start: multipart part rejected by libcurl");
+            return NULL;
+        }
+    } else if (o->body || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
         strcmp(method, "PATCH") == 0) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(o->body ? o->body_len : 0));
         curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body ? o->body : "");
     }
     if (apply_tls(e, o->tls) != 0) {
         curl_easy_cleanup(e);
+        curl_mime_free(r->mime);
         free(r);
         util_set_err(err, errlen, "http_request_start: TLS options rejected by libcurl");
         return NULL;
@@ -407,6 +423,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     if (oom || add_header(r, "Expect:")) {
         curl_slist_free_all(r->headers);
         curl_easy_cleanup(e);
+        curl_mime_free(r->mime);
         free(r);
         util_set_err(err, errlen, "http_request_start: out of memory");
         return NULL;

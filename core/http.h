@@ -65,11 +65,25 @@ typedef int (*http_data_fn)(http_request *req, const char *data, size_t len, voi
  * client. The request is freed when it returns. */
 typedef void (*http_done_fn)(http_request *req, const http_response *resp, void *ud);
 
+/* One file part of a multipart/form-data POST (RFC 7578) built by libcurl's mime API:
+ * `name` the form field, `filename` and `type` (Content-Type of the part) as sent, `data`
+ * `len` bytes (copied by libcurl at start). */
+typedef struct http_part {
+    const char *name;
+    const char *filename;
+    const char *type;
+    const char *data;
+    size_t len;
+} http_part;
+
 typedef struct http_opts {
     const char *method;          /* "GET" when NULL; any token, e.g. "PATCH" */
     const char *url;             /* required, http:// or https:// only */
     const char *const *headers;  /* NULL-terminated "Name: value" list, or NULL */
     const char *body;            /* request body (copied), or NULL */
+    const http_part *part;       /* a multipart/form-data body of this one part
+                                    (instead of `body`; no Content-Type header of
+                                    the caller's: libcurl sets the boundary) */
     size_t body_len;             /* bytes */
     const http_tls *tls;         /* NULL: verify against the system CA bundle */
     const char *bearer_token;    /* sent as "Authorization: Bearer <token>" */

@@ -438,15 +438,62 @@ static const kube_kind *const all_kinds[] = {
     &kube_kind_namespace, &kube_kind_controllerrevision, &kube_kind_deployment, &kube_kind_secret,
 };
 
+/* kinds defined at run time (kube_kind_define) */
+static kube_kind defined_kinds[KUBE_KINDS_DEFINED_MAX];
+static size_t n_defined_kinds;
+
+static int kind_matches(const kube_kind *k, const char *api_version, const char *kind)
+{
+    return (!api_version || strcmp(k->api_version, api_version) == 0) && strcmp(k->kind, kind) == 0;
+}
+
 const kube_kind *kube_kind_find(const char *api_version, const char *kind)
 {
     if (!kind)
         return NULL;
     for (size_t i = 0; i < sizeof all_kinds / sizeof all_kinds[0]; i++)
-        if ((!api_version || strcmp(all_kinds[i]->api_version, api_version) == 0) &&
-            strcmp(all_kinds[i]->kind, kind) == 0)
+        if (kind_matches(all_kinds[i], api_version, kind))
             return all_kinds[i];
+    for (size_t i = 0; i < n_defined_kinds; i++)
+        if (kind_matches(&defined_kinds[i], api_version, kind))
+            return &defined_kinds[i];
     return NULL;
+}
+
+const kube_kind *kube_kind_define(const char *api_version, const char *kind, const char *plural,
+                                  int namespaced, char *err, size_t errlen)
+{
+    if (!api_version || !*api_version || !kind || !*kind || !plural || !*plural) {
+        util_set_err(err, errlen, "kube_kind_define: apiVersion, kind and resource must be non-empty");
+        return NULL;
+    }
+    const kube_kind *k = kube_kind_find(api_version, kind);
+    if (k) {
+        if (strcmp(k->plural, plural) != 0 || k->namespaced != (namespaced != 0)) {
+            util_set_err(err, errlen, "kube_kind_define: %s %s: resource %s (namespaced %d) contradicts %s (%d)",
+                         api_version, kind, plural, namespaced != 0, k->plural, k->namespaced);
+            return NULL;
+        }
+        return k;
+    }
+    if (n_defined_kinds >= KUBE_KINDS_DEFINED_MAX) {
+        util_set_err(err, errlen, "kube_kind_define: %s %s: more than %d kinds defined", api_version, kind,
+                     (int)KUBE_KINDS_DEFINED_MAX);
+        return NULL;
+    }
+    kube_kind *d = &defined_kinds[n_defined_kinds];
+    char *av = strdup(api_version), *kd = strdup(kind), *pl = strdup(plural);
+    if (!av || !kd || !pl) {
+        free(av), free(kd), free(pl);
+        util_set_err(err, errlen, "kube_kind_define: out of memory");
+        return NULL;
+    }
+    d->api_version = av;
+    d->kind = kd;
+    d->plural = pl;
+    d->namespaced = namespaced != 0;
+    n_defined_kinds++;
+    return d;
 }
 
 /* Appends `s` percent-escaped (curl_easy_escape) to buf at *off. */
@@ -530,6 +577,7 @@ struct kube_call {
     int type;
     char *method, *path, *content_type, *body;
     size_t body_len;
+    const http_part *part; /* the caller's (kube_req.part) */
     double timeout_s;
     kube_done_fn cb;
     void *ud;
@@ -981,7 +1029,7 @@ static void call_send(kube_call *k)
     snprintf(ct, sizeof ct, "Content-Type: %s", k->content_type ? k->content_type : "application/json");
     const char *headers[] = {"Accept: application/json", "User-Agent: flink-controller", ct, NULL};
     if (!k->body)
-        headers[2] = NULL;
+        headers[2] = NULL; /* (with a part, libcurl sets the multipart Content-Type) */
     reload_token(c, 0);
     http_opts o;
     memset(&o, 0, sizeof o);
@@ -990,6 +1038,7 @@ static void call_send(kube_call *k)
     o.headers = headers;
     o.body = k->body;
     o.body_len = k->body_len;
+    o.part = k->part;
     o.tls = &c->tls;
     o.bearer_token = c->token;
     o.timeout_ms = (long)(k->timeout_s * 1000);
@@ -1027,6 +1076,7 @@ static kube_call *call_new(kube_client *c, int type, const kube_req *req, kube_d
     k->method = strdup(req->method ? req->method : "GET");
     k->path = strdup(req->path);
     k->content_type = xstrdup(req->content_type);
+    k->part = req->part;
     if (req->body) {
         k->body_len = req->body_len ? req->body_len : strlen(req->body);
         k->body = util_memdup(req->body, k->body_len);
@@ -1136,7 +1186,22 @@ static int patch_path(char *path, size_t n, const kube_kind *k, const char *ns, 
     return 0;
 }
 
+static kube_call *apply_object(kube_client *c, const char *json, int dry_run, kube_done_fn cb, void *ud,
+                               char *err, size_t errlen);
+
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    return apply_object(c, json, 0, cb, ud, err, errlen);
+}
+
+kube_call *kube_apply_dry_run(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                              size_t errlen)
+{
+    return apply_object(c, json, 1, cb, ud, err, errlen);
+}
+
+static kube_call *apply_object(kube_client *c, const char *json, int dry_run, kube_done_fn cb, void *ud,
+                               char *err, size_t errlen)
 {
     json_error_t je;
     json_t *obj = json ? json_loads(json, 0, &je) : NULL;
@@ -1162,6 +1227,8 @@ kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *u
     else if (patch_path(path, sizeof path, k, ns, name, NULL, APPLY_PATCH) != 0)
         util_set_err(err, errlen, "kube_apply: path too long");
     else {
+        if (dry_run) /* patch_path keeps 64 bytes free for the query */
+            strcat(path, "&dryRun=All");
         kube_req r = {.method = "PATCH", .path = path, .content_type = APPLY_PATCH, .body = json};
         call = kube_request(c, &r, cb, ud, err, errlen);
     }

@@ -15,6 +15,8 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "http.h"
+
 #define KUBE_FIELD_MANAGER "flink-controller"
 #define KUBE_DEFAULT_QPS 5.0    /* client-go rest.DefaultQPS */
 #define KUBE_DEFAULT_BURST 10   /* client-go rest.DefaultBurst */
@@ -109,9 +111,20 @@ extern const kube_kind kube_kind_flinkcluster, kube_kind_statefulset, kube_kind_
     kube_kind_lease, kube_kind_namespace, kube_kind_controllerrevision, kube_kind_deployment,
     kube_kind_secret;
 
-/* Looks a kind up by apiVersion + kind among the kube_kind_* above
- * (`api_version` NULL: by kind alone, first match); NULL when unknown. */
+/* Looks a kind up by apiVersion + kind among the kube_kind_* above and those defined with
+ * kube_kind_define (`api_version` NULL: by kind alone, first match); NULL when unknown. */
 const kube_kind *kube_kind_find(const char *api_version, const char *kind);
+
+enum { KUBE_KINDS_DEFINED_MAX = 16 };
+
+/* Defines a kind at run time (the declaration in lua/fc/kinds.lua, read by core/run.c at
+ * start): returns the kube_kind_* above of that apiVersion and kind when there is one (its
+ * plural must then match), else a new kind with copies of the strings, kept until exit, that
+ * kube_kind_find finds from then on. NULL with a message in err ("kube_kind_define: <reason>")
+ * for an empty string, a plural that contradicts a known kind, more than
+ * KUBE_KINDS_DEFINED_MAX new kinds, or no memory. Not thread-safe (the loop's thread only). */
+const kube_kind *kube_kind_define(const char *api_version, const char *kind, const char *plural,
+                                  int namespaced, char *err, size_t errlen);
 
 /* Writes the URL path of a collection (name NULL) or an object, with an
  * optional subresource ("status"), into buf: e.g.
@@ -164,6 +177,8 @@ typedef struct kube_req {
     const char *body;          /* or NULL */
     size_t body_len;           /* bytes; strlen(body) when 0 */
     double timeout_s;          /* whole request, default 60 s; 0 = default */
+    const http_part *part;     /* a multipart/form-data body instead of `body` (the
+                                  struct and its data must outlive the call) */
 } kube_req;
 
 /* Copies `cfg`; `cfg->server` is required. Returns NULL with err filled. */
@@ -223,6 +238,12 @@ kube_call *kube_watch(kube_client *c, const char *path, const char *resource_ver
  * metadata.namespace. Bad JSON or an unknown kind fails at once (NULL, err). */
 kube_call *kube_apply(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
                       size_t errlen);
+
+/* kube_apply with dryRun=All: the API server runs admission and validation (a 422, a webhook's
+ * refusal, a quota's 403) and answers the object it would store, writing nothing (Kubernetes
+ * API conventions, "Dry-run"). Same arguments and errors. */
+kube_call *kube_apply_dry_run(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                              size_t errlen);
 
 /* PATCH of an object (`subresource` NULL) or of a subresource ("status")
  * with `content_type` "application/merge-patch+json" (RFC 7386: null

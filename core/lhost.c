@@ -58,16 +58,20 @@ static char lhost_key_pristine;
 static char lhost_key_policies;
 static char lhost_key_guarded_string;
 
+static int lhost_open_fc_yaml(lua_State *L);
+
 /* ---- the marked list of C Lua modules compiled into the binary ---- */
 static const luaL_Reg lhost_cmodules[] = {
     {"fc.host", luaopen_fc_host},
     {"fc.slots", luaopen_fc_slots},
+    {"fc.yaml", lhost_open_fc_yaml},
     /* core/lua_<name>.c modules: add {"fc.<name>", luaopen_fc_<name>} here */
     {NULL, NULL}
 };
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
-static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", NULL};
+static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
+                                                    "fc.crd", NULL};
 
 static struct lhost *lhost_of(lua_State *L)
 {
@@ -721,6 +725,21 @@ static void lhost_module_path(char *s)
             *c = '/';
 }
 
+/* package.preload["fc.yaml"]: the trusted Lua module <datadir>/lua/fc/yaml.lua (YAML text
+ * through lyaml, which the sandbox cannot reach), loaded with the host's own globals and
+ * require.  The sandbox's require gets a private shallow copy of its table, like a C module's;
+ * its functions run under the calling policy's budgets. */
+static int lhost_open_fc_yaml(lua_State *L)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/lua/fc/yaml.lua", lhost_of(L)->datadir);
+    if (luaL_loadfilex(L, path, "t") != LUA_OK)
+        return lua_error(L);
+    lua_pushliteral(L, "fc.yaml");
+    lua_call(L, 1, 1);
+    return 1;
+}
+
 /* require inside the sandbox.  Runs within the caller's call window (its budgets). */
 static int lhost_sb_require(lua_State *L)
 {
@@ -758,7 +777,7 @@ static int lhost_sb_require(lua_State *L)
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
-                             "fc.util, fc.quantity, fc.slots, fc.profile, lib.<name>)", name);
+                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", name);
     }
     if (lhost_push_file(L, path, err, sizeof err))
         return luaL_error(L, "require: %s", err);
@@ -1293,6 +1312,23 @@ int lhost_run_chunk_json(struct lhost *h, const char *name, const char *text, si
         lua_settop(L, top);
         return 1;
     }
+    /* a result JSON cannot hold (NaN, an integer beyond 14 digits) is the chunk's error, named
+     * by its path, like any other wrong result of a policy */
+    if (lhost_push_fn(h, "fc.codec", "unencodable", err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    lua_pushvalue(L, -2);
+    if (lhost_pcall(h, 1, 1, err, errlen)) {
+        lua_settop(L, top);
+        return -1;
+    }
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        snprintf(err, errlen, "%s: result: %s", name, lua_tostring(L, -1));
+        lua_settop(L, top);
+        return 1;
+    }
+    lua_pop(L, 1);
     int rc = lhost_pop_json(h, json_out, err, errlen);
     lua_settop(L, top);
     return rc;

@@ -4,7 +4,9 @@
  *   flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
+ *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
  *   flink-controller run [options]            (core/run.c)
+ *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
  *   flink-controller --help
  *
@@ -22,9 +24,11 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "fixtures.h"
 #include "lhost.h"
 #include "run.h"
 #include "util.h"
+#include "webhook.h"
 
 #ifndef FC_VERSION
 #define FC_VERSION "0.1.0"
@@ -36,6 +40,7 @@ enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
 static int cmd_render(int argc, char **argv);
 static int cmd_sandbox_run(int argc, char **argv);
+static int cmd_test(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
 struct main_command {
@@ -47,8 +52,10 @@ struct main_command {
 static const struct main_command commands[] = {
     {"render", cmd_render, "print the objects a FlinkCluster manifest becomes (no cluster needed)"},
     {"sandbox-run", cmd_sandbox_run, "run Lua chunks under the policy sandbox (debugging)"},
+    {"test", cmd_test, "run every policy's fixtures in the production sandbox"},
     {"version", cmd_version, "print the version"},
     {"run", run_main, "run the controller (watch FlinkClusters, reconcile, apply)"},
+    {"webhook", webhook_main, "serve only the admission webhook over TLS (no API server needed)"},
     {NULL, NULL, NULL}};
 
 static void main_usage(FILE *out)
@@ -122,6 +129,39 @@ static void main_bad_option(const char *cmd, char **argv)
         fprintf(stderr, "%s: bad or incomplete option '-%c' (see --help)\n", cmd, optopt);
     else
         fprintf(stderr, "%s: bad or incomplete option '%s' (see --help)\n", cmd, argv[optind - 1]);
+}
+
+/* Parses the options of a command that runs policies: the host options (--policy-dir and the
+ * budgets), -h/--help (prints `usage` to stdout) and one more string option `extra` (its value
+ * into *extra_value). Returns 0 with optind at the first operand, 1 after --help, -1 after a
+ * message on a bad option. */
+static int main_parse_host_command(const char *cmd, int argc, char **argv, const char *extra,
+                                   const char **extra_value, void (*usage)(FILE *), struct lhost_opts *o)
+{
+    const struct option longopts[] = {
+        {extra, required_argument, NULL, OPT_INPUT},
+        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
+        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
+        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 1;
+        } else if (c == OPT_INPUT) {
+            *extra_value = optarg;
+        } else if (c == '?' || c == ':') {
+            main_bad_option(cmd, argv);
+            return -1;
+        } else if (main_host_option(cmd, c, o)) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void render_usage(FILE *out)
@@ -266,31 +306,11 @@ static void sandbox_usage(FILE *out)
 
 static int cmd_sandbox_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"input", required_argument, NULL, OPT_INPUT},
-        {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
-        {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
-        {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
     struct lhost_opts o = {0};
     const char *input = NULL;
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            sandbox_usage(stdout);
-            return EXIT_OK;
-        } else if (c == OPT_INPUT) {
-            input = optarg;
-        } else if (c == '?' || c == ':') {
-            main_bad_option("sandbox-run", argv);
-            return EXIT_USAGE;
-        } else if (main_host_option("sandbox-run", c, &o)) {
-            return EXIT_USAGE;
-        }
-    }
+    int p = main_parse_host_command("sandbox-run", argc, argv, "input", &input, sandbox_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
     if (optind >= argc) {
         fprintf(stderr, "sandbox-run: a FILE is required\n");
         sandbox_usage(stderr);
@@ -330,6 +350,49 @@ static int cmd_sandbox_run(int argc, char **argv)
     }
     lhost_free(h);
     return code;
+}
+
+static void test_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flink-controller test [--policy-dir DIR] [--update POLICY/CASE]\n"
+            "                             [--policy-timeout-ms N] [--policy-memory-mib N] [PATTERN]\n"
+            "Runs the fixture cases of every policy of DIR (default: the built-in policies) in the\n"
+            "sandbox and budgets the controller uses: DIR/testdata/<policy>/<case>/input.yaml against\n"
+            "expected.yaml (formats: lua/fc/fixtures.lua). A policy without cases fails. PATTERN keeps\n"
+            "the cases whose <policy>/<case> contains it. --update writes that case's expected.yaml\n"
+            "from the policy's output (review the diff: the fixtures are the contract).\n"
+            "Exit status: 0 all passed; 1 a case failed; 2 usage or I/O error.\n");
+}
+
+static int cmd_test(int argc, char **argv)
+{
+    struct lhost_opts o = {0};
+    const char *update = NULL, *pattern = NULL;
+    int p = main_parse_host_command("test", argc, argv, "update", &update, test_usage, &o);
+    if (p)
+        return p > 0 ? EXIT_OK : EXIT_USAGE;
+    if (optind < argc)
+        pattern = argv[optind++];
+    if (optind < argc) {
+        fprintf(stderr, "test: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (o.policy_dir && main_check_dir("test", o.policy_dir))
+        return EXIT_USAGE;
+    char err[4096];
+    struct lhost *h = lhost_new(&o, err, sizeof err);
+    if (!h) {
+        fprintf(stderr, "test: %s\n", err);
+        return EXIT_USAGE;
+    }
+    int rc = fixtures_run(h, pattern, update, stdout, err, sizeof err);
+    lhost_free(h);
+    if (rc < 0) {
+        fprintf(stderr, "test: %s\n", err);
+        return EXIT_USAGE;
+    }
+    return rc ? EXIT_INVALID : EXIT_OK;
 }
 
 static int cmd_version(int argc, char **argv)

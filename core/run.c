@@ -23,6 +23,7 @@
 #include "reflector.h"
 #include "run.h"
 #include "server.h"
+#include "webhook.h"
 #include "util.h"
 #include "workqueue.h"
 
@@ -57,141 +58,38 @@ json_t *run_merge_patch(json_t *old, json_t *new)
     return patch;
 }
 
-/* "<HTTP status or transport error>: <Flink errors list>", for savepoint_triggers[].error. */
-static void run_flink_error_text(char *buf, size_t n, long status, json_t *body, const char *error)
-{
-    size_t off = 0;
-    if (error && *error)
-        off = (size_t)snprintf(buf, n, "%s", error);
-    else
-        off = (size_t)snprintf(buf, n, "HTTP %ld", status);
-    json_t *errs = json_object_get(body, "errors");
-    size_t i;
-    json_t *e;
-    json_array_foreach(errs, i, e)
-    {
-        if (off >= n || !json_is_string(e))
-            break;
-        off += (size_t)snprintf(buf + off, n - off, "%s%s", i == 0 ? ": " : "; ", json_string_value(e));
-    }
-}
-
-/* st[name] when it is an object, else a new {} put there: the per-job-id answers of one kind. */
-static json_t *run_flink_map(json_t *st, const char *name)
-{
-    json_t *m = json_object_get(st, name);
-    if (!json_is_object(m)) {
-        m = json_object();
-        json_object_set_new(st, name, m);
-    }
-    return m;
-}
-
-int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
-                     long status, const char *body, const char *error, double now)
+int run_flink_record(json_t *st, const char *id, json_t *intent, long status, const char *body,
+                     const char *error, double now)
 {
     if (!json_is_object(st))
         return -1;
-    if (!result || !*result)
+    if (!id || !*id)
         return 0;
-    json_t *doc = body && *body ? json_loads(body, JSON_DECODE_ANY, NULL) : NULL;
-    int ok = status >= 200 && status < 300 && !(error && *error);
-    char text[1024];
-    if (strcmp(result, "jobs") == 0) {
-        json_t *jobs = json_object_get(doc, "jobs");
-        if (ok && json_is_array(jobs)) {
-            json_object_set_new(st, "reachable", json_true());
-            json_object_set(st, "jobs", jobs);
-        } else {
-            json_object_set_new(st, "reachable", json_false());
-        }
-    } else if ((strcmp(result, "savepoint_trigger") == 0 || strcmp(result, "savepoint_status") == 0) &&
-               job_id && *job_id) {
-        json_t *trs = run_flink_map(st, "savepoint_triggers");
-        json_t *t = json_pack("{s:I}", "time", (json_int_t)now);
-        int trigger = strcmp(result, "savepoint_trigger") == 0;
-        const char *rid = NULL;
-        if (trigger) {
-            rid = json_string_value(json_object_get(doc, "request-id"));
-        } else {
-            const char *slash = path ? strrchr(path, '/') : NULL;
-            rid = slash ? slash + 1 : NULL;
-        }
-        if (rid && *rid)
-            json_object_set_new(t, "request_id", json_string(rid));
-        if (ok && trigger && rid) {
-            json_object_set_new(t, "status", json_string("IN_PROGRESS"));
-        } else if (ok && !trigger && json_is_object(doc)) {
-            const char *sid = json_string_value(json_object_get(json_object_get(doc, "status"), "id"));
-            json_object_set_new(t, "status", json_string(sid ? sid : "IN_PROGRESS"));
-            json_t *op = json_object_get(doc, "operation");
-            const char *loc = json_string_value(json_object_get(op, "location"));
-            if (loc)
-                json_object_set_new(t, "location", json_string(loc));
-            json_t *fc = json_object_get(op, "failure-cause");
-            if (json_is_object(fc)) {
-                const char *cls = json_string_value(json_object_get(fc, "class"));
-                const char *st_ = json_string_value(json_object_get(fc, "stack-trace"));
-                size_t line = st_ ? strcspn(st_, "\r\n") : 0;
-                if (line > 400)
-                    line = 400;
-                if (st_ && line)
-                    snprintf(text, sizeof text, "%.*s", (int)line, st_);
-                else
-                    snprintf(text, sizeof text, "%s", cls ? cls : "savepoint failed");
-                json_object_set_new(t, "failure", json_string(text));
-            }
-        } else {
-            run_flink_error_text(text, sizeof text, status, doc, error);
-            json_object_set_new(t, "error", json_string(text));
-        }
-        json_object_set_new(trs, job_id, t);
-    } else if (strcmp(result, "exceptions") == 0 && job_id && *job_id) {
-        /* GET /jobs/<id>/exceptions (JobExceptionsInfoWithHistory): the newest entry's class
-         * and stack trace (bytes, bounded), parsed by the policies; the deprecated top-level
-         * root-exception when there is no history */
-        json_t *exs = run_flink_map(st, "exceptions");
-        json_t *t = json_pack("{s:I}", "time", (json_int_t)now);
-        json_t *e0 = json_array_get(json_object_get(json_object_get(doc, "exceptionHistory"), "entries"), 0);
-        const char *name = json_string_value(json_object_get(e0, "exceptionName"));
-        const char *trace = json_string_value(json_object_get(e0, "stacktrace"));
-        if (!trace)
-            trace = json_string_value(json_object_get(doc, "root-exception"));
-        if (ok && json_is_object(doc)) {
-            if (name)
-                json_object_set_new(t, "name", json_string(name));
-            if (trace) {
-                size_t n = strlen(trace);
-                if (n > RUN_FLINK_EXCEPTION_MAX) {
-                    n = RUN_FLINK_EXCEPTION_MAX;
-                    while (n > 0 && ((unsigned char)trace[n] & 0xC0) == 0x80)
-                        n--; /* not inside a UTF-8 sequence */
-                }
-                json_object_set_new(t, "stacktrace", json_stringn(trace, n));
-            }
-        } else {
-            run_flink_error_text(text, sizeof text, status, doc, error);
-            json_object_set_new(t, "error", json_string(text));
-        }
-        json_object_set_new(exs, job_id, t);
-    } else if (strcmp(result, "taskmanagers") == 0) {
-        /* GET /taskmanagers (TaskManagersInfo): the registered TaskManagers' resource ids and
-         * when they were listed; a failed call keeps the last list (and its older time) */
-        json_t *tms = json_object_get(doc, "taskmanagers");
-        if (ok && json_is_array(tms)) {
-            json_t *ids = json_array();
-            size_t i;
-            json_t *tm;
-            json_array_foreach(tms, i, tm)
-            {
-                json_t *id = json_object_get(tm, "id");
-                if (json_is_string(id))
-                    json_array_append(ids, id);
-            }
-            json_object_set_new(st, "taskmanagers", json_pack("{s:o, s:I}", "ids", ids, "time", (json_int_t)now));
-        }
+    json_t *answers = json_object_get(st, "answers");
+    if (!json_is_object(answers)) {
+        answers = json_object();
+        json_object_set_new(st, "answers", answers);
     }
-    json_decref(doc);
+    /* answers nobody asked again for RUN_FLINK_ANSWER_TTL_S are forgotten */
+    const char *k;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(answers, tmp, k, v)
+    {
+        if (now - json_number_value(json_object_get(v, "time")) > RUN_FLINK_ANSWER_TTL_S)
+            json_object_del(answers, k);
+    }
+    size_t n = body ? strlen(body) : 0;
+    json_t *text = n > RUN_FLINK_ANSWER_MAX ? NULL : json_stringn(body ? body : "", n);
+    const char *why = error ? error : "";
+    if (!text && !*why)
+        why = n > RUN_FLINK_ANSWER_MAX ? "answer larger than RUN_FLINK_ANSWER_MAX bytes" : "answer is not UTF-8";
+    json_t *a = json_pack("{s:O?, s:I, s:o, s:s, s:I}", "intent", json_is_object(intent) ? intent : NULL, "status",
+                          (json_int_t)(text ? status : 0), "body", text ? text : json_string(""), "error", why,
+                          "time", (json_int_t)now);
+    if (!a)
+        return -1;
+    json_object_set_new(answers, id, a);
     return 0;
 }
 
@@ -294,8 +192,8 @@ static void run_flink_kube_done(const kube_result *res, void *ud)
     free(c);
 }
 
-run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
-                                char *err, size_t errlen)
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const http_part *part,
+                                run_flink_done_fn done, void *ud, char *err, size_t errlen)
 {
     const char *method = json_string_value(json_object_get(action, "method"));
     const char *path = json_string_value(json_object_get(action, "path"));
@@ -315,7 +213,10 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_fl
         return NULL;
     }
     struct run_flink_call *c = calloc(1, sizeof *c);
-    json_t *body = json_object_get(action, "body");
+    json_t *body = part ? NULL : json_object_get(action, "body");
+    json_t *tmo = json_object_get(action, "timeout_ms");
+    long timeout_ms = json_is_integer(tmo) && json_integer_value(tmo) > 0 ? (long)json_integer_value(tmo)
+                                                                          : RUN_FLINK_TIMEOUT_MS;
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     if (!c || (body && !text)) {
         free(c);
@@ -330,16 +231,18 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_fl
                       .path = loc,
                       .body = text,
                       .body_len = text ? strlen(text) : 0,
-                      .timeout_s = RUN_FLINK_TIMEOUT_MS / 1000.0};
+                      .part = part,
+                      .timeout_s = timeout_ms / 1000.0};
         c->kcall = kube_request(env->kc, &r, run_flink_kube_done, c, err, errlen);
     } else {
         static const char *const hdrs[] = {"Content-Type: application/json", "Accept: application/json", NULL};
         http_opts ho = {.method = method,
                         .url = loc,
-                        .headers = hdrs,
+                        .headers = part ? hdrs + 1 : hdrs,
                         .body = text,
                         .body_len = text ? strlen(text) : 0,
-                        .timeout_ms = RUN_FLINK_TIMEOUT_MS,
+                        .part = part,
+                        .timeout_ms = timeout_ms,
                         .max_body = (size_t)16 << 20,
                         .on_done = run_flink_http_done,
                         .ud = c};
@@ -366,14 +269,17 @@ void run_flink_cancel(run_flink_call *c)
 
 /* ---- the controller ------------------------------------------------------------------------ */
 
-enum { RUN_NKINDS = 8 };
-static const kube_kind *const run_kinds[RUN_NKINDS] = {
-    &kube_kind_flinkcluster, &kube_kind_configmap, &kube_kind_statefulset, &kube_kind_service,
-    &kube_kind_ingress,      &kube_kind_job,       &kube_kind_controllerrevision, &kube_kind_pod};
+/* The watched kinds: [0] the FlinkClusters, then the children as lua/fc/kinds.lua declares them
+ * (run_load_kinds, at start; one process runs one controller). */
+enum { RUN_MAXKINDS = 1 + KUBE_KINDS_DEFINED_MAX };
+static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
+static int run_nkinds = 1;
+/* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
+static unsigned run_by_label;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
-    reflector *r[RUN_NKINDS];
+    reflector *r[RUN_MAXKINDS];
 };
 
 struct run_opts {
@@ -382,6 +288,7 @@ struct run_opts {
     size_t nns;
     const char *metrics_addr;
     const char *health_addr;
+    const char *webhook_addr, *webhook_cert, *webhook_key;
     int leader_elect;
     const char *leader_ns;
     double qps;
@@ -418,12 +325,14 @@ struct run_ctx {
     json_t *expect;
     json_t *kept;    /* "ns/name" -> {"sent": status, "kept": the status the server answered with} */
     json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
+    json_t *dryruns; /* "ns/name" -> {"<Kind>/<name>": {hash, status, message}}: dry-run answers */
     struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
     struct run_item *items;
     ev_signal sig_term, sig_int;
     ev_timer stop_timer;
     ev_idle pump_idle;
     server *srv;
+    webhook *wh;
     leader_elector *le;
     int releasing;
     metrics_registry *reg;
@@ -435,7 +344,7 @@ struct run_ctx {
 enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_EVENTS, PHASE_DONE };
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS };
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
 
 struct run_item {
     struct run_ctx *ctx;
@@ -459,6 +368,8 @@ struct run_item {
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
+    char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
+    char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
     double started; /* ev_time() when taken off the queue */
 };
@@ -470,14 +381,20 @@ struct run_fcall {
     struct run_fcall *next;
     char *key;
     char sig[600]; /* "<METHOD> <path>": one call per key and signature at a time */
-    char result[32];
-    char job[80];
-    char path[512];
+    char id[128];  /* where the answer is recorded (answers[id]) */
+    json_t *intent; /* recorded with the answer */
     run_flink_call *call;
+    /* an upload action: the jar is downloaded first (dl), then sent as the multipart part */
+    json_t *action;
+    http_request *dl;
+    char *jar;
+    http_part part;
+    char filename[256];
 };
 
 static void run_item_step(struct run_item *it);
 static void run_pump(struct run_ctx *ctx);
+static void run_fcall_free(struct run_fcall *c);
 
 /* ---- logs --------------------------------------------------------------------------------- */
 
@@ -513,7 +430,7 @@ static void run_count_request(struct run_ctx *ctx, const char *verb, long status
 static int run_kind_index(struct run_ctx *ctx, const reflector *r)
 {
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k] == r)
                 return k;
     return -1;
@@ -573,7 +490,7 @@ static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
 {
     json_t *st = json_object_get(ctx->flink, key);
     if (!st) {
-        st = json_pack("{s:b, s:[], s:{}}", "reachable", 0, "jobs", "savepoint_triggers");
+        st = json_pack("{s:{}}", "answers");
         json_object_set_new(ctx->flink, key, st);
     }
     return st;
@@ -587,12 +504,12 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     json_t *children = json_object();
-    for (int k = 1; k < RUN_NKINDS; k++) {
+    for (int k = 1; k < run_nkinds; k++) {
         struct run_collect c = {json_object(), run_kinds[k]};
         if (uid)
             reflector_by_owner_uid(rn->r[k], uid, run_collect_fn, &c);
         /* Pods belong to the StatefulSets and the Job: found by their cluster label */
-        if (run_kinds[k] == &kube_kind_pod)
+        if (run_by_label & (1u << k))
             reflector_by_cluster(rn->r[k], ns, name, run_collect_fn, &c);
         json_object_set_new(children, run_kinds[k]->kind, c.into);
     }
@@ -600,6 +517,8 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
     json_object_set_new(snap, "children", children);
     json_object_set(snap, "flink", run_flink_state(ctx, key));
+    json_t *dry = json_object_get(ctx->dryruns, key);
+    json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
 }
@@ -626,7 +545,7 @@ static int run_kind_of(json_t *obj)
 {
     const char *av = json_string_value(json_object_get(obj, "apiVersion"));
     const char *kind = json_string_value(json_object_get(obj, "kind"));
-    for (int k = 0; kind && k < RUN_NKINDS; k++)
+    for (int k = 0; kind && k < run_nkinds; k++)
         if (strcmp(run_kinds[k]->kind, kind) == 0 && (!av || strcmp(run_kinds[k]->api_version, av) == 0))
             return k;
     return -1;
@@ -679,7 +598,7 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     {
         int k = atoi(id);
         const char *name = strchr(id, '/') + 1;
-        json_t *have = k >= 0 && k < RUN_NKINDS && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
+        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
         int met = uid ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
@@ -729,9 +648,7 @@ static void run_cancel_fcalls(struct run_ctx *ctx, const char *key)
         struct run_fcall *c = *p;
         if (!key || strcmp(c->key, key) == 0) {
             *p = c->next;
-            run_flink_cancel(c->call);
-            free(c->key);
-            free(c);
+            run_fcall_free(c);
         } else {
             p = &c->next;
         }
@@ -746,6 +663,7 @@ static void run_forget_key(struct run_ctx *ctx, const char *key)
     json_object_del(ctx->expect, key);
     json_object_del(ctx->kept, key);
     json_object_del(ctx->fresh, key);
+    json_object_del(ctx->dryruns, key);
     run_cancel_fcalls(ctx, key);
 }
 
@@ -814,7 +732,7 @@ static void run_failure_event(struct run_item *it, long status, const char *mess
 {
     static const char *const reasons[] = {
         [WRITE_PATCH] = "PatchFailed", [WRITE_APPLY] = "ApplyFailed",
-        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed"};
+        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed", [WRITE_DRY_RUN] = "DryRunFailed"};
     const char *reason = reasons[it->write];
     char text[1024];
     snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");
@@ -835,7 +753,20 @@ static void run_kube_done(const kube_result *res, void *ud)
     int ok = res->status >= 200 && res->status < 300;
     if (!ok && res->status == 404 && it->write == WRITE_DELETE)
         ok = 1; /* already gone */
-    if (!ok && it->phase == PHASE_EVENTS) {
+    if (it->write == WRITE_DRY_RUN) {
+        /* the answer is the framework's to judge in the next pass (snapshot.dry_runs), never a
+         * failed key: a refusal is what a dry run is for */
+        json_t *d = json_object_get(ctx->dryruns, it->key);
+        if (!d) {
+            d = json_object();
+            json_object_set_new(ctx->dryruns, it->key, d);
+        }
+        json_object_set_new(d, it->dry_key,
+                            json_pack("{s:s, s:I, s:s}", "hash", it->dry_hash, "status", (json_int_t)res->status,
+                                      "message", ok ? "" : (res->message ? res->message : "")));
+        run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, "%s: HTTP %ld%s%s", it->what, res->status, ok ? "" : ": ",
+                ok ? "" : (res->message ? res->message : ""));
+    } else if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key */
         run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
@@ -864,19 +795,32 @@ static void run_kube_done(const kube_result *res, void *ud)
     run_item_step(it);
 }
 
+static void run_fcall_free(struct run_fcall *c)
+{
+    if (c->dl)
+        http_request_cancel(c->dl);
+    run_flink_cancel(c->call);
+    json_decref(c->intent);
+    json_decref(c->action);
+    free(c->jar);
+    free(c->key);
+    free(c);
+}
+
 static void run_fcall_done(long status, const char *body, const char *error, void *ud)
 {
     struct run_fcall *c = ud;
     struct run_ctx *ctx = c->ctx;
+    c->call = NULL; /* it frees itself after this callback */
     for (struct run_fcall **p = &ctx->fcalls; *p; p = &(*p)->next)
         if (*p == c) {
             *p = c->next;
             break;
         }
-    run_flink_record(run_flink_state(ctx, c->key), c->result, c->job, c->path, status, body, error,
-                     (double)time(NULL));
+    run_flink_record(run_flink_state(ctx, c->key), c->id, c->intent, status, body, error, (double)time(NULL));
     if (status < 200 || status >= 300)
-        run_log(LOG_WARN, c->key, "flink %s: %s", c->sig, *error ? error : *body ? body : "failed");
+        run_log(LOG_WARN, c->key, "flink %s: HTTP %ld: %.300s", c->sig, status,
+                *error ? error : *body ? body : "(an empty answer)");
     else
         run_log(LOG_DEBUG, c->key, "flink %s: HTTP %ld", c->sig, status);
     /* the next pass uses this answer at once (and does not ask the same again) */
@@ -888,8 +832,40 @@ static void run_fcall_done(long status, const char *body, const char *error, voi
     json_object_set_new(f, c->sig, json_true());
     if (!ctx->stopping)
         workqueue_add(ctx->q, c->key);
-    free(c->key);
-    free(c);
+    run_fcall_free(c);
+}
+
+/* The jar of an upload action arrived (or not): send it as the multipart part of the action's
+ * request, or record the download's failure as the answer (status 0). */
+static void run_fcall_downloaded(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    struct run_fcall *c = ud;
+    c->dl = NULL;
+    char err[600] = "";
+    if (resp->status >= 200 && resp->status < 300 && !*resp->error) {
+        c->jar = malloc(resp->body_len ? resp->body_len : 1);
+        if (c->jar) {
+            memcpy(c->jar, resp->body, resp->body_len);
+            c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
+                                  .data = c->jar, .len = resp->body_len};
+            char e2[512] = "";
+            c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
+            if (c->call)
+                return;
+            snprintf(err, sizeof err, "%s", e2);
+        } else {
+            snprintf(err, sizeof err, "out of memory for the jar (%zu bytes)", resp->body_len);
+        }
+    } else {
+        snprintf(err, sizeof err, "download %s: %s", json_string_value(json_object_get(json_object_get(c->action,
+                 "upload"), "url")) ?: "?", *resp->error ? resp->error : "not a 2xx answer");
+        if (!*resp->error)
+            snprintf(err, sizeof err, "download %s: HTTP %ld",
+                     json_string_value(json_object_get(json_object_get(c->action, "upload"), "url")) ?: "?",
+                     resp->status);
+    }
+    run_fcall_done(0, "", err, c);
 }
 
 /* Starts the Flink call of action `a` on the loop, detached from the item (a hung JobManager
@@ -900,8 +876,7 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     struct run_ctx *ctx = it->ctx;
     const char *method = json_string_value(json_object_get(a, "method"));
     const char *path = json_string_value(json_object_get(a, "path"));
-    const char *result = json_string_value(json_object_get(a, "result"));
-    const char *job = json_string_value(json_object_get(a, "job_id"));
+    const char *id = json_string_value(json_object_get(a, "id"));
     struct run_fcall *c = calloc(1, sizeof *c);
     char err[512] = "out of memory";
     if (!c || !(c->key = strdup(it->key))) {
@@ -911,14 +886,38 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     }
     c->ctx = ctx;
     snprintf(c->sig, sizeof c->sig, "%s %s", method ?: "?", path ?: "?");
-    snprintf(c->result, sizeof c->result, "%s", result ? result : "");
-    snprintf(c->job, sizeof c->job, "%s", job ? job : "");
-    snprintf(c->path, sizeof c->path, "%s", path ? path : "");
+    snprintf(c->id, sizeof c->id, "%s", id ? id : "");
+    c->intent = json_incref(json_object_get(a, "intent"));
     int busy = json_object_get(it->fresh, c->sig) != NULL;
     for (struct run_fcall *o = ctx->fcalls; o && !busy; o = o->next)
         busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
-    if (!busy)
-        c->call = run_flink_start(&ctx->flink_env, a, run_fcall_done, c, err, sizeof err);
+    json_t *up = json_object_get(a, "upload");
+    if (!busy && json_is_object(up)) {
+        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified) */
+        const char *url = json_string_value(json_object_get(up, "url"));
+        json_t *mb = json_object_get(up, "max_bytes"), *tm = json_object_get(up, "timeout_ms");
+        const char *base = url ? strrchr(url, '/') : NULL;
+        snprintf(c->filename, sizeof c->filename, "%s", base && base[1] ? base + 1 : "job.jar");
+        c->filename[strcspn(c->filename, "?#")] = '\0';
+        c->action = json_incref(a);
+        http_opts ho = {.method = "GET",
+                        .url = url,
+                        .timeout_ms = json_is_integer(tm) ? (long)json_integer_value(tm) : 60000,
+                        .max_body = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
+                                                                                       : (size_t)64 << 20,
+                        .on_done = run_fcall_downloaded,
+                        .ud = c};
+        c->dl = ctx->flink_env.hc && url ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
+        if (c->dl) {
+            c->next = ctx->fcalls;
+            ctx->fcalls = c;
+            return;
+        }
+        if (!url || !ctx->flink_env.hc)
+            snprintf(err, sizeof err, "upload needs upload.url and an HTTP client");
+    } else if (!busy) {
+        c->call = run_flink_start(&ctx->flink_env, a, NULL, run_fcall_done, c, err, sizeof err);
+    }
     if (c->call) {
         c->next = ctx->fcalls;
         ctx->fcalls = c;
@@ -926,12 +925,10 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     }
     if (!busy) {
         /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
-        run_flink_record(run_flink_state(ctx, it->key), c->result, c->job, c->path, 0, NULL, err,
-                         (double)time(NULL));
+        run_flink_record(run_flink_state(ctx, it->key), c->id, c->intent, 0, NULL, err, (double)time(NULL));
         run_log(LOG_WARN, it->key, "flink %s: %s", c->sig, err);
     }
-    free(c->key);
-    free(c);
+    run_fcall_free(c);
 }
 
 /* Starts one action; 1 when started (its callback continues the item), 0 when it failed at
@@ -943,20 +940,26 @@ static int run_start_action(struct run_item *it, json_t *a)
     char err[512] = "out of memory"; /* what is left when json_dumps failed; others overwrite it */
     op = op ? op : "?";
     it->write = WRITE_PATCH;
-    if (strcmp(op, "apply") == 0) {
+    if (strcmp(op, "apply") == 0 || strcmp(op, "dry_run") == 0) {
+        /* server-side apply of the object, or its dry run (answer kept for the next pass) */
+        int dry = op[0] == 'd';
         json_t *obj = json_object_get(a, "object");
         json_t *meta = json_object_get(obj, "metadata");
-        snprintf(it->what, sizeof it->what, "apply %s %s",
-                 json_string_value(json_object_get(obj, "kind")) ?: "?",
-                 json_string_value(json_object_get(meta, "name")) ?: "?");
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        snprintf(it->what, sizeof it->what, "%s %s %s", dry ? "dry-run apply" : "apply", kind ?: "?", name ?: "?");
         it->verb = "PATCH";
-        it->write = WRITE_APPLY;
+        it->write = dry ? WRITE_DRY_RUN : WRITE_APPLY;
+        if (dry) {
+            snprintf(it->dry_key, sizeof it->dry_key, "%s/%s", kind ?: "?", name ?: "?");
+            snprintf(it->dry_hash, sizeof it->dry_hash, "%s", json_string_value(json_object_get(a, "hash")) ?: "");
+        }
         /* children live in the cluster's namespace */
         if (json_is_object(meta) && !json_object_get(meta, "namespace"))
             json_object_set_new(meta, "namespace", json_string(it->ns));
         char *text = json_dumps(obj, JSON_COMPACT);
         if (text)
-            it->call = kube_apply(ctx->kc, text, run_kube_done, it, err, sizeof err);
+            it->call = (dry ? kube_apply_dry_run : kube_apply)(ctx->kc, text, run_kube_done, it, err, sizeof err);
         free(text);
         if (it->call)
             return 1;
@@ -970,7 +973,7 @@ static int run_start_action(struct run_item *it, json_t *a)
         struct run_ns *rn = run_ns_for(ctx, it->ns);
         it->del_kind = -1;
         it->del_uid[0] = '\0';
-        for (int i = 0; k && name && rn && i < RUN_NKINDS; i++)
+        for (int i = 0; k && name && rn && i < run_nkinds; i++)
             if (run_kinds[i] == k && rn->r[i]) {
                 const char *uid = json_string_value(
                     json_object_get(json_object_get(reflector_get(rn->r[i], it->ns, name), "metadata"), "uid"));
@@ -1046,6 +1049,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     if (it->call)
         return 1;
     it->failed = 1;
+    it->status_refused = 1;
     run_log(LOG_ERROR, it->key, "patch status: %s", err);
     return 0;
 }
@@ -1115,11 +1119,14 @@ static int run_may_write(struct run_ctx *ctx)
     return !ctx->o.leader_elect || (ctx->leading && leader_may_write(ctx->le));
 }
 
-/* 1 when action `a` removes the user-control annotation (written after the status). */
+/* 1 when action `a` runs after the status is written: the user-control annotation's removal,
+ * and a Flink call marked after_status (a savepoint or stop trigger whose id the status
+ * records first, so that a controller that dies in between can look it up). */
 static int run_is_control(json_t *a)
 {
     const char *op = json_string_value(json_object_get(a, "op"));
-    return op && strcmp(op, "patch_annotations") == 0;
+    return op && (strcmp(op, "patch_annotations") == 0 ||
+                  (strcmp(op, "flink") == 0 && json_is_true(json_object_get(a, "after_status"))));
 }
 
 static void run_item_step(struct run_item *it)
@@ -1151,7 +1158,9 @@ static void run_item_step(struct run_item *it)
             continue;
         case PHASE_CONTROL:
             /* the user control's outcome is in the status first; then the annotation goes (a
-             * refused status keeps it, so the control is finished again by the next pass) */
+             * refused status keeps it, so the control is finished again by the next pass); the
+             * same for a trigger whose id the status records (not sent when the status was not
+             * written: the next pass decides again) */
             if (!it->status_refused && it->next < json_array_size(actions)) {
                 json_t *a = json_array_get(actions, it->next++);
                 if (run_is_control(a) && run_start_action(it, a))
@@ -1353,7 +1362,7 @@ static void run_on_synced(reflector *r, void *ud)
     if (ctx->synced)
         return;
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
                 return;
     ctx->synced = 1;
@@ -1390,7 +1399,7 @@ static void run_begin_stop(struct run_ctx *ctx, int exit_code)
     ctx->exit_code = exit_code;
     workqueue_shutdown(ctx->q);
     for (size_t i = 0; i < ctx->nns; i++)
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k]) {
                 /* in-flight items hold their own references to what they need */
                 reflector_stop(ctx->nss[i].r[k]);
@@ -1470,18 +1479,21 @@ static void run_usage(FILE *out)
             "         [--log-level debug|info|warn|error]\n"
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
+            "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
             "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
             "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
             "auto (default: service in a pod with the service-account config, else proxy).\n"
-            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n");
+            "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n"
+            "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
+            "with that certificate pair, re-read when the files change (core/webhook.h).\n");
 }
 
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
-    RO_FLINK_ACCESS
+    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1527,6 +1539,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"flink-access", required_argument, NULL, RO_FLINK_ACCESS},
         {"policy-timeout-ms", required_argument, NULL, RO_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, RO_MEMORY},
+        {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
+        {"webhook-cert-file", required_argument, NULL, RO_WEBHOOK_CERT},
+        {"webhook-key-file", required_argument, NULL, RO_WEBHOOK_KEY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -1614,6 +1629,15 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
                 return -1;
             o->host.memory_mib = (unsigned)n;
             break;
+        case RO_WEBHOOK_ADDR:
+            o->webhook_addr = optarg;
+            break;
+        case RO_WEBHOOK_CERT:
+            o->webhook_cert = optarg;
+            break;
+        case RO_WEBHOOK_KEY:
+            o->webhook_key = optarg;
+            break;
         default:
             if (optopt)
                 fprintf(stderr, "run: bad or incomplete option '-%c' (see --help)\n", optopt);
@@ -1626,6 +1650,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         fprintf(stderr, "run: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
+    if (o->webhook_addr && *o->webhook_addr && (!o->webhook_cert || !o->webhook_key)) {
+        fprintf(stderr, "run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -1635,7 +1663,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
 {
     char err[512];
     for (size_t i = 0; i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++) {
+        for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
@@ -1649,6 +1677,55 @@ static int run_start_reflectors(struct run_ctx *ctx)
         }
     }
     return 0;
+}
+
+/* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
+ * by_label}]) into run_kinds; the watches, the snapshot's children and the deletes follow. */
+static int run_load_kinds(struct run_ctx *ctx)
+{
+    char err[1024];
+    char *out = NULL;
+    if (lhost_call_json(ctx->host, "fc.kinds", "watched", NULL, &out, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *list = json_loads(out, 0, &jerr);
+    free(out);
+    int rc = json_is_array(list) ? 0 : -1;
+    if (rc)
+        snprintf(err, sizeof err, "kinds.watched() must return a list");
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        if (rc)
+            break;
+        const char *av = json_string_value(json_object_get(e, "apiVersion"));
+        const char *kind = json_string_value(json_object_get(e, "kind"));
+        const char *res = json_string_value(json_object_get(e, "resource"));
+        const kube_kind *k = NULL;
+        if (run_nkinds >= RUN_MAXKINDS)
+            snprintf(err, sizeof err, "more than %d kinds", RUN_MAXKINDS - 1);
+        else
+            k = kube_kind_define(av, kind, res, 1, err, sizeof err);
+        for (int j = 0; k && j < run_nkinds; j++)
+            if (run_kinds[j] == k) {
+                snprintf(err, sizeof err, "%s %s declared twice", av, kind);
+                k = NULL;
+            }
+        if (!k) {
+            rc = -1;
+            break;
+        }
+        if (json_is_true(json_object_get(e, "by_label")))
+            run_by_label |= 1u << run_nkinds;
+        run_kinds[run_nkinds++] = k;
+    }
+    json_decref(list);
+    if (rc)
+        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+    return rc;
 }
 
 /* Loads fc.reconcile once so that a broken installation fails at start, not per key. */
@@ -1694,12 +1771,13 @@ int run_main(int argc, char **argv)
     ctx->expect = json_object();
     ctx->kept = json_object();
     ctx->fresh = json_object();
+    ctx->dryruns = json_object();
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
         run_log(LOG_ERROR, NULL, "lua host: %s", err);
         goto out;
     }
-    if (run_check_framework(ctx))
+    if (run_check_framework(ctx) || run_load_kinds(ctx))
         goto out;
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
     if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
@@ -1720,6 +1798,19 @@ int run_main(int argc, char **argv)
         server_set_ready(ctx->srv, 0, "caches not synced");
         run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
                 server_metrics_port(ctx->srv));
+    }
+    if (ctx->o.webhook_addr && *ctx->o.webhook_addr) {
+        /* served by every replica, leader or not: admission needs no leadership */
+        webhook_opts wo = {.addr = ctx->o.webhook_addr,
+                           .cert_file = ctx->o.webhook_cert,
+                           .key_file = ctx->o.webhook_key,
+                           .host = ctx->host};
+        ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
+        if (!ctx->wh) {
+            run_log(LOG_ERROR, NULL, "%s", err);
+            goto out;
+        }
+        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
     }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -1811,7 +1902,7 @@ out:
     }
     run_cancel_fcalls(ctx, NULL);
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
-        for (int k = 0; k < RUN_NKINDS; k++)
+        for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k])
                 reflector_stop(ctx->nss[i].r[k]);
         free(ctx->nss[i].ns);
@@ -1827,6 +1918,7 @@ out:
     if (ctx->kc)
         kube_client_free(ctx->kc);
     server_stop(ctx->srv);
+    webhook_stop(ctx->wh);
     metrics_registry_free(ctx->reg);
     lhost_free(ctx->host);
     json_decref(ctx->flink);
@@ -1834,6 +1926,7 @@ out:
     json_decref(ctx->expect);
     json_decref(ctx->kept);
     json_decref(ctx->fresh);
+    json_decref(ctx->dryruns);
     free(ctx->o.namespaces);
     return code;
 }

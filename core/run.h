@@ -33,7 +33,8 @@
 #define RUN_WORKERS_DEFAULT 64
 #define RUN_STOP_GRACE_S 9.0      /* seconds between SIGTERM and exit at the latest */
 #define RUN_FLINK_TIMEOUT_MS 10000 /* one Flink REST call, milliseconds */
-#define RUN_FLINK_EXCEPTION_MAX 8192 /* bytes of a failed job's stack trace kept for the policies */
+#define RUN_FLINK_ANSWER_MAX ((size_t)1 << 20) /* bytes of one Flink answer kept for the policies */
+#define RUN_FLINK_ANSWER_TTL_S 3600           /* seconds an answer is kept when not asked again */
 #define RUN_EVENT_DEDUP_S 600.0   /* an identical Event for a cluster is not repeated within */
 #define RUN_RESYNC_S 600.0        /* FlinkCluster cache resync period, seconds */
 /* How long a key waits for the cache to show the controller's own writes before its pass runs
@@ -63,25 +64,15 @@ int run_main(int argc, char **argv);
 json_t *run_merge_patch(json_t *old, json_t *new);
 
 /* Records the answer to a Flink REST action in a cluster's `flink` snapshot state `st`
- * ({reachable=bool, jobs=[...], savepoint_triggers={<job id>={...}}}, docs/contracts.md
- * "Reconcile"). `result` is the action's "jobs" | "savepoint_trigger" | "savepoint_status" |
- * "exceptions" (anything else: nothing recorded); `path` the request path (the trigger id of a poll is its
- * last segment); `status` the HTTP status (0: no answer), `body` the response text (may be
- * NULL), `error` the transport error ("" or NULL when none), `now` unix seconds.
- *   jobs: 2xx with a `jobs` list -> reachable=true, jobs=that list; else reachable=false
- *     (the last jobs are kept);
- *   savepoint_trigger: 2xx with `request-id` -> {request_id, status="IN_PROGRESS", time};
- *     else {error="<HTTP status or transport error>: <Flink errors>", time};
- *   savepoint_status: 2xx -> {request_id, status=<status.id>, location=<operation.location>,
- *     failure=<operation.failure-cause class: first stack-trace line>, time}; else error;
- *   exceptions (GET /jobs/<id>/exceptions): st.exceptions[<job id>] = 2xx -> {name=<the newest
- *     exceptionHistory entry's exceptionName>, stacktrace=<its stacktrace, else root-exception,
- *     the first RUN_FLINK_EXCEPTION_MAX bytes>, time}; else {error, time};
- *   taskmanagers (GET /taskmanagers): 2xx -> st.taskmanagers = {ids=[<resource id>...], time};
- *     else unchanged (Native TaskManagers: registration is judged only from a real answer).
- * Returns 0, or -1 when `st` is not an object. */
-int run_flink_record(json_t *st, const char *result, const char *job_id, const char *path,
-                     long status, const char *body, const char *error, double now);
+ * ({answers={...}}, docs/contracts.md "Reconcile"): st.answers[`id`] = {intent=<the action's
+ * `intent`, as given>, status=<HTTP status, 0 when Flink did not answer>, body=<the response
+ * text>, error=<transport error or "">, time=`now` (unix seconds)}. The core parses none of it:
+ * lua/fc/flink.lua decodes the answers for the policies. A body longer than
+ * RUN_FLINK_ANSWER_MAX or not UTF-8 is recorded as status 0 with that error. Answers older
+ * than RUN_FLINK_ANSWER_TTL_S are dropped on each record. An empty or NULL `id` records
+ * nothing. Returns 0, or -1 when `st` is not an object. */
+int run_flink_record(json_t *st, const char *id, json_t *intent, long status, const char *body,
+                     const char *error, double now);
 
 /* ---- Flink REST calls (the `flink` action) ---------------------------------------------------- */
 
@@ -127,14 +118,16 @@ typedef struct run_flink_call run_flink_call;
  * ("" when none). Pointers are valid during the callback only. */
 typedef void (*run_flink_done_fn)(long status, const char *body, const char *error, void *ud);
 
-/* Starts the Flink REST call of `action` ({method, path, body=<JSON or absent>, target}) the
- * way `env` says, JSON in and out, RUN_FLINK_TIMEOUT_MS per attempt. Through the proxy the call
+/* Starts the Flink REST call of `action` ({method, path, body=<JSON or absent>, target,
+ * timeout_ms=<optional>}) the way `env` says, JSON in and out, RUN_FLINK_TIMEOUT_MS per attempt
+ * (or the action's timeout_ms). With `part` (it and its data must outlive the call) the body
+ * is that multipart/form-data part instead (POST /jars/upload). Through the proxy the call
  * goes through kube_request (the client's qps/burst limiter, 429 / 5xx+Retry-After retries, a
  * 401 re-reads the token file). `done` runs exactly once, never inside this call, unless
  * cancelled. Returns NULL with err filled when the action is malformed or cannot start (done
  * is then not called). */
-run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, run_flink_done_fn done, void *ud,
-                                char *err, size_t errlen);
+run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const http_part *part,
+                                run_flink_done_fn done, void *ud, char *err, size_t errlen);
 
 /* Stops a call that has not reported; its callback will not run. */
 void run_flink_cancel(run_flink_call *call);

@@ -22,12 +22,9 @@
 
 typedef struct listener {
     struct server *srv;
-    struct MHD_Daemon *daemon;
+    server_mhd mhd;
     int port;
     int health, metrics;       /* which paths it serves */
-    ev_io io;                  /* MHD's epoll fd */
-    ev_timer timer;            /* MHD_get_timeout */
-    int started;
 } listener;
 
 struct server {
@@ -72,8 +69,7 @@ static int split_addr(const char *addr, char *host, size_t hn, char *port, size_
     return 0;
 }
 
-/* A bound, listening, non-blocking socket for `addr`; -1 with err. */
-static int listen_on(const char *what, const char *addr, int *port_out, char *err, size_t errlen)
+int server_listen(const char *what, const char *addr, int *port_out, char *err, size_t errlen)
 {
     char host[256], port[8];
     if (split_addr(addr, host, sizeof host, port, sizeof port) != 0) {
@@ -141,8 +137,8 @@ static int listen_on(const char *what, const char *addr, int *port_out, char *er
 
 /* ---- requests ------------------------------------------------------------ */
 
-static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *ctype,
-                               char *body, size_t len, int owned)
+enum MHD_Result server_respond(struct MHD_Connection *conn, unsigned status, const char *ctype, char *body,
+                               size_t len, int owned, const char *allow)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(
         len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
@@ -152,10 +148,16 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED && allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result ret = MHD_queue_response(conn, status, r);
     MHD_destroy_response(r);
     return ret;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                               char *body, size_t len, int owned)
+{
+    return server_respond(conn, status, ctype, body, len, owned, "GET, HEAD");
 }
 
 static enum MHD_Result respond_text(struct MHD_Connection *conn, unsigned status, const char *text)
@@ -214,35 +216,64 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- the loop ---------------------------------------------------------------- */
 
-static void schedule(listener *l)
+static void mhd_schedule(server_mhd *m)
 {
-    struct ev_loop *loop = l->srv->loop;
     MHD_UNSIGNED_LONG_LONG ms = 0;
-    ev_timer_stop(loop, &l->timer);
-    if (MHD_get_timeout(l->daemon, &ms) == MHD_YES) {
-        ev_timer_set(&l->timer, (double)ms / 1000.0, 0.);
-        ev_timer_start(loop, &l->timer);
+    ev_timer_stop(m->loop, &m->timer);
+    if (MHD_get_timeout(m->d, &ms) == MHD_YES) {
+        ev_timer_set(&m->timer, (double)ms / 1000.0, 0.);
+        ev_timer_start(m->loop, &m->timer);
     }
 }
 
-static void drive(listener *l)
+static void mhd_drive(server_mhd *m)
 {
-    MHD_run(l->daemon);
-    schedule(l);
+    MHD_run(m->d);
+    mhd_schedule(m);
 }
 
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
     (void)loop;
     (void)revents;
-    drive(w->data);
+    mhd_drive(w->data);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)loop;
     (void)revents;
-    drive(w->data);
+    mhd_drive(w->data);
+}
+
+int server_mhd_attach(server_mhd *m, struct ev_loop *loop, struct MHD_Daemon *d, char *err, size_t errlen)
+{
+    m->loop = loop;
+    m->d = d;
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info || info->epoll_fd < 0) {
+        MHD_stop_daemon(d);
+        m->d = NULL;
+        util_set_err(err, errlen, "no epoll fd");
+        return -1;
+    }
+    ev_io_init(&m->io, on_io, info->epoll_fd, EV_READ);
+    m->io.data = m;
+    ev_init(&m->timer, on_timer);
+    m->timer.data = m;
+    ev_io_start(loop, &m->io);
+    m->started = 1;
+    mhd_schedule(m);
+    return 0;
+}
+
+void server_mhd_detach(server_mhd *m)
+{
+    if (!m->started) return;
+    ev_io_stop(m->loop, &m->io);
+    ev_timer_stop(m->loop, &m->timer);
+    MHD_stop_daemon(m->d);   /* closes its listen socket (unless quiesced) and connections */
+    m->started = 0;
 }
 
 static int listener_start(server *s, listener *l, int fd, const server_opts *o, char *err,
@@ -256,30 +287,21 @@ static int listener_start(server *s, listener *l, int fd, const server_opts *o, 
      * is not the first option" (through the new logger) since earlier options could have
      * written to stderr.  MHD_USE_ERROR_LOG is what lets any message reach the logger at all
      * (without it a bad listen socket fails start-up silently). */
-    l->daemon = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, l,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
-                                 MHD_OPTION_LISTEN_SOCKET, fd,
-                                 MHD_OPTION_CONNECTION_LIMIT, limit,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, timeout,
-                                 MHD_OPTION_END);
-    if (!l->daemon) {   /* the fd is not closed: MHD may have done it */
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, l,
+                                            MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
+                                            MHD_OPTION_LISTEN_SOCKET, fd,
+                                            MHD_OPTION_CONNECTION_LIMIT, limit,
+                                            MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+                                            MHD_OPTION_END);
+    if (!d) {   /* the fd is not closed: MHD may have done it */
         util_set_err(err, errlen, "server: port %d: MHD_start_daemon failed", l->port);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-    if (!info || info->epoll_fd < 0) {
-        MHD_stop_daemon(l->daemon);
-        l->daemon = NULL;
-        util_set_err(err, errlen, "server: port %d: no epoll fd", l->port);
+    char why[64];
+    if (server_mhd_attach(&l->mhd, s->loop, d, why, sizeof why)) {
+        util_set_err(err, errlen, "server: port %d: %s", l->port, why);
         return -1;
     }
-    ev_io_init(&l->io, on_io, info->epoll_fd, EV_READ);
-    l->io.data = l;
-    ev_init(&l->timer, on_timer);
-    l->timer.data = l;
-    ev_io_start(s->loop, &l->io);
-    l->started = 1;
-    schedule(l);
     return 0;
 }
 
@@ -319,7 +341,7 @@ server *server_start(struct ev_loop *loop, const server_opts *opts, char *err, s
     }
     int fds[2] = { -1, -1 };
     for (size_t i = 0; i < np; i++) {
-        fds[i] = listen_on(plan[i].what, plan[i].addr, &s->l[i].port, err, errlen);
+        fds[i] = server_listen(plan[i].what, plan[i].addr, &s->l[i].port, err, errlen);
         if (fds[i] < 0) {
             for (size_t j = 0; j < i; j++) close(fds[j]);
             free(s);
@@ -364,11 +386,7 @@ void server_stop(server *s)
 {
     if (!s) return;
     for (size_t i = 0; i < s->nl; i++) {
-        listener *l = &s->l[i];
-        if (!l->started) continue;
-        ev_io_stop(s->loop, &l->io);
-        ev_timer_stop(s->loop, &l->timer);
-        MHD_stop_daemon(l->daemon);   /* closes the listen socket and connections */
+        server_mhd_detach(&s->l[i].mhd);
     }
     free(s);
 }

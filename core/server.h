@@ -28,6 +28,7 @@
 
 #include <stddef.h>
 #include <ev.h>
+#include <microhttpd.h>
 #include "metrics.h"
 
 typedef struct server server;
@@ -59,6 +60,30 @@ int server_ready(const server *s);
  * disabled. With one shared listener both return the same port. */
 int server_health_port(const server *s);
 int server_metrics_port(const server *s);
+
+/* A bound, listening, non-blocking (close-on-exec) TCP socket for `addr` (the forms above,
+ * but not disabled ones); *port_out gets the bound port. -1 with err ("server: <what> <addr>:
+ * bind: ...") on failure. Also used by core/webhook.c. */
+int server_listen(const char *what, const char *addr, int *port_out, char *err, size_t errlen);
+
+/* A libmicrohttpd daemon started with MHD_USE_EPOLL, driven by `loop` (also core/webhook.c):
+ * its epoll fd watched by an ev_io, MHD_run on readiness and an ev_timer armed from
+ * MHD_get_timeout. server_mhd_attach returns 0, or -1 with err (the daemon is then stopped);
+ * server_mhd_detach stops the watchers and the daemon (not from inside an MHD callback). */
+typedef struct server_mhd {
+    struct ev_loop *loop;
+    struct MHD_Daemon *d;
+    ev_io io;
+    ev_timer timer;
+    int started;
+} server_mhd;
+int server_mhd_attach(server_mhd *m, struct ev_loop *loop, struct MHD_Daemon *d, char *err, size_t errlen);
+void server_mhd_detach(server_mhd *m);
+
+/* Queues a response: `body` (len bytes) copied, or taken over and freed when `owned`, with
+ * Content-Type `ctype`; a 405 gets `Allow: allow`. MHD_NO when it cannot. */
+enum MHD_Result server_respond(struct MHD_Connection *conn, unsigned status, const char *ctype, char *body,
+                               size_t len, int owned, const char *allow);
 
 /* Stops listening, closes connections and frees. Not from inside an MHD
  * callback (call it from a loop callback or after the loop). NULL is a no-op. */

@@ -2,8 +2,10 @@
 --
 -- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...}}
 -- Objects are plain tables shaped as the API's JSON, in apply order:
---   ConfigMap   <n>-configmap       flink-conf.yaml, log4j-console.properties,
---                                   logback-console.xml, submit-job.sh (job clusters)
+--   ConfigMap   <n>-configmap       config.yaml (Flink 1.19+) or flink-conf.yaml (older; both
+--                                   for an unknown version: lib.flinkconf.files),
+--                                   log4j-console.properties, logback-console.xml,
+--                                   submit-job.sh (job clusters)
 --   StatefulSet <n>-jobmanager      1 replica, container `jobmanager`
 --   Service     <n>-jobmanager      type from jobManager.accessScope
 --   Ingress     <n>-jobmanager      only with jobManager.ingress
@@ -18,13 +20,14 @@
 -- the JobManager and the TaskManagers (for a job cluster inside the update: savepoint, cancel,
 -- new pods, resubmit; see lua/fc/reconcile.lua and job.lua), and nothing else.
 -- Errors (policy errors, file:line): a memory limit that leaves no heap, an unknown
--- accessScope, a flinkProperties option that cannot be written to flink-conf.yaml.
+-- accessScope, a flinkProperties option that cannot be written to the legacy flink-conf.yaml.
 -- The ControllerRevision history is the reconciler's, not this policy's.
 local util = require("fc.util")
 local profile = require("fc.profile")
 local confighash = require("lib.confighash")
 local names = require("lib.names")
 local flinkconf = require("lib.flinkconf")
+local flinkversion = require("lib.flinkversion")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
 local submit = require("lib.submit")
@@ -36,12 +39,10 @@ local cluster_policy = {}
 -- spec.logConfig (file name -> contents) replace ours or add files.
 local function configmap(c)
   local n, spec = c.metadata.name, c.spec
-  local data = {
-    ["flink-conf.yaml"] = flinkconf.render(flinkconf.properties(c)),
-    -- log4j 2 arrived with Flink 1.11; unknown tags count as new (lib.flinkconf.at_least)
-    ["log4j-console.properties"] = logconf.log4j_console(flinkconf.at_least(spec.image.name, 1, 11)),
-    ["logback-console.xml"] = logconf.logback_console(),
-  }
+  local data = flinkconf.files(c)
+  -- log4j 2 arrived with Flink 1.11; unknown versions count as new (lib.flinkversion.at_least)
+  data["log4j-console.properties"] = logconf.log4j_console(flinkversion.at_least(flinkversion.of(spec), 1, 11))
+  data["logback-console.xml"] = logconf.logback_console()
   if spec.job then data[submit.SCRIPT_KEY] = submit.script(c) end
   for file, contents in pairs(spec.logConfig or {}) do data[file] = contents end
   return {

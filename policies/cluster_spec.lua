@@ -11,6 +11,7 @@ local cluster = require("cluster")
 local defaults = require("defaults")
 local names = require("lib.names")
 local flinkconf = require("lib.flinkconf")
+local flinkversion = require("lib.flinkversion")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
 local submit = require("lib.submit")
@@ -49,10 +50,13 @@ local function env_of(container)
   return out
 end
 
--- flink-conf.yaml of a fixture's input as a {key = value} map.
+-- The Flink configuration of rendered objects as a {key = value} map: config.yaml read as
+-- YAML when the ConfigMap has it, else the legacy flink-conf.yaml's `key: value` lines.
 local function conf_of(objects)
+  local data = by_kind(objects, "ConfigMap").data
+  if data["config.yaml"] then return lyaml.load(data["config.yaml"]) end
   local props = {}
-  for line in by_kind(objects, "ConfigMap").data["flink-conf.yaml"]:gmatch("[^\n]+") do
+  for line in data["flink-conf.yaml"]:gmatch("[^\n]+") do
     local k, v = line:match("^(.-): (.*)$")
     props[k] = v
   end
@@ -276,8 +280,7 @@ describe("cluster.desired", function()
       .. "memoryOffHeapMin/memoryOffHeapRatio")
     -- the new memory model has no heap split to get wrong: Flink divides the process size
     m.spec.image.name = "flink:1.17.1"
-    assert.equal("taskmanager.memory.process.size: 500m",
-      by_kind(render(m), "ConfigMap").data["flink-conf.yaml"]:match("taskmanager%.memory%.process%.size: %d+m"))
+    assert.equal("500m", conf_of(render(m))["taskmanager.memory.process.size"])
   end)
 
   it("builds ingress hosts from hostFormat, with TLS only when asked", function()
@@ -409,33 +412,57 @@ describe("lib.names", function()
   end)
 end)
 
-describe("lib.flinkconf", function()
+describe("lib.flinkversion", function()
   it("reads the Flink version from the image tag", function()
     local cases = {
       { "flink:1.9.2", 1, 9 }, { "flink:1.17.1-scala_2.12-java11", 1, 17 },
       { "registry.local:5000/team/flink:1.10", 1, 10 }, { "apache/flink:v1.12.0", 1, 12 },
       { "acme/flink-base:1.9", 1, 9 }, { "Flink:1.8", 1, 8 },
-      { "flink:2.0", 2, 0 }, { "flink:1.18@sha256:0123", 1, 18 },
+      { "flink:2.0", 2, 0 }, { "flink:1.18@sha256:0123", 1, 18 }, { "flink:2.3.0-java17", 2, 3 },
     }
     for _, c in ipairs(cases) do
-      local ma, mi = flinkconf.image_version(c[1])
-      assert.same({ c[2], c[3] }, { ma, mi }, c[1])
+      assert.same({ major = c[2], minor = c[3] }, flinkversion.of_image(c[1]), c[1])
     end
     for _, unknown in ipairs({ "flink", "flink:latest", "registry.local:5000/flink", "flink@sha256:0123",
       "flink:stable", "my-job:1.0.3", "registry.local:5000/jobs/etl:1.9.0" }) do
-      assert.is_nil(flinkconf.image_version(unknown), unknown)
+      assert.is_nil(flinkversion.of_image(unknown), unknown)
     end
   end)
 
-  it("compares versions, unknown counting as new", function()
-    assert.is_false(flinkconf.at_least("flink:1.9.2", 1, 10))
-    assert.is_true(flinkconf.at_least("flink:1.10.0", 1, 10))
-    assert.is_false(flinkconf.at_least("flink:1.10.0", 1, 11))
-    assert.is_true(flinkconf.at_least("flink:2.0", 1, 11))
-    assert.is_true(flinkconf.at_least("flink:latest", 1, 11))
-    assert.is_true(flinkconf.at_least("flink", 1, 10))
+  it("reads spec.flinkVersion in the Spotify fork's and the Apache operator's spellings", function()
+    for s, v in pairs({ ["1.20"] = { 1, 20 }, ["1.20.1"] = { 1, 20 }, ["2.3"] = { 2, 3 }, v1_20 = { 1, 20 },
+      v2_0 = { 2, 0 }, V1_8 = { 1, 8 } }) do
+      assert.same({ major = v[1], minor = v[2] }, flinkversion.parse(s), s)
+    end
+    for _, bad in ipairs({ "1", "v1.20", "1_20", "v1_20_1", "latest", "", "1.20-SNAPSHOT", "1.20.", "1.2.3.4" }) do
+      assert.is_nil(flinkversion.parse(bad), bad)
+    end
+    assert.is_nil(flinkversion.parse(1.2))
   end)
 
+  it("takes spec.flinkVersion over the image tag, and the tag when it is unset", function()
+    local v, from = flinkversion.of({ flinkVersion = "v2_3", image = { name = "flink:1.20.5" } })
+    assert.same({ { major = 2, minor = 3 }, "spec.flinkVersion" }, { v, from })
+    v, from = flinkversion.of({ image = { name = "flink:1.20.5" } })
+    assert.same({ { major = 1, minor = 20 }, "spec.image.name" }, { v, from })
+    assert.is_nil(flinkversion.of({ image = { name = "my-app:3.1" } }))
+  end)
+
+  it("compares versions, unknown counting as new (and as unknown for known_at_least)", function()
+    local V = flinkversion.parse
+    assert.is_false(flinkversion.at_least(V("1.9"), 1, 10))
+    assert.is_true(flinkversion.at_least(V("1.10"), 1, 10))
+    assert.is_false(flinkversion.at_least(V("1.10"), 1, 11))
+    assert.is_true(flinkversion.at_least(V("2.0"), 1, 11))
+    assert.is_true(flinkversion.at_least(nil, 1, 11))
+    assert.is_false(flinkversion.known_at_least(nil, 2, 0))
+    assert.is_true(flinkversion.known_at_least(V("2.3"), 2, 0))
+    assert.equal("unknown", flinkversion.string(nil))
+    assert.equal("1.20", flinkversion.string(V("v1_20")))
+  end)
+end)
+
+describe("lib.flinkconf", function()
   it("splits memory in bytes and writes MiB", function()
     assert.same({ offheap = 600000000, heap = 473741824, heap_mib = 451, process_mib = 1024 },
       flinkconf.memory_plan(1073741824, 25, 600000000))
@@ -449,23 +476,24 @@ describe("lib.flinkconf", function()
   end)
 
   it("writes the memory key per component and version, unless the user set one", function()
+    local V = flinkversion.parse
     local spec = { resources = { limits = { memory = "2Gi" } }, memoryOffHeapRatio = 25, memoryOffHeapMin = "600M" }
     -- 2Gi: off-heap max(536870912, 600000000) = 600000000, heap 1547483648 B = 1475.8 MiB
     assert.same({ ["taskmanager.heap.size"] = "1475m" },
-      flinkconf.memory_properties(spec, "taskmanager", "flink:1.9", {}))
+      flinkconf.memory_properties(spec, "taskmanager", V("1.9"), {}))
     assert.same({ ["taskmanager.memory.process.size"] = "2048m" },
-      flinkconf.memory_properties(spec, "taskmanager", "flink:1.10", {}))
+      flinkconf.memory_properties(spec, "taskmanager", V("1.10"), {}))
     assert.same({ ["jobmanager.heap.size"] = "1475m" },
-      flinkconf.memory_properties(spec, "jobmanager", "flink:1.10", {}))
+      flinkconf.memory_properties(spec, "jobmanager", V("1.10"), {}))
     assert.same({ ["jobmanager.memory.process.size"] = "2048m" },
-      flinkconf.memory_properties(spec, "jobmanager", "flink:1.11", {}))
-    assert.same({}, flinkconf.memory_properties(spec, "jobmanager", "flink:1.17", { ["jobmanager.heap.size"] = "1g" }))
+      flinkconf.memory_properties(spec, "jobmanager", V("1.11"), {}))
+    assert.same({}, flinkconf.memory_properties(spec, "jobmanager", V("1.17"), { ["jobmanager.heap.size"] = "1g" }))
     assert.same({ ["jobmanager.memory.process.size"] = "2048m" },
-      flinkconf.memory_properties(spec, "jobmanager", "flink:1.17", { ["taskmanager.memory.process.size"] = "1g" }))
+      flinkconf.memory_properties(spec, "jobmanager", V("1.17"), { ["taskmanager.memory.process.size"] = "1g" }))
     assert.same({}, flinkconf.memory_properties({ resources = { requests = { memory = "1Gi" } } }, "jobmanager",
-      "flink:1.17", {}))
+      V("1.17"), {}))
     assert.has_error(function()
-      flinkconf.memory_properties({ resources = { limits = { memory = "1 Gi" } } }, "jobmanager", "flink:1.17", {})
+      flinkconf.memory_properties({ resources = { limits = { memory = "1 Gi" } } }, "jobmanager", V("1.17"), {})
     end)
   end)
 
@@ -478,9 +506,60 @@ describe("lib.flinkconf", function()
 
   it("renders sorted key: value lines and refuses injected lines", function()
     assert.equal("a.b: 1\nrest.port: 8081\nz: x y\n",
-      flinkconf.render({ z = "x y", ["rest.port"] = "8081", ["a.b"] = "1" }))
-    assert.has_error(function() flinkconf.render({ ["a"] = "1\nrest.port: 1" }) end)
-    assert.has_error(function() flinkconf.render({ ["a: b"] = "1" }) end)
+      flinkconf.render_legacy({ z = "x y", ["rest.port"] = "8081", ["a.b"] = "1" }))
+    assert.has_error(function() flinkconf.render_legacy({ ["a"] = "1\nrest.port: 1" }) end)
+    assert.has_error(function() flinkconf.render_legacy({ ["a: b"] = "1" }) end)
+  end)
+
+  it("renders config.yaml as YAML that reads back as the same strings", function()
+    local props = { ["rest.port"] = "8081", z = "x y", ["a.b"] = "x: y # not a comment",
+      ["env.java.opts.all"] = "-XX:+UseG1GC -Dk=v", t = "true", n = "null", e = "", multi = "a\nrest.port: 1",
+      ["taskmanager.memory.process.size"] = "2048m", ["odd: key"] = "1" }
+    local text = flinkconf.render_yaml(props)
+    assert.same(props, lyaml.load(text))
+    assert.falsy(text:find("^%-%-%-"), "no document marker")
+    assert.truthy(text:find('\nrest.port: "8081"\n', 1, true), text)
+  end)
+
+  it("picks the file by version: legacy before 1.19, config.yaml from 1.19, both when unknown", function()
+    local function files_for(image, flink_version)
+      local m = load_yaml(TESTDATA .. "/session/input.yaml")
+      m.spec.image.name = image
+      m.spec.flinkVersion = flink_version
+      local names_ = {}
+      for f in pairs(flinkconf.files(defaults.apply(m))) do names_[#names_ + 1] = f end
+      table.sort(names_)
+      return names_
+    end
+    assert.same({ "flink-conf.yaml" }, files_for("flink:1.18.1"))
+    assert.same({ "config.yaml" }, files_for("flink:1.19"))
+    assert.same({ "config.yaml" }, files_for("flink:2.3.0"))
+    assert.same({ "config.yaml", "flink-conf.yaml" }, files_for("flink:latest"))
+    assert.same({ "config.yaml" }, files_for("my-app:7", "v2_0"))
+    assert.same({ "flink-conf.yaml" }, files_for("flink:2.3", "1.17"))
+  end)
+
+  it("leaves out the options Flink 2 no longer knows, only for a version known to be 2.x", function()
+    local m = load_yaml(TESTDATA .. "/session/input.yaml")
+    m.spec.flinkProperties = { ["taskmanager.heap.size"] = "1g", ["web.ssl.enabled"] = "true",
+      ["state.savepoints.dir"] = "file:///sp" }
+    m.spec.taskManager.resources = { limits = { memory = "2Gi" } }
+    m.spec.image.name = "flink:2.3.0"
+    local p2 = flinkconf.properties(defaults.apply(m))
+    assert.is_nil(p2["taskmanager.heap.size"])
+    assert.is_nil(p2["web.ssl.enabled"])
+    assert.is_nil(p2["query.server.port"])
+    assert.equal("file:///sp", p2["state.savepoints.dir"], "a deprecated key 2.x still reads is kept")
+    -- the removed heap key no longer counts as the user's memory: the process size is ours
+    assert.equal("2048m", p2["taskmanager.memory.process.size"])
+    assert.same({ "taskmanager.heap.size", "web.ssl.enabled" },
+      flinkconf.removed_keys(m.spec.flinkProperties, flinkversion.parse("2.0")))
+    assert.same({}, flinkconf.removed_keys(m.spec.flinkProperties, nil))
+    m.spec.image.name = "flink:1.20.5"
+    local p1 = flinkconf.properties(defaults.apply(m))
+    assert.equal("1g", p1["taskmanager.heap.size"])
+    assert.equal("6125", p1["query.server.port"])
+    assert.is_nil(p1["taskmanager.memory.process.size"], "the user's heap key owns the memory")
   end)
 end)
 

@@ -7,6 +7,7 @@ local clock = require("lib.clock")
 local names = require("lib.names")
 local user_control = require("lib.control")
 local failure = require("lib.failure")
+local restsubmit = require("lib.restsubmit")
 
 local job = {}
 
@@ -41,6 +42,16 @@ job.RESTART_BACKOFF_FACTOR = 2
 job.RESTART_MAX_DELAY_SECONDS = 300
 job.RESTART_MAX_ATTEMPTS = 3
 job.RESTART_RESET_AFTER_SECONDS = 600
+--- How the job is submitted: true = through the JobManager's REST API (lib.restsubmit: the
+-- controller downloads the jar, uploads it with POST /jars/upload and runs it with POST
+-- /jars/<id>/run, giving the job its id), false = the submitter Job (`flink run` in a pod).
+-- Shipped: REST for a jarFile given as an http(s):// URL (the submitter image of the API cannot
+-- fetch one), the submitter Job otherwise. E.g. always REST: `function(spec) return true end`.
+-- Fixtures: job/decide-rest-submit-*.
+function job.SUBMIT_WITH_REST(spec)
+  return type(spec.jarFile) == "string" and spec.jarFile:match("^https?://") ~= nil
+end
+
 --- Longest failureReason kept in the status (bytes; longer text is cut).
 job.FAILURE_REASON_MAX = 300
 
@@ -62,6 +73,18 @@ local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails"
   Lost = "afterJobFails" }
 local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
   Lost = "KeepCluster" }
+
+-- The children each cleanupPolicy action removes ({kind=, name=}; no name: every one of that
+-- kind). The submitter Job stays (its pod tells the job id and why a submission failed), and so
+-- do the ControllerRevisions (the revision history).
+local CLEANUP_REMOVES = {
+  DeleteCluster = function()
+    return { { kind = "StatefulSet" }, { kind = "Service" }, { kind = "Ingress" }, { kind = "ConfigMap" } }
+  end,
+  DeleteTaskManager = function(n)
+    return { { kind = "StatefulSet", name = names.taskmanager(n) } }
+  end,
+}
 
 -- Job state of a job that Flink reports FINISHED after our stop-with-savepoint (or FAILED after
 -- its savepoint was written), by the savepoint's reason: a cancel is Cancelled
@@ -146,7 +169,7 @@ local function submitter_failure(children, submitter)
 end
 
 -- failureReason of a job Flink reports FAILED: with the root cause of its newest exception
--- (GET /jobs/<id>/exceptions, recorded by the core in flink.exceptions[<id>]) once known.
+-- (GET /jobs/<id>/exceptions, decoded by fc.flink into flink.exceptions[<id>]) once known.
 local function flink_failure(id, flink)
   local ex = (flink.exceptions or {})[id] or {}
   local cause = failure.cause(ex.stacktrace, job.FAILURE_REASON_MAX) or ex.name
@@ -162,10 +185,12 @@ end
 
 --- job.observe(input) -> {job=<status.components.job>, flink_state=<Flink state or "">,
 --   start_time=<unix seconds the job started in Flink, 0 when unknown>,
---   flink={{method=, path=}...} (GET /jobs/<id>/exceptions?maxExceptions=1 once for a FAILED job)}
+--   jobmanager={scheme=, service=, port=} (where the JobManager's REST API is: every intent of
+--   this cluster goes there),
+--   intents={{kind="job_exceptions", job_id=}} (once for a FAILED job: its failure cause)}
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
---   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, savepoint_triggers={},
---   exceptions={<job id>={name=, stacktrace=, error=, time=}}},
+--   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, operations={},
+--   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
@@ -208,9 +233,13 @@ function job.observe(input)
       if flink_state == "FAILED" then
         out.failureReason = flink_failure(out.id, flink)
         if not (flink.exceptions or {})[out.id] then
-          asks[1] = { method = "GET", path = "/jobs/" .. out.id .. "/exceptions?maxExceptions=1" }
+          asks[1] = { kind = "job_exceptions", job_id = out.id }
         end
       end
+    elseif restsubmit.run_error(out, flink) and not job.TERMINAL[out.state] then
+      -- our REST submission's run request failed (lib.restsubmit)
+      out.state = "Failed"
+      out.failureReason = restsubmit.run_error(out, flink)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
       if input.now - since >= job.LOST_AFTER_SECONDS then
@@ -231,7 +260,10 @@ function job.observe(input)
     out.restartAttempt = nil
   end
   if out.state == "Running" or out.state == "Pending" then out.failureReason = nil end
-  return { job = out, flink_state = flink_state, start_time = start_time, flink = asks }
+  -- the JobManager Service cluster.lua renders, its REST (`ui`) port
+  local jobmanager = { scheme = "http", service = names.jobmanager(n),
+    port = ((cluster.spec.jobManager or {}).ports or {}).ui or 8081 }
+  return { job = out, flink_state = flink_state, start_time = start_time, jobmanager = jobmanager, intents = asks }
 end
 
 local function all_ready(components)
@@ -255,8 +287,9 @@ end
 --   cleanup=<"DeleteCluster"|"DeleteTaskManager"|nil> (components to remove as the job ended),
 --   hold=bool (do not change the running components yet: update waits for savepoint/cancel),
 --   update_done=bool (the new revision's job is submitted: current := next),
---   control=<status.control or nil>, remove_annotation=bool,
---   flink={{method=, path=, body=}...}, requeue_after=<seconds or nil>,
+--   remove={{kind=, name=}...} (the children the cleanup removes; no name: all of that kind),
+--   control=<status.control or nil>, remove_annotation=<the user-control annotation key: remove it>,
+--   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
 --   number, RestartLimitReached)}.
 function job.decide(input)
@@ -267,7 +300,7 @@ function job.decide(input)
   local now = input.now
   local outcome = input.outcome or {}
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
-    remove_annotation = false, flink = {}, events = {} }
+    intents = {}, events = {} }
   local submitter, stale = observed_submitter(input.children, cluster.metadata.name, j)
   if stale then
     -- the submitter deleted for a resubmission is still observed: delete it again, wait
@@ -296,7 +329,7 @@ function job.decide(input)
 
   local function cancel()
     if running and not cancelling then
-      d.flink[#d.flink + 1] = { method = "PATCH", path = "/jobs/" .. j.id .. "?mode=cancel" }
+      d.intents[#d.intents + 1] = { kind = "cancel", job_id = j.id }
     end
   end
 
@@ -309,12 +342,12 @@ function job.decide(input)
   elseif value == job.CONTROL_SAVEPOINT or value == job.CONTROL_JOB_CANCEL then
     if user_control.just_finished(old_control, value, now) then
       -- the annotation removal has not been observed yet
-      d.remove_annotation = true
+      d.remove_annotation = user_control.ANNOTATION
     else
       control = { name = value, state = "Progressing", updateTime = clock.format(now) }
     end
   elseif value ~= nil then
-    d.remove_annotation = true
+    d.remove_annotation = user_control.ANNOTATION
     control = { name = tostring(value), state = "Failed", updateTime = clock.format(now),
       message = "unknown user control \"" .. tostring(value) .. "\": use savepoint or job-cancel" }
   end
@@ -322,7 +355,7 @@ function job.decide(input)
     control.state = state
     control.message = message
     control.updateTime = clock.format(now)
-    d.remove_annotation = true
+    d.remove_annotation = user_control.ANNOTATION
   end
 
   local cancel_wanted = spec.cancelRequested == true
@@ -439,8 +472,22 @@ function job.decide(input)
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
   if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components or {}) then
-    d.submit = true
-    if j.state == "Updating" then
+    local submitted = true
+    if job.SUBMIT_WITH_REST(spec) then
+      -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
+      local step = restsubmit.step({ job = j, spec = spec, flink = input.flink,
+        from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint, now = now })
+      for _, i in ipairs(step.intents) do d.intents[#d.intents + 1] = i end
+      d.requeue_after = step.requeue_after
+      submitted = step.submitted == true
+      if step.failed then
+        j.state = "Failed"
+        j.failureReason = step.failed
+      end
+    else
+      d.submit = true
+    end
+    if submitted and j.state == "Updating" then
       d.update_done = true
       j.state = "Pending"
     end
@@ -461,10 +508,24 @@ function job.decide(input)
   if job.TERMINAL[j.state] and not restarting and not restart_waits and not stop_in_flight then
     local policy = spec.cleanupPolicy or {}
     local action = policy[CLEANUP_FIELD[j.state]] or CLEANUP_DEFAULT[j.state]
-    if action ~= "KeepCluster" then d.cleanup = action end
+    if action ~= "KeepCluster" then
+      d.cleanup = action
+      d.remove = CLEANUP_REMOVES[action] and CLEANUP_REMOVES[action](cluster.metadata.name)
+    end
   end
 
-  if not job.TERMINAL[j.state] then d.requeue_after = job.POLL_SECONDS end
+  -- Poll the job list while the job may still change and the JobManager's Service is Ready.
+  local jm_service = (input.components or {}).jobManagerService
+  local listing = false
+  for _, i in ipairs(d.intents) do listing = listing or i.kind == "list_jobs" end
+  if jm_service and jm_service.state == "Ready" and not d.cleanup and not listing and (j.state == "Running"
+      or j.state == "Pending" or j.state == "Updating" or j.state == "Lost" or j.state == "Suspended") then
+    d.intents[#d.intents + 1] = { kind = "list_jobs" }
+  end
+
+  if not job.TERMINAL[j.state] then
+    d.requeue_after = math.min(d.requeue_after or job.POLL_SECONDS, job.POLL_SECONDS)
+  end
   if j.state ~= "Failed" and j.state ~= "Lost" then j.nextRestartTime = nil end
   d.control = control
   return d

@@ -14,10 +14,13 @@ describe("policies/job.lua", function()
       fx.assert_cases(all, {
         "decide-cancel-after-savepoint", "decide-cancel-after-stop", "decide-cancel-stop-failed-stopping",
         "decide-cleanup-after-lost", "decide-cleanup-succeeded", "decide-control-savepoint-done",
+        "decide-rest-submit-adopts", "decide-rest-submit-checks", "decide-rest-submit-runs",
+        "decide-rest-submit-upload-failed", "decide-rest-submit-uploads",
         "decide-restart-due", "decide-restart-limit", "decide-restart-waits", "decide-submit-when-ready",
         "decide-update-resubmit", "observe-failed-asks-exceptions", "observe-failed-cause",
         "observe-finished-after-stop", "observe-id-from-pod", "observe-lost", "observe-missing-grace",
-        "observe-never-listed-lost", "observe-submit-failed", "observe-submit-failed-message",
+        "observe-never-listed-lost", "observe-rest-run-failed", "observe-submit-failed",
+        "observe-submit-failed-message",
       })
     end)
     for _, case in ipairs(all) do
@@ -52,6 +55,8 @@ describe("policies/job.lua", function()
     for k, v in pairs(over or {}) do i[k] = v end
     return i
   end
+  local LIST = { kind = "list_jobs" }
+  local CANCEL = { kind = "cancel", job_id = ID }
 
   it("calls a job missing from a live JobManager Lost only after LOST_AFTER_SECONDS", function()
     local function observe(missing_since, jobs, now)
@@ -99,10 +104,10 @@ describe("policies/job.lua", function()
   it("waits for the cancel savepoint before cancelling", function()
     local i = decide_input({ outcome = { ["job cancel"] = "pending" } })
     i.cluster.spec.job.cancelRequested = true
-    assert.same({}, job.decide(i).flink)
+    assert.same({ LIST }, job.decide(i).intents)
     i.flink_state = "CANCELLING"
     i.outcome = { ["job cancel"] = "done" }
-    assert.same({}, job.decide(i).flink) -- already cancelling: no second PATCH
+    assert.same({ LIST }, job.decide(i).intents) -- already cancelling: no second cancel
   end)
 
   it("does not restart with restartPolicy Never, and keeps the cluster after a failure by default", function()
@@ -127,12 +132,12 @@ describe("policies/job.lua", function()
       outcome = { update = "pending" } })
     local d = job.decide(i)
     assert.is_true(d.hold)
-    assert.same({}, d.flink)
+    assert.same({ LIST }, d.intents)
     i.outcome = { update = "done" }
     d = job.decide(i)
     assert.is_true(d.hold)
     assert.equal("Updating", d.job.state)
-    assert.same({ { method = "PATCH", path = "/jobs/" .. ID .. "?mode=cancel" } }, d.flink)
+    assert.same({ CANCEL, LIST }, d.intents)
   end)
 
   it("submits the new revision once the old submitter is gone, and then the update is done", function()
@@ -151,11 +156,11 @@ describe("policies/job.lua", function()
     i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
     local d = job.decide(i)
     assert.same({ name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:15:00Z" }, d.control)
-    assert.is_false(d.remove_annotation)
+    assert.is_nil(d.remove_annotation)
     i.cluster.metadata.annotations[job.CONTROL_ANNOTATION] = "restart"
     d = job.decide(i)
     assert.equal("Failed", d.control.state)
-    assert.is_true(d.remove_annotation)
+    assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
   end)
 
   it("finishes the job-cancel control once the job is Cancelled", function()
@@ -165,7 +170,7 @@ describe("policies/job.lua", function()
     i.cluster.status.control = { name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:14:00Z" }
     local d = job.decide(i)
     assert.equal("Succeeded", d.control.state)
-    assert.is_true(d.remove_annotation)
+    assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
     assert.equal("DeleteCluster", d.cleanup) -- afterJobCancelled default
   end)
 end)

@@ -1,39 +1,48 @@
 --- policies/savepoint.lua: when to take a savepoint of the running job, and the progress of
 -- the one in flight. Pure; called by the framework after job.observe and before job.decide.
 --
--- Flink REST (flink-rest-notes.md, async operation pattern): `POST /jobs/<id>/savepoints` with
--- {"target-directory": savepointsDir, "cancel-job": false} answers {"request-id": ...}; poll
--- `GET /jobs/<id>/savepoints/<request-id>` until status.id COMPLETED, then read
--- operation.location (success) or operation.failure-cause (failure). The core records those
--- answers in snapshot.flink.savepoint_triggers[<job id>] = {request_id=, status=, location=,
--- failure=, error=, time=<unix s it was recorded>} (see docs/contracts.md, "Reconcile").
+-- A savepoint is one of our trigger ids (lib.trigger, 32 hex), chosen here and written to
+-- status.savepoint.triggerID in the pass that decides it; the trigger intent ("savepoint" or
+-- "stop") goes to Flink only once that status is written (fc.flink sends triggers after the
+-- status), and carries the id, so Flink keys the operation by it: the same trigger sent twice is
+-- one savepoint. Flink REST (fc.flink, flink-rest-notes.md "Async operation pattern"):
+-- `POST /jobs/<id>/savepoints` or `/stop` with {"triggerId": <ours>}, then
+-- `GET /jobs/<id>/savepoints/<ours>` until COMPLETED (operation.location, or failure-cause).
+-- Answers arrive decoded in input.flink.operations[<trigger id>] (fc.flink.view).
+--
+-- Recovery: a savepoint InProgress whose id has no answer in this
+-- controller (it restarted, another replica took over, or the request has not been answered
+-- yet) is looked up by its id after POLL_SECONDS: found, it is followed to its outcome; unknown
+-- to Flink (404: the request never arrived, or its result expired or went with the JobManager),
+-- the same trigger is sent again while the job runs (Flink makes it one savepoint), and after
+-- TRIGGER_TIMEOUT without Flink knowing it, it is TriggerFailed. Never a second id for one request.
 --
 -- Reasons, highest priority first (one savepoint at a time): "job cancel" (cancelRequested or
 -- the job-cancel user control), "update" (a new revision), "user requested"
 -- (savepointGeneration = status + 1, or the savepoint user control), "scheduled initial" /
 -- "scheduled" (autoSavepointSeconds).
 --
--- The savepoint of "job cancel" and "update" also ends the job: Flink's stop-with-savepoint,
--- `POST /jobs/<id>/stop` with {"drain": false, "targetDirectory": savepointsDir} (camelCase,
--- unlike /savepoints; drain false: no MAX_WATERMARK, the job resumes from the savepoint as it
--- was; flink-rest-v1-dispatcher.yml StopWithSavepointRequestBody), polled like a savepoint; on
--- success Flink reports the job FINISHED (job.lua maps that to Cancelled/Updating, not
--- Succeeded). status.savepoint.stop = true (ours) marks such a savepoint. When the stop fails
--- (e.g. a task already finished), the next pass falls back to a plain savepoint, which job.lua
--- follows with a cancel. A stop that wrote its savepoint and then failed stopping (Flink's
--- StopWithSavepointStoppingException: "A savepoint has been created at: <path>, but the
--- corresponding job <id> failed during stopping") counts as Succeeded with that path. An update
--- always restores from the savepoint of the job it ended.
+-- The savepoint of "job cancel" and "update" also ends the job: Flink's stop-with-savepoint
+-- (the "stop" intent: drain false, no MAX_WATERMARK, the job resumes from the savepoint as it
+-- was), polled like a savepoint; on success Flink reports the job FINISHED (job.lua maps that to
+-- Cancelled/Updating, not Succeeded). status.savepoint.stop = true (ours) marks such a
+-- savepoint. When the stop fails (e.g. a task already finished), the next pass falls back to a
+-- plain savepoint, which job.lua follows with a cancel. A stop that wrote its savepoint and then
+-- failed stopping (Flink's StopWithSavepointStoppingException: "A savepoint has been created at:
+-- <path>, but the corresponding job <id> failed during stopping") counts as Succeeded with that
+-- path. An update always restores from the savepoint of the job it ended.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
+local trigger = require("lib.trigger")
 
 local savepoint = {}
 
 savepoint.CONTROL_ANNOTATION = user_control.ANNOTATION
 --- Seconds between polls of a savepoint in progress.
 savepoint.POLL_SECONDS = 5
---- Seconds to wait for the core to report the trigger's request-id before TriggerFailed.
+--- Seconds a trigger may stay unknown to Flink (no answer, or 404 on the lookup) before it is
+-- TriggerFailed.
 savepoint.TRIGGER_TIMEOUT = 60
 --- Seconds after which a savepoint still in progress is marked Failed.
 savepoint.COMPLETE_TIMEOUT = 600
@@ -44,21 +53,14 @@ savepoint.STOP_WITH_SAVEPOINT = { ["job cancel"] = true, update = true }
 
 local ON_DEMAND = { "job cancel", "update", "user requested" }
 
-local function trigger_action(job_id, dir, stop)
-  if stop then
-    return { method = "POST", path = "/jobs/" .. job_id .. "/stop",
-      body = { drain = false, targetDirectory = dir } }
-  end
-  return { method = "POST", path = "/jobs/" .. job_id .. "/savepoints",
-    body = { ["target-directory"] = dir, ["cancel-job"] = false } }
-end
-
 --- savepoint.decide(input) -> {savepoint=<status.savepoint>, job=<status.components.job with
 --   lastSavepointTriggerID, lastSavepointTriggerTime, lastSavepointTime, savepointLocation,
 --   savepointGeneration updated>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
---   flink={{method=, path=, body=}...}, requeue_after=<seconds or nil>}
+--   intents={{kind="savepoint"|"stop"|"savepoint_status", id=<trigger id>, job_id=,
+--   target_directory=}...} (fc.flink), requeue_after=<seconds or nil>}
 -- input: {cluster=<defaulted, status as observed>, job=<from job.observe>, start_time=<unix s the
---   job started in Flink, 0 unknown>, flink={savepoint_triggers={...}},
+--   job started in Flink, 0 unknown>, flink={operations={<trigger id>={phase=, status=, location=,
+--   failure=, error=, not_found=, time=}}} (fc.flink.view),
 --   update={pending=bool}, now=<unix seconds>}.
 -- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
 -- of this job succeeded (status.savepoint.stop says whether it also stopped the job), "skipped"
@@ -72,20 +74,22 @@ function savepoint.decide(input)
   local now = input.now
   local j = util.deepcopy(input.job)
   local sp = util.deepcopy(status.savepoint or { state = "NotTriggered" })
-  local out = { savepoint = sp, job = j, outcome = {}, flink = {} }
+  local out = { savepoint = sp, job = j, outcome = {}, intents = {} }
   local running = j.state == "Running" and j.id ~= nil
   local dir = spec.savepointsDir
-  local triggers = (input.flink or {}).savepoint_triggers or {}
+  local operations = (input.flink or {}).operations or {}
 
   local function requeue(s)
     if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end
   end
+  local function ask(kind)
+    out.intents[#out.intents + 1] = { kind = kind, id = sp.triggerID, job_id = sp.jobID, target_directory = dir }
+  end
 
-  -- 1. The savepoint in flight.
+  -- 1. The savepoint in flight: its answer from Flink, under our trigger id.
   if sp.state == "InProgress" then
     local t0 = clock.parse(sp.triggerTime) or now
-    local trig = sp.jobID and triggers[sp.jobID] or nil
-    local fresh = trig and (tonumber(trig.time) or 0) >= t0
+    local op = sp.triggerID and operations[sp.triggerID] or nil
     local function finish(state, message)
       sp.state = state
       sp.message = message
@@ -94,41 +98,49 @@ function savepoint.decide(input)
         if gen == (tonumber(j.savepointGeneration) or 0) + 1 then j.savepointGeneration = gen end
       end
     end
-    if not sp.triggerID then
-      if fresh and trig.error then
-        finish("TriggerFailed", tostring(trig.error))
-      elseif fresh and trig.request_id and trig.request_id ~= j.lastSavepointTriggerID then
-        sp.triggerID = trig.request_id
-        j.lastSavepointTriggerID = trig.request_id
-      elseif now - t0 >= savepoint.TRIGGER_TIMEOUT then
-        finish("TriggerFailed", "no answer to the savepoint trigger after " .. savepoint.TRIGGER_TIMEOUT .. "s")
+    local created = sp.stop and op and type(op.failure) == "string"
+      and op.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
+    if not sp.triggerID or not sp.jobID then
+      -- written by a controller that recorded no trigger id: nothing to look up
+      finish("TriggerFailed", "no trigger id recorded for this savepoint")
+    elseif op and op.status == "COMPLETED" then
+      if op.location or created then
+        -- `created`: the stop wrote its savepoint, then the job failed while stopping (Flink's
+        -- StopWithSavepointStoppingException); the savepoint is consistent and used as such,
+        -- as the Flink Kubernetes operator does (flink-rest-notes.md, POST /jobs/:jobid/stop)
+        finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
+          .. op.failure) or nil)
+        j.savepointLocation = op.location or created
+        j.lastSavepointTime = clock.format(now)
       else
-        requeue(savepoint.POLL_SECONDS)
+        finish("Failed", tostring(op.failure or "savepoint failed"))
       end
-    end
-    if sp.state == "InProgress" and sp.triggerID then
-      local created = sp.stop and type(trig and trig.failure) == "string"
-        and trig.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
-      if trig and trig.request_id == sp.triggerID and trig.status == "COMPLETED" then
-        if trig.location or created then
-          -- `created`: the stop wrote its savepoint, then the job failed while stopping (Flink's
-          -- StopWithSavepointStoppingException); the savepoint is consistent and used as such,
-          -- as the Flink Kubernetes operator does (flink-rest-notes.md, POST /jobs/:jobid/stop)
-          finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
-            .. trig.failure) or nil)
-          j.savepointLocation = trig.location or created
-          j.lastSavepointTime = clock.format(now)
-        else
-          finish("Failed", tostring(trig.failure or "savepoint failed"))
-        end
-      elseif trig and trig.request_id == sp.triggerID and fresh and trig.error then
-        finish("Failed", tostring(trig.error))
-      elseif now - t0 >= savepoint.COMPLETE_TIMEOUT then
-        finish("Failed", "savepoint not completed after " .. savepoint.COMPLETE_TIMEOUT .. "s")
+    elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
+      -- Flink refused the trigger (e.g. 503 leader election, 404 job gone)
+      finish("TriggerFailed", tostring(op.error))
+    elseif now - t0 >= savepoint.COMPLETE_TIMEOUT then
+      finish("Failed", "savepoint not completed after " .. savepoint.COMPLETE_TIMEOUT .. "s")
+    elseif op and op.not_found then
+      -- Flink does not know our id: the trigger never arrived (or its result is gone). Send the
+      -- same trigger again while the job runs (one savepoint however often it arrives).
+      if running and dir and j.id == sp.jobID and now - t0 < savepoint.TRIGGER_TIMEOUT then
+        ask(sp.stop and "stop" or "savepoint")
+        requeue(savepoint.POLL_SECONDS)
       else
-        out.flink[#out.flink + 1] = { method = "GET", path = "/jobs/" .. sp.jobID .. "/savepoints/" .. sp.triggerID }
-        requeue(savepoint.POLL_SECONDS)
+        finish("TriggerFailed", "Flink does not know trigger " .. sp.triggerID .. " of job " .. sp.jobID
+          .. " (" .. tostring(op.error) .. ")")
       end
+    elseif op and (op.phase == "accepted" or op.status == "IN_PROGRESS" or op.error) then
+      -- accepted, in progress, or the last poll went unanswered: poll again
+      ask("savepoint_status")
+      requeue(savepoint.POLL_SECONDS)
+    elseif now - t0 >= savepoint.POLL_SECONDS then
+      -- no answer in this controller: triggered by another (a restart, a failover) or the
+      -- trigger is still on its way; look the id up
+      ask("savepoint_status")
+      requeue(savepoint.POLL_SECONDS)
+    else
+      requeue(savepoint.POLL_SECONDS - (now - t0))
     end
   end
 
@@ -222,11 +234,15 @@ function savepoint.decide(input)
   end
 
   if to_trigger then
+    -- the id is in the status before the trigger goes out (fc.flink sends it after the status)
     local ts = clock.format(now)
-    out.savepoint = { jobID = j.id, triggerTime = ts, requestTime = ts, triggerReason = to_trigger,
+    local id = trigger.id(now, j.lastSavepointTriggerID)
+    sp = { jobID = j.id, triggerID = id, triggerTime = ts, requestTime = ts, triggerReason = to_trigger,
       state = "InProgress", stop = stop or nil }
+    out.savepoint = sp
     j.lastSavepointTriggerTime = ts
-    out.flink[#out.flink + 1] = trigger_action(j.id, dir, stop)
+    j.lastSavepointTriggerID = id
+    ask(stop and "stop" or "savepoint")
     requeue(savepoint.POLL_SECONDS)
   end
   return out

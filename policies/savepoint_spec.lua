@@ -15,8 +15,9 @@ describe("policies/savepoint.lua", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
         "completed-failure", "completed-location", "control-new-savepoint-same-second", "generation-request",
-        "stop-created-job-failed", "stop-failed-fallback", "trigger-error", "trigger-request-id",
-        "update-stops-despite-recent-savepoint",
+        "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
+        "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
+        "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
       })
     end)
     for _, case in ipairs(all) do
@@ -27,12 +28,12 @@ describe("policies/savepoint.lua", function()
   end)
 
   local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
-  local function input(spec_job, status, now, triggers, update)
+  local function input(spec_job, status, now, operations, update)
     spec_job.jarFile = "/j.jar"
     return {
       cluster = { metadata = { name = "wc" }, spec = { job = spec_job }, status = status or {} },
       job = status and status.job or { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
-      start_time = 1000, flink = { savepoint_triggers = triggers or {} },
+      start_time = 1000, flink = { operations = operations or {} },
       update = { pending = update or false }, now = now,
     }
   end
@@ -41,20 +42,18 @@ describe("policies/savepoint.lua", function()
     -- simulate 1000 s of a job started at t=1000 with savepoints that take 7 s each
     local spec = { savepointsDir = "/sp", autoSavepointSeconds = 300 }
     local st = { job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 } }
-    local triggers, times, n = {}, {}, 0
+    local ops, times, n = {}, {}, 0
     for now = 1000, 2000 do
-      local out = savepoint.decide(input(spec, st, now, triggers))
-      for _, a in ipairs(out.flink) do
-        if a.method == "POST" then
+      local out = savepoint.decide(input(spec, st, now, ops))
+      for _, a in ipairs(out.intents) do
+        if a.kind == "savepoint" then
           times[#times + 1] = now
           n = n + 1
-          triggers[ID] = { request_id = string.format("%032x", n), time = now }
+          ops[a.id] = { phase = "accepted", time = now }
         end
       end
-      if out.savepoint.state == "InProgress" and out.savepoint.triggerID
-          and now - clock.parse(out.savepoint.triggerTime) >= 7 then
-        triggers[ID] = { request_id = out.savepoint.triggerID, status = "COMPLETED", location = "/sp/s" .. n,
-          time = now }
+      if out.savepoint.state == "InProgress" and now - clock.parse(out.savepoint.triggerTime) >= 7 then
+        ops[out.savepoint.triggerID] = { phase = "status", status = "COMPLETED", location = "/sp/s" .. n, time = now }
       end
       st = { savepoint = out.savepoint, job = out.job }
     end
@@ -66,32 +65,42 @@ describe("policies/savepoint.lua", function()
     local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 10 }, nil, 5000, {}, true))
     assert.equal("update", out.savepoint.triggerReason)
     assert.equal("pending", out.outcome.update)
-    assert.equal(1, #out.flink)
+    assert.equal(1, #out.intents)
+    assert.equal("stop", out.intents[1].kind)
   end)
 
-  it("ignores a recorded answer older than the trigger (the previous savepoint's)", function()
+  it("reads only the answer recorded under its own trigger id (not the previous savepoint's)", function()
     local st = {
-      savepoint = { jobID = ID, triggerTime = "1970-01-01T00:16:40Z", requestTime = "1970-01-01T00:16:40Z",
-        triggerReason = "scheduled", state = "InProgress" },
+      savepoint = { jobID = ID, triggerID = "000003ea000000000000000000000000", triggerTime = "1970-01-01T00:16:42Z",
+        requestTime = "1970-01-01T00:16:42Z", triggerReason = "scheduled", state = "InProgress" },
       job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0,
-        lastSavepointTriggerID = "00000000000000000000000000000001" },
+        lastSavepointTriggerID = "000003ea000000000000000000000000" },
     }
-    local old_answer = { [ID] = { request_id = "00000000000000000000000000000001", status = "COMPLETED",
-      location = "/sp/old", time = 990 } }
-    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1002, old_answer))
+    local old_answer = { ["000003e8000000000000000000000000"] = { phase = "status", status = "COMPLETED",
+      location = "/sp/old", time = 1001 } }
+    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1003, old_answer))
     assert.equal("InProgress", out.savepoint.state)
-    assert.is_nil(out.savepoint.triggerID)
-    assert.same({}, out.flink)
-    assert.equal(5, out.requeue_after)
+    assert.same({}, out.intents)
+    assert.equal(4, out.requeue_after)
   end)
 
-  it("gives up waiting for the trigger's answer after TRIGGER_TIMEOUT", function()
+  it("gives each trigger of the same second its own id", function()
+    local trigger = require("lib.trigger")
+    local a = trigger.id(1700000100, nil)
+    local b = trigger.id(1700000100, a)
+    assert.equal("6553f164000000000000000000000000", a)
+    assert.equal("6553f164000000000000000000000001", b)
+    assert.equal(a, trigger.id(1700000100, "6553f163000000000000000000000005"))
+    assert.truthy(b:match("^" .. string.rep("%x", 32) .. "$"))
+  end)
+
+  it("fails a savepoint the status recorded without a trigger id (nothing to look up)", function()
     local st = {
       savepoint = { jobID = ID, triggerTime = "1970-01-01T00:16:40Z", triggerReason = "scheduled",
         state = "InProgress" },
       job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
     }
-    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1000 + savepoint.TRIGGER_TIMEOUT))
+    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1001))
     assert.equal("TriggerFailed", out.savepoint.state)
   end)
 
@@ -99,13 +108,13 @@ describe("policies/savepoint.lua", function()
     local st = { job = { name = "wc-job-submitter", state = "Pending", restartCount = 0 } }
     local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 1, savepointGeneration = 1 },
       st, 9999))
-    assert.same({}, out.flink)
+    assert.same({}, out.intents)
     assert.same({}, out.outcome)
   end)
 
   it("skips the update savepoint when takeSavepointOnUpgrade is false", function()
     local out = savepoint.decide(input({ savepointsDir = "/sp", takeSavepointOnUpgrade = false }, nil, 5000, {}, true))
     assert.equal("skipped", out.outcome.update)
-    assert.same({}, out.flink)
+    assert.same({}, out.intents)
   end)
 end)

@@ -14,6 +14,9 @@ local profile = require("fc.profile")
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
+local flinkversion = require("lib.flinkversion")
+local flinkconf = require("lib.flinkconf")
+local flinkremoved = require("lib.flinkremoved")
 
 local validate = {}
 
@@ -22,12 +25,6 @@ local is_null, is_integer, is_object, is_list = values.is_null, values.is_intege
 
 validate.API_VERSION = "flinkoperator.k8s.io/v1beta1"
 validate.KIND = "FlinkCluster"
-validate.PULL_POLICIES = { "Always", "IfNotPresent", "Never" }
-validate.ACCESS_SCOPES = { "Cluster", "VPC", "External", "NodePort", "Headless" }
-validate.RESTART_POLICIES = { "Never", "FromSavepointOnFailure" }
-validate.CLEANUP_ACTIONS = { "KeepCluster", "DeleteCluster", "DeleteTaskManager" }
-validate.PROTOCOLS = { "TCP", "UDP", "SCTP" }
-validate.TASK_MANAGER_MODES = { "StatefulSet", "Native" }
 --- Fields of spec.taskManager that only mode Native reads.
 validate.NATIVE_FIELDS = { "resourceProfile", "maxPerTaskManager", "maxFailedAttempts",
   "registrationTimeoutSeconds", "slots" }
@@ -44,89 +41,14 @@ validate.NAME_SUFFIXES = {
 validate.MAX_STATEFULSET_NAME = 52
 
 --------------------------------------------------------------------------------------------
--- Schema of the FlinkCluster's own structure. Node kinds: "string", "integer", "boolean",
--- "quantity" (Kubernetes quantity), "strmap" (object of strings), "qmap" (object of
--- quantities), "object" (an embedded
--- Kubernetes type: JSON type only), "resources" (ResourceRequirements: quantities),
--- {fields = {name = node}} (ours: unknown keys warn), {list = node}.
+-- The schema: deploy/crd.yaml's, generated into fc.crd at build time (README.md, "One schema").
+-- Types, enums, limits, lengths and required fields are checked by walking it, so a new field
+-- is described once, in the CRD. The rules below are the ones the OpenAPI part of a schema
+-- cannot express; those the CRD states as CEL rules (x-kubernetes-validations) are also here,
+-- because render runs with no API server (tests/admission_spec.lua checks that both agree).
 
-local K8S_OBJECT = "object"
---- A list of embedded Kubernetes objects (volumes, mounts, containers, env, tolerations, pull
--- secrets: every list of the API is one of objects): an item that is not an object is an
--- error here, not a policy failure while the pods are built.
-local K8S_LIST = { list = K8S_OBJECT }
-
-local EXTRA_PORT = { fields = { name = "string", containerPort = "integer", protocol = "string" } }
-
-local function component_fields(ports, jobmanager)
-  local f = {
-    replicas = "integer",
-    ports = { fields = ports },
-    extraPorts = { list = EXTRA_PORT },
-    resources = "resources",
-    memoryOffHeapRatio = "integer",
-    memoryOffHeapMin = "quantity",
-    volumes = K8S_LIST, volumeMounts = K8S_LIST, volumeClaimTemplates = K8S_LIST,
-    initContainers = K8S_LIST, sidecars = K8S_LIST, tolerations = K8S_LIST,
-    nodeSelector = "strmap", podAnnotations = "strmap", podLabels = "strmap",
-    securityContext = K8S_OBJECT,
-  }
-  if jobmanager then
-    f.accessScope = "string"
-    f.ingress = { fields = { hostFormat = "string", annotations = "strmap", useTls = "boolean",
-                             tlsSecretName = "string" } }
-  end
-  return { fields = f }
-end
-
-local RESOURCE_SHAPE = { fields = { cpu = "quantity", memory = "quantity", extendedResources = "qmap" } }
-
-local JOB = { fields = {
-  jarFile = "string", className = "string", args = { list = "string" },
-  fromSavepoint = "string", allowNonRestoredState = "boolean",
-  takeSavepointOnUpgrade = "boolean", savepointsDir = "string",
-  autoSavepointSeconds = "integer", savepointGeneration = "integer", parallelism = "integer",
-  noLoggingToStdout = "boolean", volumes = K8S_LIST, volumeMounts = K8S_LIST,
-  initContainers = K8S_LIST, restartPolicy = "string",
-  cleanupPolicy = { fields = { afterJobSucceeds = "string", afterJobFails = "string",
-                               afterJobCancelled = "string" } },
-  cancelRequested = "boolean", podAnnotations = "strmap", podLabels = "strmap",
-  resources = "resources", securityContext = K8S_OBJECT,
-} }
-
-local SPEC = { fields = {
-  image = { fields = { name = "string", pullPolicy = "string", pullSecrets = K8S_LIST } },
-  serviceAccountName = "string",
-  batchSchedulerName = "string",
-  jobManager = component_fields({ rpc = "integer", blob = "integer", query = "integer",
-                                  ui = "integer" }, true),
-  taskManager = (function()
-    local tm = component_fields({ data = "integer", rpc = "integer", query = "integer" })
-    tm.fields.mode = "string"
-    tm.fields.resourceProfile = RESOURCE_SHAPE
-    tm.fields.maxPerTaskManager = RESOURCE_SHAPE
-    tm.fields.maxFailedAttempts = "integer"
-    tm.fields.registrationTimeoutSeconds = "integer"
-    tm.fields.slots = "integer"
-    return tm
-  end)(),
-  job = JOB,
-  envVars = K8S_LIST,
-  envFrom = K8S_LIST,
-  flinkProperties = "strmap",
-  hadoopConfig = { fields = { configMapName = "string", mountPath = "string" } },
-  gcpConfig = { fields = { serviceAccount = { fields = {
-    secretName = "string", keyFile = "string", mountPath = "string" } } } },
-  logConfig = "strmap",
-  revisionHistoryLimit = "integer",
-  recreateOnUpdate = "boolean",
-} }
-
---- The schema of a whole FlinkCluster (see the node kinds above).
-validate.SCHEMA = { fields = {
-  apiVersion = "string", kind = "string", metadata = K8S_OBJECT, spec = SPEC,
-  status = K8S_OBJECT,
-} }
+--- The FlinkCluster's openAPIV3Schema (fc.crd), as a table.
+validate.SCHEMA = require("fc.crd").schema
 
 --------------------------------------------------------------------------------------------
 -- Helpers
@@ -213,9 +135,13 @@ end
 local INT32_MIN, INT32_MAX = -2147483648, 2147483647
 local TYPE_MESSAGES = {
   string = "must be a string", integer = "must be an integer", boolean = "must be a boolean",
+  number = "must be a number", object = "must be an object", array = "must be a list",
 }
 
+-- Every int-or-string node of this API is a Kubernetes quantity (memoryOffHeapMin and the
+-- values of resources.limits/requests); the CRD checks it with a pattern, we parse it.
 local function check_quantity(v, path, add)
+  if not (is_integer(v) or type(v) == "string") then return add(path, "must be an integer or a string") end
   local ok, reason = quantity.valid(v)
   if not ok then
     add(path, "invalid quantity: " .. reason)
@@ -225,70 +151,95 @@ local function check_quantity(v, path, add)
   if b ~= nil and b < 0 then add(path, "must not be negative") end
 end
 
-local function check_types(v, node, path, add)
-  if is_null(v) then return end
-  if node == "string" or node == "integer" or node == "boolean" then
-    local ok = (node == "string" and type(v) == "string") or (node == "integer" and is_integer(v))
-      or (node == "boolean" and type(v) == "boolean")
-    if not ok then
-      add(path, TYPE_MESSAGES[node])
-    elseif node == "integer" and (v < INT32_MIN or v > INT32_MAX) then
-      add(path, "must be a 32-bit integer")   -- the API's integers are int32 (Go types)
+local function has_type(v, t)
+  if t == "string" then return type(v) == "string" end
+  if t == "integer" then return is_integer(v) end
+  if t == "number" then return type(v) == "number" end
+  if t == "boolean" then return type(v) == "boolean" end
+  if t == "object" then return is_object(v) end
+  if t == "array" then return is_list(v) end
+  return true
+end
+
+-- The limits of a scalar node `s` (enum, minimum/maximum, minLength/maxLength), with the
+-- messages of validate.lua: "must be one of A, B", "must be between 1 and 9", "must be 1",
+-- "must be >= 0", "is required" (an empty string where at least one character is needed).
+local function check_limits(v, s, path, add)
+  if s.enum and not one_of(v, s.enum) then
+    local shown = {}
+    for i, e in ipairs(s.enum) do shown[i] = tostring(e) end
+    return add(path, "must be one of " .. table.concat(shown, ", "))
+  end
+  if type(v) == "number" then
+    if s.format == "int32" and (v < INT32_MIN or v > INT32_MAX) then
+      return add(path, "must be a 32-bit integer")   -- the API's int32 fields (Go types)
     end
-  elseif node == "quantity" then
-    check_quantity(v, path, add)
-  elseif node == "strmap" then
-    if not is_object(v) then return add(path, "must be an object") end
-    for _, k in ipairs(sorted_keys(v)) do
-      if not is_null(v[k]) and type(v[k]) ~= "string" then add(key_path(path, k), "must be a string") end
+    local lo, hi = s.minimum, s.maximum
+    if (lo and v < lo) or (hi and v > hi) then
+      if lo and hi and lo == hi then return add(path, "must be " .. show(lo)) end
+      if lo and hi then return add(path, string.format("must be between %s and %s", show(lo), show(hi))) end
+      if lo then return add(path, "must be >= " .. show(lo)) end
+      return add(path, "must be <= " .. show(hi))
     end
-  elseif node == "qmap" then
-    if not is_object(v) then return add(path, "must be an object") end
-    for _, k in ipairs(sorted_keys(v)) do
-      if not is_null(v[k]) then check_quantity(v[k], key_path(path, k), add) end
+  elseif type(v) == "string" then
+    if s.minLength and utf8.len(v) and utf8.len(v) < s.minLength then
+      if v == "" then return add(path, "is required") end
+      return add(path, string.format("must be at least %d characters", s.minLength))
     end
-  elseif node == "object" then
-    if not is_object(v) then add(path, "must be an object") end
-  elseif node == "resources" then
-    if not is_object(v) then return add(path, "must be an object") end
-    for _, part in ipairs({ "limits", "requests" }) do
-      local r = v[part]
-      if not is_null(r) then
-        if not is_object(r) then
-          add(key_path(path, part), "must be an object")
-        else
-          for _, k in ipairs(sorted_keys(r)) do
-            if not is_null(r[k]) then check_quantity(r[k], key_path(key_path(path, part), k), add) end
-          end
-        end
-      end
+    if s.maxLength and (utf8.len(v) or #v) > s.maxLength then
+      return add(path, string.format("must be at most %d characters", s.maxLength))
     end
-  elseif node.fields then
-    if not is_object(v) then return add(path, "must be an object") end
-    for _, k in ipairs(sorted_keys(node.fields)) do
-      check_types(v[k], node.fields[k], key_path(path, k), add)
-    end
-  elseif node.list then
-    if not is_list(v) then return add(path, "must be a list") end
-    for i, item in ipairs(v) do check_types(item, node.list, index_path(path, i), add) end
   end
 end
 
-local function check_unknown(v, node, path, warn)
-  if type(node) ~= "table" or is_null(v) then return end
-  if node.fields and is_object(v) then
+-- Checks `v` against the schema node `s` (types, limits, required fields), at any depth.
+-- The status is the controller's (written through /status): only its JSON type is checked.
+local function check_types(v, s, path, add)
+  if is_null(v) then return end
+  if s["x-kubernetes-int-or-string"] then return check_quantity(v, path, add) end
+  if s.type and not has_type(v, s.type) then return add(path, TYPE_MESSAGES[s.type]) end
+  if s.type ~= "object" and s.type ~= "array" then return check_limits(v, s, path, add) end
+  if path == "status" then return end
+  if s.type == "array" then
+    if s.maxItems and #v > s.maxItems then add(path, string.format("must have at most %d items", s.maxItems)) end
+    if type(s.items) == "table" then
+      for i, item in ipairs(v) do check_types(item, s.items, index_path(path, i), add) end
+    end
+    return
+  end
+  for _, r in ipairs(s.required or {}) do
+    if is_null(v[r]) then add(key_path(path, r), "is required") end
+  end
+  if s.properties then
+    for _, k in ipairs(sorted_keys(s.properties)) do
+      check_types(v[k], s.properties[k], key_path(path, k), add)
+    end
+  elseif type(s.additionalProperties) == "table" then
     for _, k in ipairs(sorted_keys(v)) do
-      local child = node.fields[k]
+      check_types(v[k], s.additionalProperties, key_path(path, k), add)
+    end
+  end
+end
+
+-- Warns about the keys of `v` the schema node `s` does not describe (the API server would
+-- prune them); objects that keep unknown fields (embedded Kubernetes types, status) are left.
+local function check_unknown(v, s, path, warn)
+  if type(s) ~= "table" or is_null(v) then return end
+  if s.type == "object" and s.properties and is_object(v) then
+    for _, k in ipairs(sorted_keys(v)) do
+      local child = s.properties[k]
       if child == nil then
-        local hint = suggestion(k, node.fields)
-        warn(key_path(path, k), hint and string.format('unknown field (did you mean "%s"?)', hint)
-          or "unknown field")
+        if not s["x-kubernetes-preserve-unknown-fields"] then
+          local hint = suggestion(k, s.properties)
+          warn(key_path(path, k), hint and string.format('unknown field (did you mean "%s"?)', hint)
+            or "unknown field")
+        end
       else
         check_unknown(v[k], child, key_path(path, k), warn)
       end
     end
-  elseif node.list and is_list(v) then
-    for i, item in ipairs(v) do check_unknown(item, node.list, index_path(path, i), warn) end
+  elseif s.type == "array" and is_list(v) then
+    for i, item in ipairs(v) do check_unknown(item, s.items, index_path(path, i), warn) end
   end
 end
 
@@ -351,17 +302,14 @@ local function check_metadata(cluster, add, warn)
   end
 end
 
--- Ports of a component: the named Flink `ports` (in `order`) > 1024 and <= 65535 (Flink runs
--- unprivileged), `extraPorts` 1..65535 (Kubernetes' containerPort rule, as deploy/crd.yaml);
--- no number or name twice (the later one is reported, naming the earlier path).
+-- Ports of a component (their ranges are the CRD's): the named Flink `ports` (in `order`) and
+-- the `extraPorts`, no number or name twice (the later one is reported, naming the earlier
+-- path; the CRD's CEL rule "port numbers/names must be unique"); extra port names are
+-- Kubernetes port names (IsValidPortName: the CRD's pattern plus its CEL rule).
 local function check_ports(c, path, order, add)
   local by_number, by_name = {}, {}
-  local function record(p, name, at, name_at, extra)
+  local function record(p, name, at, name_at)
     if is_integer(p) then
-      if extra and (p < 1 or p > 65535) then add(at, "must be between 1 and 65535")
-      elseif not extra and p <= 1024 then add(at, "must be > 1024")
-      elseif p > 65535 then add(at, "must be <= 65535")
-      end
       local key = math.tointeger(p)
       if by_number[key] then
         add(at, string.format("duplicate port %d, also used by %s", key, by_number[key]))
@@ -381,7 +329,6 @@ local function check_ports(c, path, order, add)
   if ports then
     for _, name in ipairs(order) do
       local at = path .. ".ports." .. name
-      if is_null(ports[name]) then add(at, "is required") end
       record(ports[name], name, at, at)
     end
   end
@@ -390,26 +337,17 @@ local function check_ports(c, path, order, add)
     for i, ep in ipairs(extra) do
       local at = index_path(path .. ".extraPorts", i)
       if is_object(ep) then
-        if is_null(ep.name) or ep.name == "" then add(at .. ".name", "is required")
-        elseif type(ep.name) == "string" and not validate.port_name(ep.name) then
+        if type(ep.name) == "string" and ep.name ~= "" and not validate.port_name(ep.name) then
           add(at .. ".name", "must be a port name: at most 15 lowercase letters, digits and '-'")
         end
-        if is_null(ep.containerPort) then add(at .. ".containerPort", "is required") end
-        if type(ep.protocol) == "string" and not one_of(ep.protocol, validate.PROTOCOLS) then
-          add(at .. ".protocol", "must be one of " .. table.concat(validate.PROTOCOLS, ", "))
-        end
-        record(ep.containerPort, ep.name, at .. ".containerPort", at .. ".name", true)
+        record(ep.containerPort, ep.name, at .. ".containerPort", at .. ".name")
       end -- an item that is not an object: check_types reports it
     end
   end
 end
 
--- memoryOffHeapRatio percent 0..100; memoryOffHeapMin <= resources.limits.memory (bytes).
+-- memoryOffHeapMin <= resources.limits.memory (bytes; a webhook rule: as CEL its cost is too high).
 local function check_memory(c, path, add)
-  local ratio = c.memoryOffHeapRatio
-  if is_integer(ratio) and (ratio < 0 or ratio > 100) then
-    add(path .. ".memoryOffHeapRatio", "must be between 0 and 100")
-  end
   local min = quantity.bytes(c.memoryOffHeapMin)
   local limit_q = values.get(c, "resources", "limits", "memory")
   local limit = limit_q ~= nil and quantity.bytes(limit_q) or nil
@@ -419,51 +357,25 @@ local function check_memory(c, path, add)
   end
 end
 
-local function check_enum(v, list, path, add)
-  if type(v) == "string" and not one_of(v, list) then
-    add(path, "must be one of " .. table.concat(list, ", "))
-  end
-end
-
+-- The job's create rule (the CRD's CEL rule with optionalOldSelf).
 local function check_job(job, creating, add)
-  if is_null(job.jarFile) or job.jarFile == "" then add("spec.job.jarFile", "is required") end
-  if is_integer(job.parallelism) and job.parallelism < 1 then
-    add("spec.job.parallelism", "must be >= 1")
-  end
-  if is_integer(job.autoSavepointSeconds) and job.autoSavepointSeconds < 0 then
-    add("spec.job.autoSavepointSeconds", "must be >= 0")
-  end
-  if is_integer(job.savepointGeneration) and job.savepointGeneration < 0 then
-    add("spec.job.savepointGeneration", "must be >= 0")
-  end
-  check_enum(job.restartPolicy, validate.RESTART_POLICIES, "spec.job.restartPolicy", add)
-  local cleanup = obj(job.cleanupPolicy)
-  if cleanup then
-    for _, k in ipairs({ "afterJobSucceeds", "afterJobFails", "afterJobCancelled" }) do
-      check_enum(cleanup[k], validate.CLEANUP_ACTIONS, "spec.job.cleanupPolicy." .. k, add)
-    end
-  end
   if creating and job.cancelRequested == true then
     add("spec.job.cancelRequested", "must not be true at creation")
   end
 end
 
 -- Mode Native: the slot demand (spec.taskManager.slots for a session cluster; a job cluster's
--- is spec.job.parallelism), the limits, and resource shapes fc.profile can read; extended
--- resources must come out whole per pod (Kubernetes takes no fractional extended resources).
+-- is spec.job.parallelism) and resource shapes fc.profile can read; extended resources must
+-- come out whole per pod (Kubernetes takes no fractional extended resources). Types, the mode's
+-- enum and the minimums are the schema's (deploy/crd.yaml).
 local function check_native(tm, is_job, add, warn)
   if is_job and not is_null(tm.slots) then
     add("spec.taskManager.slots", "only for a session cluster: a job cluster's demand is spec.job.parallelism")
   elseif not is_job and is_null(tm.slots) then
     add("spec.taskManager.slots", "is required with mode Native for a session cluster")
-  elseif is_integer(tm.slots) and tm.slots < 1 then
-    add("spec.taskManager.slots", "must be >= 1")
   end
   if not is_null(tm.replicas) then
     warn("spec.taskManager.replicas", "ignored with mode Native: the slot demand sets the pods")
-  end
-  for _, k in ipairs({ "maxFailedAttempts", "registrationTimeoutSeconds" }) do
-    if is_integer(tm[k]) and tm[k] < 1 then add("spec.taskManager." .. k, "must be >= 1") end
   end
   -- only shapes whose parts have the right JSON types (the type walk reports the others)
   for _, k in ipairs({ "resourceProfile", "maxPerTaskManager" }) do
@@ -490,64 +402,58 @@ local function check_native(tm, is_job, add, warn)
   end
 end
 
-local function check_spec(spec, creating, add, warn)
-  local image = obj(spec.image)
-  if (image and (is_null(image.name) or image.name == "")) or is_null(spec.image) then
-    add("spec.image.name", "is required")
+-- spec.flinkVersion and the flinkProperties the version no longer knows (lib.flinkversion,
+-- lib.flinkremoved): an unreadable version is an error; a version that contradicts the image
+-- tag, and each flinkProperties key Flink 2 removed (left out of config.yaml), a warning.
+local function check_flink_version(spec, add, warn)
+  local given = spec.flinkVersion
+  if type(given) == "string" and flinkversion.parse(given) == nil then
+    add("spec.flinkVersion", "must be <major>.<minor>[.<patch>] (\"1.20\") or v<major>_<minor> (\"v1_20\"), got \""
+      .. given .. "\"")
+    return
   end
-  if image then check_enum(image.pullPolicy, validate.PULL_POLICIES, "spec.image.pullPolicy", add) end
+  local version = flinkversion.of(spec)
+  local image = obj(spec.image)
+  local tagged = image and flinkversion.of_image(image.name)
+  if type(given) == "string" and tagged and (tagged.major ~= version.major or tagged.minor ~= version.minor) then
+    warn("spec.flinkVersion", string.format("%s differs from the image tag's %s (spec.image.name); the "
+      .. "configuration follows spec.flinkVersion", flinkversion.string(version), flinkversion.string(tagged)))
+  end
+  local props = obj(spec.flinkProperties)
+  if not props then return end
+  for _, key in ipairs(flinkconf.removed_keys(props, version)) do
+    local _, instead = flinkremoved.removed(key)
+    warn(key_path("spec.flinkProperties", key), string.format("Flink %s no longer knows this option "
+      .. "(removed in 2.0); it is not written to %s%s", flinkversion.string(version), flinkconf.YAML_FILE,
+      instead and ("; use " .. instead) or ""))
+  end
+end
 
-  local jm = obj(spec.jobManager)
-  if jm then
-    if is_integer(jm.replicas) and jm.replicas ~= 1 then add("spec.jobManager.replicas", "must be 1") end
-    check_enum(jm.accessScope, validate.ACCESS_SCOPES, "spec.jobManager.accessScope", add)
-    check_ports(jm, "spec.jobManager", { "rpc", "blob", "query", "ui" }, add)
-    check_memory(jm, "spec.jobManager", add)
+-- The rules of the spec the OpenAPI schema cannot state (the CRD states them as CEL rules).
+local function check_spec(spec, creating, add, warn)
+  for _, c in ipairs({ { "jobManager", { "rpc", "blob", "query", "ui" } },
+                       { "taskManager", { "data", "rpc", "query" } } }) do
+    local comp = obj(spec[c[1]])
+    if comp then
+      check_ports(comp, "spec." .. c[1], c[2], add)
+      check_memory(comp, "spec." .. c[1], add)
+    end
   end
 
   local tm = obj(spec.taskManager)
-  local native = tm and tm.mode == "Native"
-  if tm then check_enum(tm.mode, validate.TASK_MANAGER_MODES, "spec.taskManager.mode", add) end
-  if native then
+  if tm and tm.mode == "Native" then
     check_native(tm, obj(spec.job) ~= nil, add, warn)
-  elseif not tm or is_null(tm.replicas) then
-    if is_null(spec.taskManager) or tm then add("spec.taskManager.replicas", "is required") end
-  elseif is_integer(tm.replicas) and tm.replicas < 1 then
-    add("spec.taskManager.replicas", "must be >= 1")
-  end
-  if tm and not native then
+  elseif tm then
+    -- the CRD's CEL rule says the same: replicas is required in mode StatefulSet only
+    if is_null(tm.replicas) then add("spec.taskManager.replicas", "is required") end
     for _, k in ipairs(validate.NATIVE_FIELDS) do
       if not is_null(tm[k]) then warn("spec.taskManager." .. k, "used only with mode Native: ignored") end
     end
   end
-  if tm then
-    check_ports(tm, "spec.taskManager", { "data", "rpc", "query" }, add)
-    check_memory(tm, "spec.taskManager", add)
-  end
 
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
-
-  local hadoop = obj(spec.hadoopConfig)
-  if hadoop then
-    for _, k in ipairs({ "configMapName", "mountPath" }) do
-      if is_null(hadoop[k]) or hadoop[k] == "" then add("spec.hadoopConfig." .. k, "is required") end
-    end
-  end
-  local gcp = obj(spec.gcpConfig)
-  if gcp then
-    local sa = gcp.serviceAccount
-    if is_null(sa) then
-      add("spec.gcpConfig.serviceAccount", "is required")
-    elseif is_object(sa) then
-      for _, k in ipairs({ "secretName", "keyFile", "mountPath" }) do
-        if is_null(sa[k]) or sa[k] == "" then add("spec.gcpConfig.serviceAccount." .. k, "is required") end
-      end
-    end
-  end
-  if is_integer(spec.revisionHistoryLimit) and spec.revisionHistoryLimit < 0 then
-    add("spec.revisionHistoryLimit", "must be >= 0")
-  end
+  check_flink_version(spec, add, warn)
 end
 
 -- Update rules: `spec` and `old_spec` are objects (the old one defaulted), `old` the old
@@ -609,9 +515,7 @@ function validate.check(input)
   check_unknown(raw, validate.SCHEMA, "", warn)
   check_metadata(cluster, add, warn)
   check_types(cluster, validate.SCHEMA, "", add)
-  if is_null(cluster.spec) then
-    add("spec", "is required")
-  elseif is_object(cluster.spec) then
+  if is_object(cluster.spec) then
     local old_spec = obj(old.spec)
     check_spec(cluster.spec, old_spec == nil, add, warn)
     if old_spec then check_update(cluster.spec, old_spec, old, add) end

@@ -8,16 +8,8 @@ local util = require("fc.util")
 local defaults = require("defaults")
 local validate = require("validate")
 
--- A list of {path, message} in a stable order, for comparison.
-local function sorted(list)
-  local out = {}
-  for _, e in ipairs(list or {}) do out[#out + 1] = { path = e.path, message = e.message } end
-  table.sort(out, function(a, b)
-    if a.path ~= b.path then return a.path < b.path end
-    return a.message < b.message
-  end)
-  return out
-end
+-- A list of {path, message} in a stable order, for comparison (as `flink-controller test` sorts).
+local sorted = require("fc.fixtures").sorted_findings
 
 local function run(v, raw, old_raw)
   local old = old_raw and defaults.apply(old_raw) or {}
@@ -36,7 +28,8 @@ describe("validate fixtures", function()
       "list-items-not-objects", "name-49-job", "name-50-session", "name-not-dns1035", "not-an-object",
       "required-missing", "sections-wrong-type", "type-errors", "update-cancel-resume", "update-cancel-revert",
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
-      "update-savepoint-generation-next", "update-savepoints-dir-removed" })
+      "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
+      "rarely-used-fields" })
   end)
   for _, case in ipairs(dirs) do
     local dir = fx.cases_dir("validate") .. "/" .. case

@@ -82,16 +82,21 @@ describe("deploy/rbac.yaml", function()
     assert.are.equal("flink-system", by_kind(rbac, "ServiceAccount")[1].metadata.namespace)
   end)
 
-  it("grants the ClusterRole exactly what the controller uses", function()
+  it("grants the ClusterRole exactly what the controller uses, children as lua/fc/kinds.lua declares", function()
+    local kinds = require("fc.kinds")
+    local children = {}
+    for _, e in ipairs(kinds.CHILDREN) do
+      -- "apps/v1" -> "apps", "v1" -> "" (the core group)
+      local group = e.apiVersion:match("^(.+)/[^/]+$") or ""
+      -- policies may produce it: the whole lifecycle; the framework creates (by apply: patch) and
+      -- deletes it (native): those; else read and watch only
+      children[#children + 1] = expand(group, { e.resource }, e.apply and CRUD
+        or e.native and { "get", "list", "watch", "create", "patch", "delete" } or { "get", "list", "watch" })
+    end
     local want = concat(
       expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
       expand("flinkoperator.k8s.io", { "flinkclusters/status" }, { "get", "patch", "update" }),
-      expand("", { "configmaps", "services" }, CRUD),
-      expand("apps", { "statefulsets", "controllerrevisions" }, CRUD),
-      expand("batch", { "jobs" }, CRUD),
-      expand("networking.k8s.io", { "ingresses" }, CRUD),
-      -- native TaskManager pods are created by server-side apply (PATCH)
-      expand("", { "pods" }, { "get", "list", "watch", "create", "patch", "delete" }),
+      concat(table.unpack(children)),
       expand("", { "events" }, { "create", "patch" }),
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
@@ -235,6 +240,61 @@ describe("deploy/kustomization.yaml", function()
     for i, r in ipairs(k.resources) do pos[r] = i end
     assert.is_true(pos["crd.yaml"] < pos["deployment.yaml"])
     assert.is_true(pos["rbac.yaml"] < pos["deployment.yaml"])
+  end)
+end)
+
+describe("deploy/webhook (the admission webhook component)", function()
+  local k = docs("deploy/webhook/kustomization.yaml")[1]
+  local wh = docs("deploy/webhook/webhook.yaml")
+  local patch = docs("deploy/webhook/deployment-patch.yaml")[1]
+  local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
+
+  it("is a kustomize Component of webhook.yaml and the Deployment patch", function()
+    assert.are.equal("Component", k.kind)
+    assert.are.same({ "webhook.yaml" }, k.resources)
+    assert.are.same({ { path = "deployment-patch.yaml" } }, k.patches)
+  end)
+
+  it("registers /validate and /mutate for FlinkCluster CREATE and UPDATE, AdmissionReview v1", function()
+    local paths = {}
+    for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
+      local c = by_kind(wh, kind)[1]
+      assert.are.equal(1, #c.webhooks, kind)
+      local h = c.webhooks[1]
+      paths[#paths + 1] = h.clientConfig.service.path
+      assert.are.same({ "v1" }, h.admissionReviewVersions)
+      assert.are.equal("None", h.sideEffects)
+      assert.are.equal(5, h.timeoutSeconds)
+      assert.are.equal("flink-controller-webhook", h.clientConfig.service.name)
+      assert.are.equal("flink-system", h.clientConfig.service.namespace)
+      assert.are.equal("", h.clientConfig.caBundle)   -- filled per cluster (README)
+      assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
+        operations = { "CREATE", "UPDATE" }, resources = { "flinkclusters" }, scope = "Namespaced" } }, h.rules)
+      -- the documented trade-off (README.md, "The admission webhook")
+      assert.are.equal("Ignore", h.failurePolicy)
+      -- never blocks the controller's own namespace
+      assert.are.same({ matchExpressions = { { key = "kubernetes.io/metadata.name", operator = "NotIn",
+        values = { "flink-system" } } } }, h.namespaceSelector)
+    end
+    assert.are.same({ "/validate", "/mutate" }, paths)
+  end)
+
+  it("serves the webhook from every replica on 9443 with the Secret's pair", function()
+    local svc = by_kind(wh, "Service")[1]
+    assert.are.same({ { name = "webhook", port = 443, targetPort = "webhook", protocol = "TCP" } }, svc.spec.ports)
+    assert.are.same(base.spec.template.metadata.labels["app.kubernetes.io/name"] and
+      { ["app.kubernetes.io/name"] = "flink-controller" }, svc.spec.selector)
+    local c = patch.spec.template.spec.containers[1]
+    -- the base's arguments, then the webhook's
+    local want = {}
+    for _, a in ipairs(base.spec.template.spec.containers[1].args) do want[#want + 1] = a end
+    for _, a in ipairs({ "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
+      "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }) do want[#want + 1] = a end
+    assert.are.same(want, c.args)
+    assert.are.same({ { name = "webhook", containerPort = 9443, protocol = "TCP" } }, c.ports)
+    assert.are.same({ { name = "webhook-cert", mountPath = "/etc/flink-controller/webhook", readOnly = true } },
+      c.volumeMounts)
+    assert.are.equal("flink-controller-webhook", patch.spec.template.spec.volumes[1].secret.secretName)
   end)
 end)
 

@@ -64,7 +64,7 @@ describe("fc.host (pure-Lua fallback)", function()
       { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, lib.<name>)" },
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
@@ -85,6 +85,13 @@ describe("fc.host (pure-Lua fallback)", function()
     local ok, res = host.run_chunk("quantity.lua", slurp(HOSTILE .. "quantity.lua"))
     assert.is_true(ok, res)
     assert.same({ bytes = 1073741824, same = true }, res)
+  end)
+
+  it("serves fc.yaml (YAML through libyaml) inside the sandbox", function()
+    local ok, res = host.run_chunk("yaml.lua", slurp(HOSTILE .. "yaml.lua"))
+    assert.is_true(ok, res)
+    assert.same({ text = "a.b: 'x: y'\nrest.port: \"8081\"\n", refused = true,
+      err = "fc.yaml.encode_map: a: value is a number, not a string" }, res)
   end)
 
   it("rejects results that are not plain data, naming the path", function()
@@ -168,6 +175,17 @@ describe("the policy sandbox of the binary #bin", function()
     assert.is_true(r.cpu_ms < 1000, r.cpu_ms .. " ms of CPU")
   end)
 
+  it("names a result JSON cannot hold (NaN, the smallest integer) by its path: exit 1, no stack trace", function()
+    local r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", HOSTILE .. "ok.lua" })
+    assert.equal(1, r.code)
+    assert.equal("nan_result.lua: result: spec.replicas[1]: not a finite number\n", r.stderr)
+    assert.same({ sum = 0, upper = "ABC" }, cjson.decode(r.stdout))
+    r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", "--input", '{"mininteger":true}' })
+    assert.equal(1, r.code)
+    assert.equal("nan_result.lua: result: <root>: integer -9223372036854775808 has more digits than the "
+      .. "JSON encoder keeps\n", r.stderr)
+  end)
+
   it("sends print to stderr, tagged with the chunk", function()
     local r = run({ "sandbox-run", HOSTILE .. "prints.lua" })
     assert.equal(0, r.code, r.stderr)
@@ -200,6 +218,13 @@ describe("the policy sandbox of the binary #bin", function()
     local r = run({ "sandbox-run", HOSTILE .. "quantity.lua" })
     assert.equal(0, r.code, r.stderr)
     assert.same({ bytes = 1073741824, same = true }, cjson.decode(r.stdout))
+  end)
+
+  it("serves fc.yaml to policies: trusted Lua preloaded by the host, YAML by libyaml", function()
+    local r = run({ "sandbox-run", HOSTILE .. "yaml.lua" })
+    assert.equal(0, r.code, r.stderr)
+    assert.same({ text = "a.b: 'x: y'\nrest.port: \"8081\"\n", refused = true,
+      err = "fc.yaml.encode_map: a: value is a number, not a string" }, cjson.decode(r.stdout))
   end)
 
   it("takes its budgets from the flags", function()

@@ -11,6 +11,7 @@ local host = require("fc.host")
 local reconcile = require("fc.reconcile")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
+local flink_answers = require("support.flink_answers")
 
 local ROOT = fx.ROOT
 local T0 = 1764484800 -- 2025-11-30T06:40:00Z
@@ -18,6 +19,15 @@ local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
 -- the JobManager REST target of the `wordcount` cluster in `default` (the ui port's default)
 local JM = { scheme = "http", namespace = "default", service = "wordcount-jobmanager", port = 8081 }
 local read, write = fx.read, fx.write
+local CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
+-- savepoint.lua's TRIGGER_TIMEOUT
+local function savepoint_timeout() return require("policies.savepoint").TRIGGER_TIMEOUT end
+
+-- reconcile.run with what the core records for the Flink answers a test gives decoded
+-- (support.flink_answers: Flink 1.20's bodies, decoded again by fc.flink)
+local function run(snapshot)
+  return reconcile.run(util.merge(snapshot, { flink = flink_answers.raw(snapshot.flink, snapshot.now) }))
+end
 
 local made = {}
 -- A policy dir: policies-min + the real job/savepoint/status; `overrides` = {file = text}.
@@ -29,7 +39,8 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua" }) do
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua",
+    "lib/restsubmit.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -109,6 +120,8 @@ local function ops(result)
       out[#out + 1] = "delete " .. a.kind .. " " .. a.name
     elseif a.op == "flink" then
       out[#out + 1] = "flink " .. a.method .. " " .. a.path
+    elseif a.op == "dry_run" then
+      out[#out + 1] = "dry_run " .. a.object.kind .. " " .. a.object.metadata.name
     else
       out[#out + 1] = a.op
     end
@@ -131,12 +144,44 @@ end
 
 -- A tiny world: runs a pass, then executes apply/delete on the children as the API server
 -- would (StatefulSets become Ready at once) and keeps the status.
+-- The API server's answers to the dry_run actions of `result` (all accepted: HTTP 200, or
+-- `refuse[<Kind>/<name>]` = {status=, message=}), merged into `answers` (a snapshot's dry_runs).
+local function answer_dry_runs(result, answers, refuse)
+  local n = 0
+  for _, a in ipairs(result.actions) do
+    if a.op == "dry_run" then
+      local key = a.object.kind .. "/" .. a.object.metadata.name
+      local no = (refuse or {})[key]
+      answers[key] = { hash = a.hash, status = no and no.status or 200, message = no and no.message or "" }
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- run(snap); when the pass asked for dry runs (an update's gate), the API server
+-- accepts them and the pass runs again with the answers: returns that result (and the first).
+local function run_answered(snap)
+  local r1 = run(snap)
+  snap.dry_runs = snap.dry_runs or {}
+  if answer_dry_runs(r1, snap.dry_runs) == 0 then return r1, r1 end
+  return run(snap), r1
+end
+
 local function world(cluster)
-  local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, savepoint_triggers = {} },
-    now = T0, log = {} }
+  local w = { cluster = cluster, children = {}, flink = { reachable = true, jobs = {}, operations = {} },
+    now = T0, log = {}, dry_runs = {} }
+  -- one pass at now + dt; an update's dry runs are answered (accepted) at once and the pass runs
+  -- again with them (its ops are returned, the gate's pass is in w.gated)
   function w.pass(dt)
     w.now = w.now + (dt or 1)
-    local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
+    local snap = { cluster = w.cluster, children = w.children, flink = w.flink, now = w.now, dry_runs = w.dry_runs }
+    local r = run(snap)
+    w.gated = nil
+    if answer_dry_runs(r, w.dry_runs) > 0 then
+      w.gated = r
+      r = run(snap)
+    end
     for _, a in ipairs(r.actions) do
       if a.op == "apply" then
         local kind = a.object.kind
@@ -171,11 +216,29 @@ local function running_world()
   return w
 end
 
+-- running_world() with cancelRequested set (a new generation).
+local function cancelling_world()
+  local w = running_world()
+  w.cluster.spec.job.cancelRequested = true
+  w.cluster.metadata.generation = 2
+  return w
+end
+
+-- What Flink answered about the savepoint in the status (by its trigger id): accepted the trigger
+-- (`fields` nil), or the poll's outcome (`fields` {status=, location=, failure=}).
+local function answer(w, fields)
+  local sp = w.cluster.status.savepoint
+  local op = { job_id = sp.jobID, stop = sp.stop, time = w.now + 1, phase = fields and "status" or "accepted" }
+  for k, v in pairs(fields or {}) do op[k] = v end
+  w.flink.operations = w.flink.operations or {}
+  w.flink.operations[sp.triggerID] = op
+  return sp.triggerID
+end
+
 -- The stop-with-savepoint of a running job (ID) completes at `location`: nothing to cancel, Flink
 -- then reports the job FINISHED (savepoint.lua, POST /jobs/<id>/stop).
 local function stop_with_savepoint(w, location)
-  w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
-    location = location, time = w.now + 1 }
+  answer(w, { status = "COMPLETED", location = location })
   assert.same({ "flink GET /jobs/overview" }, w.pass())
   assert.is_true(w.cluster.status.savepoint.stop)
   w.flink.jobs[1].state = "FINISHED"
@@ -323,9 +386,9 @@ describe("reconcile.run with policies-min", function()
   -- The wordcount example brought up step by step; returns the results and snapshots.
   local function bring_up(c)
     c = c or wordcount()
-    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r1 = run({ cluster = c, children = {}, flink = {}, now = T0 })
     local objs = applied(r1)
-    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true),
+    local r2 = run({ cluster = with_status(c, r1.status), children = children_of(objs, true),
       flink = {}, now = T0 + 30 })
     for _, o in ipairs(applied(r2)) do objs[#objs + 1] = o end
     return c, r1, r2, objs
@@ -355,7 +418,7 @@ describe("reconcile.run with policies-min", function()
 
   it("applies the wordcount objects in order when nothing exists: Creating", function()
     local c = wordcount()
-    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = c, children = {}, flink = {}, now = T0 })
     local rev = r.status.nextRevision
     assert.matches("^wordcount%-%x%x%x%x%x%x%x%x$", rev)
     assert.same({
@@ -405,7 +468,7 @@ describe("reconcile.run with policies-min", function()
 
   it("changes nothing and reports no status when all is as desired", function()
     local c, _, r2, objs = bring_up()
-    local r3 = reconcile.run({ cluster = with_status(c, r2.status), children = children_of(objs, true),
+    local r3 = run({ cluster = with_status(c, r2.status), children = children_of(objs, true),
       flink = {}, now = T0 + 60 })
     assert.same({ "flink GET /jobs/overview" }, ops(r3))
     assert.is_nil(r3.status)
@@ -416,7 +479,7 @@ describe("reconcile.run with policies-min", function()
     local c, _, r2, objs = bring_up()
     local ch = children_of(objs, true)
     ch.Service = nil
-    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    local r = run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
     assert.same({ "apply Service wordcount-jobmanager" }, ops(r))
     assert.equal("Reconciling", r.status.state)
     assert.equal("NotReady", r.status.components.jobManagerService.state)
@@ -427,18 +490,20 @@ describe("reconcile.run with policies-min", function()
   it("re-applies only the TaskManager StatefulSet when replicas change (session cluster)", function()
     local c = wordcount()
     c.spec.job = nil
-    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r1 = run({ cluster = c, children = {}, flink = {}, now = T0 })
     local objs = applied(r1)
-    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
+    local r2 = run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
       now = T0 + 30 })
     assert.same({}, ops(r2))
     assert.equal("Running", r2.status.state)
     local c2 = with_status(c, r2.status)
     c2.metadata.generation = 2
     c2.spec.taskManager.replicas = 2
-    local r3 = reconcile.run({ cluster = c2, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local r3, gate = run_answered({ cluster = c2, children = children_of(objs, true), flink = {}, now = T0 + 60 })
     local rev2 = r3.status.nextRevision
     assert.are_not.equal(r2.status.currentRevision, rev2)
+    -- first the API server's dry run of the changed object, then the update
+    assert.same({ "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
     assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. rev2 }, ops(r3))
     assert.equal(2, applied(r3)[1].spec.replicas)
     assert.equal(2, applied(r3)[2].revision)
@@ -454,25 +519,78 @@ describe("reconcile.run with policies-min", function()
     c2.metadata.generation = 2
     c2.spec.taskManager.replicas = 2
     local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } } }
-    local r = reconcile.run({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
+    local r, gate = run_answered({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
     local rev2 = r.status.nextRevision
     assert.are_not.equal(st.currentRevision, rev2) -- (st: a copy of the status so far)
+    -- the gate's pass polls the job and asks for the dry run; no savepoint yet
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
+    assert.equal(rev2, gate.status.nextRevision)
     assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/stop",
       "flink GET /jobs/overview" }, ops(r))
-    assert.same({ op = "flink", method = "POST", path = "/jobs/" .. ID .. "/stop",
-      body = { drain = false, targetDirectory = "/cache/savepoints" },
-      target = JM, result = "savepoint_trigger", job_id = ID }, r.actions[2])
-    assert.same({ op = "flink", method = "GET", path = "/jobs/overview",
-      target = JM, result = "jobs" }, r.actions[3])
+    -- our trigger id, in the status and in the request, which goes out after the status write
+    local tid = r.status.savepoint.triggerID
+    assert.equal(string.format("%08x", T0 + 90) .. string.rep("0", 24), tid)
+    assert.same({ op = "flink", id = tid, method = "POST", path = "/jobs/" .. ID .. "/stop",
+      body = { drain = false, targetDirectory = "/cache/savepoints", triggerId = tid }, after_status = true,
+      intent = { kind = "stop", id = tid, job_id = ID, target_directory = "/cache/savepoints" },
+      target = JM }, r.actions[2])
+    assert.same({ op = "flink", id = "list_jobs", method = "GET", path = "/jobs/overview",
+      intent = { kind = "list_jobs" }, target = JM }, r.actions[3])
     assert.equal("Updating", r.status.state)
     assert.equal("update", r.status.savepoint.triggerReason)
     assert.are_not.equal(rev2, r.status.currentRevision)
     assert.equal(rev2, r.status.nextRevision)
   end)
 
+  it("does not start an update the API server refuses in a dry run: no stop, the job runs, UpdateRefused", function()
+    local c2, objs, flink = edited_running_job(nil, 2)
+    local snap = { cluster = c2, children = children_of(objs, true), flink = flink, now = T0 + 90, dry_runs = {} }
+    local gate = run(snap)
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
+    assert.equal(reconcile.DRY_RUN_REQUEUE, gate.requeue_after)
+    local server = "StatefulSet.apps \"wordcount-taskmanager\" is invalid: spec.template.spec.containers[0]"
+      .. ".resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 200m"
+    answer_dry_runs(gate, snap.dry_runs, { ["StatefulSet/wordcount-taskmanager"] = { status = 422, message = server } })
+    snap.cluster = with_status(c2, gate.status)
+    local r = run(snap)
+    -- the job is only polled: no savepoint, no stop, no apply
+    assert.same({ "flink GET /jobs/overview" }, ops(r))
+    local cur = c2.status.currentRevision
+    local msg = "update to revision " .. gate.status.nextRevision .. " refused by the API server: StatefulSet "
+      .. "wordcount-taskmanager: HTTP 422: " .. server .. "; changes held: the last valid spec (revision "
+      .. cur .. ") keeps running"
+    local ready = condition(r.status, "Ready")
+    assert.same({ "False", "UpdateRefused", msg }, { ready.status, ready.reason, ready.message })
+    assert.same({ type = "Warning", reason = "UpdateRefused", message = msg }, r.events[1])
+    assert.equal(cur, r.status.currentRevision)
+    assert.equal("Running", r.status.components.job.state)
+    -- nothing new: no second event, no dry run asked again
+    snap.cluster = with_status(c2, r.status)
+    local again = run(snap)
+    assert.same({ "flink GET /jobs/overview" }, ops(again))
+    assert.same({}, again.events)
+    -- a new spec is verified again
+    local c3 = with_status(c2, r.status)
+    c3.metadata.generation = 3
+    c3.spec.taskManager.replicas = 3
+    snap.cluster = c3
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(run(snap)))
+  end)
+
+  it("asks a dry run again after an answer that says nothing (HTTP 500), 10 s later", function()
+    local c2, objs, flink = edited_running_job(nil, 2)
+    local snap = { cluster = c2, children = children_of(objs, true), flink = flink, now = T0 + 90, dry_runs = {} }
+    local gate = run(snap)
+    answer_dry_runs(gate, snap.dry_runs, { ["StatefulSet/wordcount-taskmanager"] = { status = 500, message = "etcd" } })
+    local r = run(snap)
+    assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(r))
+    assert.equal(reconcile.DRY_RUN_RETRY, r.requeue_after)
+    assert.are_not.equal("UpdateRefused", condition(r.status, "Ready").reason)
+  end)
+
   it("holds an invalid spec: event and condition name the field, the last valid spec keeps polling the job", function()
     local bad, objs, flink, rev = edited_running_job(nil, 0)
-    local r = reconcile.run({ cluster = bad, children = children_of(objs, true), flink = flink, now = T0 + 60 })
+    local r = run({ cluster = bad, children = children_of(objs, true), flink = flink, now = T0 + 60 })
     -- nothing applied or deleted: the children already are what the last valid spec renders
     assert.same({ "flink GET /jobs/overview" }, ops(r))
     local msg = "invalid spec: spec.taskManager.replicas: must be >= 1; "
@@ -487,14 +605,14 @@ describe("reconcile.run with policies-min", function()
     assert.equal(1, r.status.observedGeneration) -- the last generation acted on
     assert.equal(10, r.requeue_after) -- the job poll goes on
     -- the same invalid spec again: no new event, no status change, still polling
-    local again = reconcile.run({ cluster = with_status(bad, r.status), children = children_of(objs, true),
+    local again = run({ cluster = with_status(bad, r.status), children = children_of(objs, true),
       flink = flink, now = T0 + 90 })
     assert.same({}, again.events)
     assert.is_nil(again.status)
     assert.same({ "flink GET /jobs/overview" }, ops(again))
     -- the job fails meanwhile: the held pass still sees it and says so
     local failed = { reachable = true, jobs = { { jid = ID, state = "FAILED", ["start-time"] = T0 * 1000 } } }
-    local r3 = reconcile.run({ cluster = with_status(bad, r.status), children = children_of(objs, true),
+    local r3 = run({ cluster = with_status(bad, r.status), children = children_of(objs, true),
       flink = failed, now = T0 + 120 })
     assert.equal("Failed", r3.status.components.job.state)
     assert.equal("InvalidSpec", condition(r3.status, "Ready").reason)
@@ -505,7 +623,7 @@ describe("reconcile.run with policies-min", function()
     c0.spec.job.autoSavepointSeconds = 60
     c0.spec.job.savepointsDir = "/cache/savepoints"
     local bad, objs, flink = edited_running_job(c0, 0)
-    local r = reconcile.run({ cluster = bad, children = children_of(objs, true), flink = flink, now = T0 + 200 })
+    local r = run({ cluster = bad, children = children_of(objs, true), flink = flink, now = T0 + 200 })
     assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
     assert.equal("scheduled initial", r.status.savepoint.triggerReason) -- the first scheduled one
     assert.equal("InvalidSpec", condition(r.status, "Ready").reason)
@@ -520,7 +638,7 @@ describe("reconcile.run with policies-min", function()
     assert.are_not.equal(min, broken)
     host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = broken }) })
     local five, objs, flink, rev = edited_running_job(nil, 5)
-    local r = reconcile.run({ cluster = five, children = children_of(objs, true), flink = flink, now = T0 + 60 })
+    local r = run({ cluster = five, children = children_of(objs, true), flink = flink, now = T0 + 60 })
     assert.same({ "flink GET /jobs/overview" }, ops(r))
     local pe = condition(r.status, "PolicyError")
     assert.equal("True", pe.status)
@@ -533,12 +651,44 @@ describe("reconcile.run with policies-min", function()
     host.configure({ policy_dir = policy_dir() })
   end)
 
+  it("leaves out an object of a kind fc.kinds does not declare, marks the cluster and applies the rest", function()
+    local min = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local with_pdb, n = min:gsub("\n  return { objects = objects }\n",
+      "\n  objects[#objects + 1] = { apiVersion = 'policy/v1', kind = 'PodDisruptionBudget',\n"
+        .. "    metadata = { name = n .. '-pdb' }, spec = { maxUnavailable = 1 } }\n"
+        .. "  return { objects = objects }\n", 1)
+    assert.equal(1, n)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = with_pdb }) })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    local rev = r.status.nextRevision
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply StatefulSet wordcount-jobmanager",
+      "apply Service wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager",
+      "apply ControllerRevision " .. rev }, ops(r))
+    local msg = "cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget wordcount-pdb): kind not "
+      .. "declared in lua/fc/kinds.lua (the controller may create networking.k8s.io/v1 Ingress, v1 Service, "
+      .. "apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, apps/v1 ControllerRevision); left out"
+    local pe = condition(r.status, "PolicyError")
+    assert.same({ "True", "UndeclaredKind", msg }, { pe.status, pe.reason, pe.message })
+    local pe_events = {}
+    for _, e in ipairs(r.events) do
+      if e.reason == "PolicyError" then pe_events[#pe_events + 1] = e end
+    end
+    assert.same({ { type = "Warning", reason = "PolicyError", message = msg } }, pe_events)
+    assert.equal(10, r.requeue_after) -- the job poll, not the policy-error retry (60)
+    -- the next pass: the same condition, no second event
+    local r2 = run({ cluster = with_status(wordcount(), r.status), children = children_of(applied(r), true),
+      flink = {}, now = T0 + 30 })
+    for _, e in ipairs(r2.events) do assert.are_not.equal("PolicyError", e.reason) end
+    assert.equal("UndeclaredKind", condition(r2.status, "PolicyError").reason)
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
   it("fails only this cluster when a policy raises: PolicyError naming file and line", function()
     host.configure({ policy_dir = policy_dir({ ["status.lua"] =
       "local s = {}\nfunction s.components(input)\n" ..
       "  error(\"boom: \" .. input.cluster.metadata.name)\nend\nreturn s\n" }) })
     local c = with_status(wordcount(), { state = "Running" })
-    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = c, children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     assert.equal(1, #r.events)
     assert.equal("Warning", r.events[1].type)
@@ -551,23 +701,36 @@ describe("reconcile.run with policies-min", function()
     assert.equal(reconcile.POLICY_ERROR_REQUEUE, r.requeue_after)
     -- once the policy is fixed, the condition clears with an event
     host.configure({ policy_dir = policy_dir() })
-    local ok = reconcile.run({ cluster = with_status(c, r.status), children = {}, flink = {}, now = T0 + 60 })
+    local ok = run({ cluster = with_status(c, r.status), children = {}, flink = {}, now = T0 + 60 })
     assert.equal("False", condition(ok.status, "PolicyError").status)
     local reasons = {}
     for _, e in ipairs(ok.events) do reasons[#reasons + 1] = e.reason end
     assert.is_truthy(table.concat(reasons, ","):find("PolicyErrorResolved", 1, true))
   end)
 
+  it("treats a NaN in a policy's output as that cluster's policy error, named by its path", function()
+    local min = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local nan, n = min:gsub("\n  return { objects = objects }\n",
+      "\n  objects[2].spec.replicas = 0 / 0\n  return { objects = objects }\n", 1)
+    assert.equal(1, n)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = nan }) })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    assert.same({}, r.actions)
+    assert.equal("policy output cannot be sent to the API server: actions[1].object.spec.replicas: "
+      .. "not a finite number", condition(r.status, "PolicyError").message)
+    host.configure({ policy_dir = policy_dir() })
+  end)
+
   it("treats an output of the wrong shape as a policy error", function()
     host.configure({ policy_dir = policy_dir({ ["cluster.lua"] =
       "return { desired = function() return { objects = { { kind = 'ConfigMap' } } } end }\n" }) })
-    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     -- the same check and words as render (fc.shape), list positions from 0
     assert.equal("cluster.lua: desired: objects[0] must have apiVersion, kind and metadata.name strings",
       r.events[1].message)
     host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = "return { desired = function() return {} end }\n" }) })
-    r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions) -- an absent list is not "delete every child"
     assert.equal("cluster.lua: desired: must return {objects={...}}", r.events[1].message)
   end)
@@ -582,7 +745,7 @@ describe("reconcile.run with policies-min", function()
         metadata = { name = "wordcount-old0000" .. i }, revision = i + 10 }
     end
     ch.ControllerRevision[r2.status.currentRevision].revision = 1
-    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    local r = run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
     assert.same({ "delete ControllerRevision wordcount-old00001", "delete ControllerRevision wordcount-old00002",
       "flink GET /jobs/overview" }, ops(r))
   end)
@@ -591,10 +754,10 @@ describe("reconcile.run with policies-min", function()
     local c, _, r2, objs = bring_up()
     local ch = children_of(objs, true)
     ch.StatefulSet["wordcount-taskmanager"].spec.podManagementPolicy = "OrderedReady"
-    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    local r = run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
     assert.same({ "delete StatefulSet wordcount-taskmanager", "flink GET /jobs/overview" }, ops(r))
     ch.StatefulSet["wordcount-taskmanager"] = nil
-    r = reconcile.run({ cluster = with_status(c, r.status), children = ch, flink = {}, now = T0 + 61 })
+    r = run({ cluster = with_status(c, r.status), children = ch, flink = {}, now = T0 + 61 })
     assert.same({ "apply StatefulSet wordcount-taskmanager", "flink GET /jobs/overview" }, ops(r))
   end)
 
@@ -602,22 +765,24 @@ describe("reconcile.run with policies-min", function()
     local c, _, r2, objs = bring_up()
     local d = with_status(c, r2.status)
     d.metadata.deletionTimestamp = "2025-11-30T07:00:00Z"
-    local r = reconcile.run({ cluster = d, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local r = run({ cluster = d, children = children_of(objs, true), flink = {}, now = T0 + 60 })
     assert.same({ actions = {}, events = {} }, r)
   end)
 
   it("treats a malformed Flink call or condition as a policy error, not a crash", function()
-    local bad_job = read(ROOT .. "/policies/job.lua"):gsub("d%.requeue_after = job%.POLL_SECONDS",
-      "d.requeue_after = job.POLL_SECONDS; d.flink[#d.flink + 1] = { method = 'GET' }")
+    local bad_job, n = read(ROOT .. "/policies/job.lua"):gsub("d%.control = control",
+      "d.control = control; d.intents[#d.intents + 1] = { kind = 'GET' }")
+    assert.equal(1, n)
     host.configure({ policy_dir = policy_dir({ ["job.lua"] = bad_job }) })
-    local r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
-    assert.equal("job.lua: decide: flink[0] needs method and path strings", r.events[1].message)
+    assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
+      .. "savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })
-    r = reconcile.run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     assert.equal("status.lua: compute: conditions[0] needs a type and a status", r.events[1].message)
   end)
@@ -627,7 +792,7 @@ describe("reconcile.run with policies-min", function()
     local ch = children_of(objs, true)
     ch.Ingress = { ["wordcount-jobmanager"] = served({ kind = "Ingress", metadata = { name = "wordcount-jobmanager" },
       spec = {} }) }
-    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
+    local r = run({ cluster = with_status(c, r2.status), children = ch, flink = {}, now = T0 + 60 })
     assert.same({ "delete Ingress wordcount-jobmanager", "flink GET /jobs/overview" }, ops(r))
   end)
 
@@ -640,7 +805,7 @@ describe("reconcile.run with policies-min", function()
       status = { containerStatuses = { { name = "main",
         state = { terminated = { exitCode = 0, message = "jobID: " .. ID } } } } } } }
     local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = (T0 + 40) * 1000 } } }
-    local r = reconcile.run({ cluster = with_status(c, r2.status), children = ch, flink = flink, now = T0 + 60 })
+    local r = run({ cluster = with_status(c, r2.status), children = ch, flink = flink, now = T0 + 60 })
     assert.equal(ID, r.status.components.job.id)
     assert.equal("Running", r.status.components.job.state)
     assert.equal("True", condition(r.status, "JobRunning").status)
@@ -653,7 +818,7 @@ describe("reconcile.run with policies-min", function()
   it("cleans up after the job succeeded: Stopping, then Stopped; the submitter stays", function()
     local c, st, objs = running_job()
     local flink = { reachable = true, jobs = { { jid = ID, state = "FINISHED" } } }
-    local r = reconcile.run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
+    local r = run({ cluster = with_status(c, st), children = children_of(objs, true), flink = flink,
       now = T0 + 120 })
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, ops(r))
@@ -661,7 +826,7 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Succeeded", r.status.components.job.state)
     local left = children_of(objs, true)
     left.Service, left.StatefulSet, left.ConfigMap = nil, nil, nil
-    local r5 = reconcile.run({ cluster = with_status(c, r.status), children = left, flink = { reachable = false },
+    local r5 = run({ cluster = with_status(c, r.status), children = left, flink = { reachable = false },
       now = T0 + 150 })
     assert.same({}, ops(r5))
     assert.equal("Stopped", r5.status.state)
@@ -674,27 +839,30 @@ describe("reconcile.run with policies-min", function()
     local c, st, objs = running_job()
     local ch = children_of(objs, true)
     local cc = with_status(c, st)
-    cc.metadata.annotations = { [reconcile.CONTROL_ANNOTATION] = "savepoint" }
-    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING" } }, savepoint_triggers = {} }
-    local r = reconcile.run({ cluster = cc, children = ch, flink = flink, now = T0 + 100 })
+    cc.metadata.annotations = { [CONTROL_ANNOTATION] = "savepoint" }
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING" } }, operations = {} }
+    local r = run({ cluster = cc, children = ch, flink = flink, now = T0 + 100 })
     assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
     assert.equal("Progressing", r.status.control.state)
     assert.same({ type = "Normal", reason = "UserControl", message = "savepoint Progressing" }, r.events[#r.events])
-    -- the core recorded the request-id, then the completed operation
-    flink.savepoint_triggers[ID] = { request_id = "7e2a0000000000000000000000000001", time = T0 + 101 }
-    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 102 })
-    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/7e2a0000000000000000000000000001",
+    -- Flink accepted the trigger (under our id), then the operation completed
+    local tid = r.status.savepoint.triggerID
+    local progressing = r.status
+    flink.operations[tid] = { phase = "accepted", job_id = ID, time = T0 + 101 }
+    r = run({ cluster = with_status(cc, progressing), children = ch, flink = flink, now = T0 + 102 })
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/" .. tid,
       "flink GET /jobs/overview" }, ops(r))
-    flink.savepoint_triggers[ID] = { request_id = "7e2a0000000000000000000000000001", status = "COMPLETED",
+    assert.is_nil(r.status) -- the id was in the status already: nothing to write
+    flink.operations[tid] = { phase = "status", job_id = ID, status = "COMPLETED",
       location = "/cache/savepoints/savepoint-8c2d6f-0123456789ab", time = T0 + 107 }
-    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 107 })
+    r = run({ cluster = with_status(cc, progressing), children = ch, flink = flink, now = T0 + 107 })
     assert.equal("Succeeded", r.status.savepoint.state)
     assert.equal("/cache/savepoints/savepoint-8c2d6f-0123456789ab", r.status.components.job.savepointLocation)
     assert.equal("Succeeded", r.status.control.state)
-    local patch = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
+    local patch = { op = "patch_annotations", remove = { CONTROL_ANNOTATION } }
     assert.same(patch, r.actions[#r.actions])
     -- the annotation removal not observed yet: no second savepoint, the patch again
-    r = reconcile.run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 108 })
+    r = run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 108 })
     assert.same({ "flink GET /jobs/overview", "patch_annotations" }, ops(r))
     assert.is_nil(r.status)
   end)
@@ -707,9 +875,9 @@ describe("reconcile.run with policies-min", function()
     local flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } } }
     local stale = children_of(objs, true)
     -- the failure is shown first (Failed, why, when the restart comes), nothing is deleted
-    local r0 = reconcile.run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 110 })
+    local r0 = run({ cluster = with_status(c, st), children = stale, flink = flink, now = T0 + 110 })
     assert.same({ "flink GET /jobs/" .. ID .. "/exceptions?maxExceptions=1" }, ops(r0))
-    assert.same({ "exceptions", ID }, { r0.actions[1].result, r0.actions[1].job_id })
+    assert.same({ kind = "job_exceptions", job_id = ID }, r0.actions[1].intent)
     assert.equal("Failed", r0.status.components.job.state)
     assert.equal("Flink reports job " .. ID .. " FAILED", r0.status.components.job.failureReason)
     assert.equal(os.date("!%Y-%m-%dT%H:%M:%SZ", T0 + 120), r0.status.components.job.nextRestartTime)
@@ -718,7 +886,7 @@ describe("reconcile.run with policies-min", function()
       stacktrace = "org.apache.flink.runtime.JobException: Recovery is suppressed by NoRestartBackoffTimeStrategy\n"
         .. "\tat org.apache.flink.runtime.executiongraph.failover.ExecutionFailureHandler.handleFailure(...)\n"
         .. "Caused by: java.lang.IllegalArgumentException: timeout value is negative\n\tat java.lang.Thread.sleep" } }
-    local r = reconcile.run({ cluster = with_status(c, r0.status), children = stale, flink = flink, now = T0 + 120 })
+    local r = run({ cluster = with_status(c, r0.status), children = stale, flink = flink, now = T0 + 120 })
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r))
     assert.same({ type = "Warning", reason = "JobRestarted", message = "restart 1 of 3: job " .. ID .. " Failed (Flink "
       .. "reports job " .. ID .. " FAILED: Caused by: java.lang.IllegalArgumentException: timeout value is negative), "
@@ -729,13 +897,13 @@ describe("reconcile.run with policies-min", function()
     local old_uid = stale.Job["wordcount-job-submitter"].metadata.uid
     stale.Pod = { p = { metadata = { name = "p", ownerReferences = { { kind = "Job", uid = old_uid } } },
       status = { containerStatuses = { { state = { terminated = { message = "jobID: " .. ID } } } } } } }
-    local rs = reconcile.run({ cluster = with_status(c, r.status), children = stale, flink = flink, now = T0 + 125 })
+    local rs = run({ cluster = with_status(c, r.status), children = stale, flink = flink, now = T0 + 125 })
     assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(rs))
     assert.is_nil(rs.status)
     -- next pass, the old submitter is gone: a new one restores from the savepoint
     local ch = children_of(objs, true)
     ch.Job = nil
-    local r6 = reconcile.run({ cluster = with_status(c, r.status), children = ch, flink = flink, now = T0 + 130 })
+    local r6 = run({ cluster = with_status(c, r.status), children = ch, flink = flink, now = T0 + 130 })
     local job = applied(r6)[#applied(r6)]
     assert.equal("Job", job.kind)
     assert.same({ "--class", "org.apache.flink.streaming.examples.wordcount.WordCount", "--fromSavepoint",
@@ -815,9 +983,8 @@ describe("reconcile.run over several passes (policies-min)", function()
     w.cluster.metadata.generation = 2
     assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, w.pass())
     assert.equal("job cancel", w.cluster.status.savepoint.triggerReason)
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", time = w.now + 1 }
-    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000abc",
-      "flink GET /jobs/overview" }, w.pass())
+    local tid = answer(w)
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/" .. tid, "flink GET /jobs/overview" }, w.pass())
     stop_with_savepoint(w, "/cache/savepoints/sp-cancel")
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
       "delete StatefulSet wordcount-taskmanager", "delete ConfigMap wordcount-configmap" }, w.pass())
@@ -844,13 +1011,50 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.equal("Pending", w.cluster.status.components.job.state)
   end)
 
-  it("cancelRequested: a stop that fails falls back to savepoint, then cancel (Flink CANCELED)", function()
-    local w = running_world()
-    w.cluster.spec.job.cancelRequested = true
-    w.cluster.metadata.generation = 2
+  -- Idempotent triggers: the trigger id is in the status before the request; a controller that
+  -- restarts (or a new leader) with the savepoint in flight looks it up by that id.
+  it("a controller restarted between trigger and answer finds the savepoint by its trigger id", function()
+    local w = cancelling_world()
     assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, w.pass())
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abc", status = "COMPLETED",
-      failure = "org.apache.flink.runtime.checkpoint.CheckpointException: Task has finished", time = w.now + 1 }
+    local tid = w.cluster.status.savepoint.triggerID
+    assert.truthy(tid:match("^" .. string.rep("%x", 32) .. "$"))
+    assert.is_true(w.last.actions[1].after_status) -- sent once the status naming it is written
+    -- the controller dies before Flink's answer is recorded: the next one knows nothing of it
+    w.flink.operations = {}
+    assert.same({ "flink GET /jobs/overview" }, w.pass(1)) -- the request may still be on its way
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/" .. tid, "flink GET /jobs/overview" }, w.pass(4))
+    assert.equal("InProgress", w.cluster.status.savepoint.state)
+    -- Flink knows it and it completed: Succeeded, no second trigger
+    answer(w, { status = "COMPLETED", location = "/cache/savepoints/sp-found" })
+    assert.same({ "flink GET /jobs/overview" }, w.pass())
+    assert.same({ "Succeeded", tid }, { w.cluster.status.savepoint.state, w.cluster.status.savepoint.triggerID })
+    assert.equal("/cache/savepoints/sp-found", w.cluster.status.components.job.savepointLocation)
+  end)
+
+  it("a trigger Flink never got (404 on the lookup) is sent again with the same id", function()
+    local w = cancelling_world()
+    w.pass()
+    local tid = w.cluster.status.savepoint.triggerID
+    w.pass(5)
+    answer(w, { not_found = true })
+    local o = w.pass()
+    assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, o)
+    assert.same({ kind = "stop", id = tid, job_id = ID, target_directory = "/cache/savepoints" },
+      w.last.actions[1].intent)
+    assert.equal(tid, w.last.actions[1].body.triggerId)
+    answer(w)
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/" .. tid, "flink GET /jobs/overview" }, w.pass())
+    -- still unknown to Flink a minute after the trigger: TriggerFailed, shown, not sent again
+    answer(w, { not_found = true })
+    w.pass(savepoint_timeout())
+    assert.equal("TriggerFailed", w.cluster.status.savepoint.state)
+  end)
+
+  it("cancelRequested: a stop that fails falls back to savepoint, then cancel (Flink CANCELED)", function()
+    local w = cancelling_world()
+    assert.same({ "flink POST /jobs/" .. ID .. "/stop", "flink GET /jobs/overview" }, w.pass())
+    answer(w, { status = "COMPLETED",
+      failure = "org.apache.flink.runtime.checkpoint.CheckpointException: Task has finished" })
     -- the stop failed, the job runs on: the failure shown (status, Event), then a plain savepoint
     assert.same({ "flink GET /jobs/overview" }, w.pass())
     assert.same({ "Failed", true }, { w.cluster.status.savepoint.state, w.cluster.status.savepoint.stop })
@@ -863,10 +1067,9 @@ describe("reconcile.run over several passes (policies-min)", function()
       .. "Task has finished" }, warned)
     assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, w.pass())
     assert.is_nil(w.cluster.status.savepoint.stop)
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abd", time = w.now + 1 }
+    answer(w)
     w.pass()
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000abd", status = "COMPLETED",
-      location = "/cache/savepoints/sp-fallback", time = w.now + 1 }
+    answer(w, { status = "COMPLETED", location = "/cache/savepoints/sp-fallback" })
     assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, w.pass())
     w.flink.jobs[1].state = "CANCELED"
     assert.same({ "delete Service wordcount-jobmanager", "delete StatefulSet wordcount-jobmanager",
@@ -885,18 +1088,16 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.same({ "apply ControllerRevision " .. rev2, "flink POST /jobs/" .. ID .. "/stop",
       "flink GET /jobs/overview" }, o)
     assert.equal("Updating", w.cluster.status.state)
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", time = w.now + 1 }
+    local tid = answer(w)
     w.pass()
     -- Flink lists the job FINISHED before the stop's outcome is polled: nothing moves yet, so the
     -- resubmission cannot restore from an older savepoint
     w.flink.jobs[1].state = "FINISHED"
-    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/00000000000000000000000000000def",
-      "flink GET /jobs/overview" }, w.pass())
+    assert.same({ "flink GET /jobs/" .. ID .. "/savepoints/" .. tid, "flink GET /jobs/overview" }, w.pass())
     assert.equal("Updating", w.cluster.status.components.job.state)
     assert.equal(1, w.children.StatefulSet["wordcount-taskmanager"].spec.replicas) -- held until the stop is through
     assert.is_not_nil(w.children.Job["wordcount-job-submitter"])
-    w.flink.savepoint_triggers[ID] = { request_id = "00000000000000000000000000000def", status = "COMPLETED",
-      location = "/cache/savepoints/sp-update", time = w.now + 1 }
+    answer(w, { status = "COMPLETED", location = "/cache/savepoints/sp-update" })
     assert.same({ "apply StatefulSet wordcount-taskmanager", "delete Job wordcount-job-submitter",
       "flink GET /jobs/overview" }, w.pass())
     w.children.Pod = nil
@@ -954,7 +1155,7 @@ describe("reconcile.run with the real policies/", function()
 
   it("applies the wordcount objects in order: Creating", function()
     local c = wordcount()
-    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = c, children = {}, flink = {}, now = T0 })
     assert.same({
       "apply ConfigMap wordcount-configmap",
       "apply StatefulSet wordcount-jobmanager",
@@ -968,9 +1169,9 @@ describe("reconcile.run with the real policies/", function()
 
   it("is idempotent once everything is applied and Ready, and submits the job", function()
     local c = wordcount()
-    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r1 = run({ cluster = c, children = {}, flink = {}, now = T0 })
     local objs = applied(r1)
-    local r2 = reconcile.run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
+    local r2 = run({ cluster = with_status(c, r1.status), children = children_of(objs, true), flink = {},
       now = T0 + 30 })
     assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
     assert.equal("Running", r2.status.state)
@@ -979,17 +1180,17 @@ describe("reconcile.run with the real policies/", function()
   it("re-applies only what changed: a deleted Service, then the TaskManagers on a replicas change", function()
     local c = wordcount()
     c.spec.job = nil
-    local r1 = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r1 = run({ cluster = c, children = {}, flink = {}, now = T0 })
     local objs = applied(r1)
     local c1 = with_status(c, r1.status)
     local ch = children_of(objs, true)
     ch.Service = nil
-    local r2 = reconcile.run({ cluster = c1, children = ch, flink = {}, now = T0 + 30 })
+    local r2 = run({ cluster = c1, children = ch, flink = {}, now = T0 + 30 })
     assert.same({ "apply Service wordcount-jobmanager" }, ops(r2))
     local c3 = with_status(c, r2.status)
     c3.metadata.generation = 2
     c3.spec.taskManager.replicas = 3
-    local r3 = reconcile.run({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    local r3 = run_answered({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
     assert.same({ "apply StatefulSet wordcount-taskmanager", "apply ControllerRevision " .. r3.status.nextRevision },
       ops(r3))
     assert.equal(3, applied(r3)[1].spec.replicas)
@@ -1143,7 +1344,7 @@ describe("reconcile.run with the real policies/", function()
   it("reports an invalid spec from validate.lua", function()
     local c = wordcount()
     c.spec.taskManager.replicas = 0
-    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local r = run({ cluster = c, children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
     assert.matches("spec%.taskManager%.replicas", r.events[1].message)
     assert.equal("InvalidSpec", condition(r.status, "Ready").reason)
@@ -1173,6 +1374,7 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     local cm = require("cjson").decode(r.stdout)
     cm = cm.items and cm.items[1] or cm[1] or cm
     assert.same({ state = "Creating", job = "Running", savepoint = "InProgress, scheduled initial",
-      trigger = "POST /jobs/8c2d6f0e4a1b3c5d7e9f00112233aabb/savepoints", time = "2023-11-14T22:18:20Z" }, cm.data)
+      trigger = "savepoint 8c2d6f0e4a1b3c5d7e9f00112233aabb 6553f22c000000000000000000000000",
+      time = "2023-11-14T22:18:20Z" }, cm.data)
   end)
 end)

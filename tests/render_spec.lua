@@ -70,6 +70,17 @@ describe("fc.codec", function()
       "encode_json: big: integer 1152921504606846976 has more digits than the JSON encoder keeps")
     assert.equal('{"a":[1,2]}', codec.encode_json({ a = { 1, 2 } }))
     assert.equal("{}", codec.encode_json({}))
+    -- the same judgement without raising, with the path
+    assert.equal("spec.replicas[1]: not a finite number", codec.unencodable({ spec = { replicas = { 1, 0 / 0 } } }))
+    assert.equal("<root>: not a finite number", codec.unencodable(1 / 0))
+    assert.equal("f: a function is not data", codec.unencodable({ f = print }))
+    assert.is_nil(codec.unencodable({ a = { "x", true, 2.5, 99999999999999 } }))
+  end)
+
+  it("names the path of a mapping key that is not a scalar, <root> at the top", function()
+    local docs = assert(codec.decode_documents("? [a, b]\n: 1\n---\nspec:\n  ? {a: 1}\n  : 1\n"))
+    assert.equal("<root>: a mapping key must be a string, number or boolean, not a list", docs[1].error)
+    assert.equal("spec: a mapping key must be a string, number or boolean, not a mapping", docs[2].error)
   end)
 
   it("decodes YAML streams: empty documents are nil, nulls dropped, integral floats are integers", function()
@@ -317,10 +328,8 @@ end)
 
 describe("flink-controller render with the project's policies #bin", function()
   local EXAMPLE = ROOT .. "/deploy/examples/wordcount.yaml"
-  local have_policies = fx.exists(ROOT .. "/policies/cluster.lua")
 
   it("renders deploy/examples/wordcount.yaml in apply order", function()
-    if not have_policies then return pending("policies/cluster.lua is not in the tree yet") end
     local r = run({ "render", "-f", EXAMPLE })
     assert.equal(0, r.code, r.stderr)
     assert.same({ "ConfigMap wordcount-configmap", "StatefulSet wordcount-jobmanager",
@@ -335,7 +344,6 @@ describe("flink-controller render with the project's policies #bin", function()
   end)
 
   it("rejects replicas 0 with the field path", function()
-    if not have_policies then return pending("policies/validate.lua is not in the tree yet") end
     local bad = os.tmpname()
     fx.write(bad, (slurp(EXAMPLE):gsub("replicas: 1", "replicas: 0")))
     local r = run({ "render", "-f", bad })
@@ -343,5 +351,64 @@ describe("flink-controller render with the project's policies #bin", function()
     assert.equal(1, r.code)
     assert.truthy(r.stderr:find("^wordcount: spec%.taskManager%.replicas: "), r.stderr)
     assert.equal("", r.stdout)
+  end)
+
+  it("keeps one message on one line: a NUL in a name is written \\x00", function()
+    local json = '{"apiVersion":"flinkoperator.k8s.io/v1beta1","kind":"FlinkCluster",'
+      .. '"metadata":{"name":"bad\\u0000name"},"spec":{"image":{"name":"flink:1.20"},'
+      .. '"jobManager":{},"taskManager":{"replicas":0}}}'
+    local f = os.tmpname()
+    fx.write(f, json)
+    local r = run({ "render", "-f", f })
+    os.remove(f)
+    assert.equal(1, r.code)
+    for line in r.stderr:gmatch("[^\n]+") do assert.matches("^bad\\x00name: ", line) end
+    assert.truthy(r.stderr:find("bad\\x00name: spec.taskManager.replicas: must be >= 1\n", 1, true), r.stderr)
+  end)
+
+  it("says what a non-string apiVersion is instead of printing a Lua table", function()
+    local f = os.tmpname()
+    fx.write(f, "apiVersion: {a: 1}\nkind: FlinkCluster\nmetadata: {name: x}\n")
+    local r = run({ "render", "-f", f })
+    os.remove(f)
+    assert.equal(1, r.code)
+    assert.equal("x: apiVersion: must be a string, not a mapping\n", r.stderr)
+  end)
+
+  it("names the document and the path of a NaN a policy returns; the other documents are not blamed", function()
+    local dir = fx.tmpdir()
+    assert(os.execute("cp -r " .. fx.quote(ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
+    local text = slurp(dir .. "/cluster.lua")
+    local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%) })",
+      "\n  if c.metadata.name == 'second' then objects[2].spec.replicas = 0 / 0 end\n%1", 1)
+    assert.equal(1, n)
+    fx.write(dir .. "/cluster.lua", edited)
+    local example = slurp(EXAMPLE)
+    local two = dir .. "/two.yaml"
+    fx.write(two, example .. "\n---\n" .. example:gsub("name: wordcount", "name: second", 1))
+    local r = run({ "render", "-f", two, "--policy-dir", dir })
+    os.execute("rm -rf " .. fx.quote(dir))
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+    assert.equal("second: policy: cluster.lua: desired: objects[1].spec.replicas: not a finite number\n", r.stderr)
+  end)
+
+  it("refuses an object of a kind the controller does not manage (fc.kinds), with its path", function()
+    local dir = fx.tmpdir()
+    assert(os.execute("cp -r " .. fx.quote(ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
+    local text = slurp(dir .. "/cluster.lua")
+    local pdb = "  objects[#objects + 1] = { apiVersion = 'policy/v1', kind = 'PodDisruptionBudget',\n"
+      .. "    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n"
+    local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%) })", "\n" .. pdb .. "%1", 1)
+    assert.equal(1, n)
+    fx.write(dir .. "/cluster.lua", edited)
+    local r = run({ "render", "-f", EXAMPLE, "--policy-dir", dir })
+    os.execute("rm -rf " .. fx.quote(dir))
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+    assert.equal("wordcount: policy: cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget "
+      .. "wordcount-pdb): kind not declared in lua/fc/kinds.lua (the controller may create "
+      .. "networking.k8s.io/v1 Ingress, v1 Service, apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, "
+      .. "apps/v1 ControllerRevision)\n", r.stderr)
   end)
 end)

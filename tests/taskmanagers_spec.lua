@@ -24,6 +24,14 @@ end
 
 local function rfc3339(t) return os.date("!%Y-%m-%dT%H:%M:%SZ", t) end
 
+-- The core's record of the JobManager's GET /taskmanagers answer (fc.flink decodes it).
+local function tm_answer(ids, time)
+  local tms = {}
+  for i, id in ipairs(ids) do tms[i] = { id = id, slotsNumber = 2 } end
+  return { answers = { list_taskmanagers = { intent = { kind = "list_taskmanagers" }, status = 200,
+    body = require("cjson").encode({ taskmanagers = tms }), error = "", time = time } } }
+end
+
 -- A small world: the cluster, its children, the Flink answers, the clock; pass() runs one
 -- reconcile and plays the API server for its actions; returns the actions as "op Kind name".
 local function world(c)
@@ -149,11 +157,12 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     assert.same({ "flink GET /taskmanagers" }, grep(o, "taskmanagers"))
     assert.equal(10, w.requeue_after) -- polled while pods wait for their registration
     w.now = T0 + 30
-    w.flink.taskmanagers = { ids = { "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3" }, time = T0 + 30 }
+    w.flink = tm_answer({ "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3" }, T0 + 30)
     assert.same({}, grep(w.pass(), "Pod"))
     assert.equal(3, w.cluster.status.components.taskManagers.registered)
     w.now = T0 + 61
-    w.flink.taskmanagers.time = T0 + 61 -- pod 4 was created at T0: its deadline passed
+    -- pod 4 was created at T0: its deadline passed
+    w.flink = tm_answer({ "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3" }, T0 + 61)
     assert.same({ "delete Pod wc-taskmanager-4", "apply Pod wc-taskmanager-5" }, grep(w.pass(), "Pod"))
     local timed_out = {}
     for _, e in ipairs(w.events) do
@@ -161,8 +170,7 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     end
     assert.same({ "TaskManager pod wc-taskmanager-4 did not register with the JobManager within 60s: replaced" },
       timed_out)
-    w.flink.taskmanagers = { ids = { "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3", "wc-taskmanager-5" },
-      time = T0 + 70 }
+    w.flink = tm_answer({ "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3", "wc-taskmanager-5" }, T0 + 70)
     w.now = T0 + 70
     w.pass()
     local tms = w.cluster.status.components.taskManagers
@@ -245,6 +253,7 @@ describe("render of a Native FlinkCluster #bin", function()
     assert.same({ "taskmanager", "-Dtaskmanager.resource-id=$(FLINK_POD_NAME)", "-Dtaskmanager.numberOfTaskSlots=2",
       "-Dexternal-resources=gpu", "-Dexternal-resource.gpu.amount=1",
       "-Dexternal-resource.gpu.kubernetes.config-key=nvidia.com/gpu" }, c.args)
-    assert.truthy(list.items[1].data["flink-conf.yaml"]:find("taskmanager.memory.process.size: 4096m", 1, true))
+    local conf = list.items[1].data["config.yaml"] or list.items[1].data["flink-conf.yaml"]
+    assert.truthy(conf:find('taskmanager.memory.process.size: "?4096m"?'), conf)
   end)
 end)

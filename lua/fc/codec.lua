@@ -82,7 +82,8 @@ local function normalize(v, path, budget, depth)
     elseif kt == "number" or kt == "boolean" then
       key = tostring(math.tointeger(k) or k)
     else
-      error({ path = path, message = "unsupported map key of type " .. kt })
+      error({ path = path, message = "a mapping key must be a string, number or boolean, not "
+        .. (kt == "table" and (util.is_array(k) and "a list" or "a mapping") or kt) })
     end
     if out[key] ~= nil then
       error({ path = path_key(path, key), message = "duplicate key" })
@@ -98,7 +99,7 @@ function codec.normalize(v)
   local ok, res = pcall(normalize, v, "", { n = 0 }, 0)
   if ok then return res end
   if type(res) == "table" then
-    return nil, (res.path ~= "" and res.path .. ": " or "") .. res.message
+    return nil, (res.path ~= "" and res.path or "<root>") .. ": " .. res.message
   end
   error(res, 0)
 end
@@ -141,23 +142,38 @@ function codec.decode_documents(text)
   return docs
 end
 
---- Encodes `v` as JSON text (cjson). Raises on values JSON cannot hold exactly: non-finite
--- numbers, integers beyond 14 significant digits (cjson's %.14g), functions.
-function codec.encode_json(v)
+--- codec.unencodable(v) -> nil, or "<path>: <reason>" for the first value (in no set order)
+-- that JSON and YAML cannot hold exactly: a non-finite number (NaN, inf), an integer beyond 14
+-- significant digits (cjson's %.14g), a function, userdata or thread. Paths as validate writes
+-- them (`spec.replicas`, `items[0]`), "<root>" for `v` itself.
+function codec.unencodable(v)
   local function check(x, path)
     local t = type(x)
     if t == "number" then
-      if x ~= x or x == math.huge or x == -math.huge then
-        error("encode_json: " .. path .. ": not a finite number", 0)
-      end
+      if x ~= x or x == math.huge or x == -math.huge then return path .. ": not a finite number" end
       if math.type(x) == "integer" and (x > JSON_INT_MAX or x < -JSON_INT_MAX) then
-        error("encode_json: " .. path .. ": integer " .. x .. " has more digits than the JSON encoder keeps", 0)
+        return path .. ": integer " .. x .. " has more digits than the JSON encoder keeps"
       end
     elseif t == "table" then
-      for k, y in pairs(x) do check(y, path_key(path, k)) end
+      for k, y in pairs(x) do
+        local bad = check(y, path_key(path, k))
+        if bad then return bad end
+      end
+    elseif t ~= "string" and t ~= "boolean" and t ~= "nil" then
+      return path .. ": a " .. t .. " is not data"
     end
+    return nil
   end
-  check(v, "")
+  local bad = check(v, "")
+  if bad and bad:sub(1, 1) == ":" then bad = "<root>" .. bad end
+  return bad
+end
+
+--- Encodes `v` as JSON text (cjson). Raises "encode_json: <path>: <reason>" on values JSON
+-- cannot hold exactly (codec.unencodable).
+function codec.encode_json(v)
+  local bad = codec.unencodable(v)
+  if bad then error("encode_json: " .. bad, 0) end
   return cjson.encode(v)
 end
 
@@ -229,9 +245,10 @@ local function emit_node(emit, v, depth)
   return emit({ type = "MAPPING_END" })
 end
 
---- Encodes a list of values as a YAML stream, each document introduced by `---`, map keys
--- sorted. Returns the text ("" for an empty list).
-function codec.encode_yaml_stream(docs)
+--- Encodes a list of values as a YAML stream, each document introduced by `---` (none when
+-- `bare` is true and there is one document), map keys sorted. Returns the text ("" for an
+-- empty list).
+function codec.encode_yaml_stream(docs, bare)
   if #docs == 0 then return "" end
   local emitter = yaml.emitter()
   local function emit(ev)
@@ -241,16 +258,17 @@ function codec.encode_yaml_stream(docs)
   end
   emit({ type = "STREAM_START", encoding = "UTF8" })
   for _, d in ipairs(docs) do
-    emit({ type = "DOCUMENT_START", implicit = false })
+    emit({ type = "DOCUMENT_START", implicit = bare == true and #docs == 1 })
     emit_node(emit, d, 0)
     emit({ type = "DOCUMENT_END", implicit = true })
   end
   return emit({ type = "STREAM_END" })
 end
 
---- Encodes one value as a YAML document (with its `---`).
-function codec.encode_yaml(v)
-  return codec.encode_yaml_stream({ v })
+--- Encodes one value as a YAML document: with its `---`, or without it when `bare` is true
+-- (a configuration file such as Flink's config.yaml).
+function codec.encode_yaml(v, bare)
+  return codec.encode_yaml_stream({ v }, bare)
 end
 
 return codec

@@ -13,7 +13,11 @@ local BASE = {
   "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget", "rawlen",
   "rawset", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION",
 }
-local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true, ["fc.profile"] = true }
+local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true, ["fc.profile"] = true,
+  ["fc.yaml"] = true, ["fc.crd"] = true }
+-- Framework modules that run as trusted code (the C host preloads them): loaded by the real
+-- require, not inside the policy's environment.
+local TRUSTED = { ["fc.yaml"] = true }
 
 local state = { policy_dir = nil, policies = {}, timeout_ms = 200, memory_mib = 64 }
 
@@ -78,7 +82,7 @@ local function new_env(label)
     if loaded[name] ~= nil then return loaded[name] end
     local path, chunkname
     if MODULES[name] then
-      local found = package.searchpath(name, package.path)
+      local found = not TRUSTED[name] and package.searchpath(name, package.path)
       if not found then
         local ok, mod = pcall(require, name) -- a C module (fc.slots from build/lib)
         if not ok then error("require: " .. tostring(mod), 2) end
@@ -91,7 +95,7 @@ local function new_env(label)
       chunkname = "@lib/" .. name:sub(5) .. ".lua"
     else
       error("require: module '" .. name .. "' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, lib.<name>)", 2)
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", 2)
     end
     local text, err = read_file(path)
     if not text then error("require: cannot open " .. tostring(err), 2) end

@@ -9,24 +9,31 @@ local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
 local taskmanagers = require("fc.taskmanagers")
+local fcflink = require("fc.flink")
+local kinds = require("fc.kinds")
+local codec = require("fc.codec")
 
 local reconcile = {}
 
---- Child kinds the framework deletes when they are no longer desired (Pods belong to their
--- StatefulSet or Job; ControllerRevisions are pruned by revisionHistoryLimit instead).
-reconcile.DELETABLE = { "Ingress", "Service", "StatefulSet", "ConfigMap", "Job" }
+--- Child kinds the framework deletes when they are no longer desired, in that order (fc.kinds:
+-- Pods belong to their StatefulSet or Job; ControllerRevisions are pruned by
+-- revisionHistoryLimit instead).
+reconcile.DELETABLE = kinds.names("delete")
 --- Kinds applied only when absent: a Job's pod template and a ControllerRevision's data are
 -- immutable in Kubernetes (batch/v1 JobSpec.template, apps/v1 ControllerRevision.data).
-reconcile.CREATE_ONLY = { Job = true, ControllerRevision = true }
---- Kinds whose pod template runs the Flink processes. When an update (a new revision) changes
--- their template and spec.recreateOnUpdate is true (the API's default) they are deleted and
--- created again: all pods replaced at once, not rolled. A template change outside an update (a
--- policy edit, a new controller version) waits while a job cluster's job runs (see run()).
-reconcile.POD_KINDS = { StatefulSet = true }
+reconcile.CREATE_ONLY = kinds.set("create_only")
+--- Kinds whose pod template runs the Flink processes (fc.kinds). When an update (a new revision)
+-- changes their template and spec.recreateOnUpdate is true (the API's default) they are deleted
+-- and created again: all pods replaced at once, not rolled. A template change outside an update
+-- (a policy edit, a new controller version) waits while a job cluster's job runs (see run()).
+reconcile.POD_KINDS = kinds.set("pods")
 --- Seconds before retrying a cluster whose policies failed.
 reconcile.POLICY_ERROR_REQUEUE = 60
---- The user-control annotation (removed by a patch_annotations action when done).
-reconcile.CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
+--- Seconds before the pass that reads the dry-run answers of an update (the answers come back
+-- within a pass's writes; this bounds the wait), and before asking again after an answer that
+-- says nothing about the object (HTTP 0, 409, 429, 5xx).
+reconcile.DRY_RUN_REQUEUE = 1
+reconcile.DRY_RUN_RETRY = 10
 
 local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
@@ -242,37 +249,12 @@ local function transition_events(old, new, events)
   end
 end
 
---- reconcile.flink_action(target, method, path, body) -> {op="flink", method=, path=, body=, target=,
---   result=<"jobs"|"savepoint_trigger"|"savepoint_status"|nil>, job_id=<id or nil>}
--- `target` = reconcile.flink_target(...): the JobManager's REST Service; the core reaches it by
--- its cluster DNS name or through the API server's service proxy (`run --flink-access`).
--- `result` tells the core where the answer goes in the next snapshot's `flink` (see
--- docs/contracts.md, "Reconcile"): GET /jobs/overview -> flink.jobs; POST
--- /jobs/<id>/savepoints, POST /jobs/<id>/stop (stop-with-savepoint: the same {"request-id"}
--- answer, polled at the same URL) and GET /jobs/<id>/savepoints/<rid> ->
--- flink.savepoint_triggers[<id>]; GET /jobs/<id>/exceptions[?...] -> flink.exceptions[<id>];
--- GET /taskmanagers -> flink.taskmanagers = {ids, time} (Native TaskManagers, fc.taskmanagers).
-function reconcile.flink_action(target, method, path, body)
-  local a = { op = "flink", method = method, path = path, body = body, target = target }
-  if method == "GET" and path == "/jobs/overview" then
-    a.result = "jobs"
-  elseif method == "POST" and (path:match("^/jobs/%x+/savepoints$") or path:match("^/jobs/%x+/stop$")) then
-    a.result, a.job_id = "savepoint_trigger", path:match("^/jobs/(%x+)/")
-  elseif method == "GET" and path:match("^/jobs/%x+/savepoints/[%w-]+$") then
-    a.result, a.job_id = "savepoint_status", path:match("^/jobs/(%x+)/")
-  elseif method == "GET" and (path:match("^/jobs/%x+/exceptions$") or path:match("^/jobs/%x+/exceptions%?")) then
-    a.result, a.job_id = "exceptions", path:match("^/jobs/(%x+)/")
-  elseif method == "GET" and path == "/taskmanagers" then
-    a.result = "taskmanagers"
-  end
-  return a
-end
-
---- reconcile.flink_target(namespace, name, ui_port) -> {scheme="http", namespace=, service=
---   "<name>-jobmanager", port=<integer>}: the JobManager Service's REST (`ui`) port of a cluster.
-function reconcile.flink_target(namespace, name, ui_port)
-  return { scheme = "http", namespace = namespace, service = name .. "-jobmanager",
-    port = math.tointeger(tonumber(ui_port)) or 8081 }
+-- The JobManager REST target of a cluster: job.observe's `jobmanager` ({scheme, service, port})
+-- in the cluster's namespace; nil when the policy named none (then no Flink call is made).
+local function flink_target(namespace, jm)
+  if not is_table(jm) then return nil end
+  return { scheme = jm.scheme or "http", namespace = namespace, service = jm.service,
+    port = math.tointeger(tonumber(jm.port)) or jm.port }
 end
 
 -- One pass. `hold` is nil for a pass of the cluster's own spec; for a pass that supervises the
@@ -287,10 +269,15 @@ end
 -- retried after reconcile.POLICY_ERROR_REQUEUE at the latest.
 local function held_status(hold, new, old_status, gen, now, result)
   new.observedGeneration = old_status.observedGeneration
+  if hold.next then new.nextRevision = hold.next end
+  if hold.why == "verify" then return end
   local message = hold.message .. "; changes held: the last valid spec (revision " .. hold.revision
     .. ") keeps running"
   local cond, reason, recorded
-  if hold.why == "invalid" then
+  if hold.why == "refused" then
+    cond, reason = { type = "Ready", status = "False", reason = "UpdateRefused", message = message }, "UpdateRefused"
+    recorded = function(prev) return prev.reason == "UpdateRefused" and prev.message == message end
+  elseif hold.why == "invalid" then
     cond, reason = { type = "Ready", status = "False", reason = "InvalidSpec", message = message }, "InvalidSpec"
     recorded = function(prev) return invalid_recorded(prev, gen, message) end
   else
@@ -345,19 +332,99 @@ local function native_actions(host, native, cluster, cleanup, now, result, new, 
   end
 end
 
-local function run(host, snapshot, hold)
+-- The condition PolicyError=True reason UndeclaredKind and its Warning event (once per message)
+-- for objects cluster.desired produced of kinds fc.kinds does not declare (`undeclared`, from
+-- kinds.refused): the rest of the pass went on without them.
+local function undeclared_status(undeclared, new, old_status, gen, now, result)
+  local parts = {}
+  for _, u in ipairs(undeclared) do parts[#parts + 1] = u.message end
+  local message = "cluster.lua: desired: " .. table.concat(parts, "; ") .. "; left out"
+  reconcile.set_condition(new, { type = "PolicyError", status = "True", reason = "UndeclaredKind",
+    message = message }, now, gen, old_status.conditions)
+  local prev = find_condition(old_status, "PolicyError")
+  if not (prev and prev.status == "True" and prev.message == message) then
+    result.events[#result.events + 1] = { type = "Warning", reason = "PolicyError", message = message }
+  end
+end
+
+local run -- one pass (below); gate_update runs a supervising one
+
+-- An HTTP status of a dry run that says nothing about the object: no answer, a conflict, too
+-- many requests, a server error. It is asked again.
+local function transient(status)
+  status = tonumber(status) or 0
+  return status == 0 or status == 409 or status == 429 or status >= 500
+end
+
+-- The update gate (issue "Converge for real", item 6): an update starts only once the API
+-- server accepted, in a dry run (dryRun=All: admission and validation, nothing written), every
+-- object of the new revision that differs from what runs. Objects that change an immutable
+-- field are left to the delete-and-create path (a dry run in place would refuse them for that
+-- reason alone). Returns nil when every answer is in and accepted (the update goes on);
+-- otherwise the result of a supervising pass with the last valid spec plus the dry runs still
+-- to ask (hold why="verify"), or, when the server refused one, that pass with Ready=False
+-- reason UpdateRefused and a Warning naming the object and the server's message (why="refused";
+-- no savepoint, cancel or resubmission; a new spec is verified again). `snapshot.dry_runs` =
+-- {["<Kind>/<name>"]={hash=<applied-hash sent>, status=<HTTP status>, message=<server's>}}.
+local function gate_update(host, snapshot, defaulted, next_rev, current)
+  local children = snapshot.children or {}
+  local for_desired = util.merge(defaulted)
+  for_desired.status = nil
+  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  local bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
+  expect(bad == nil, "cluster", "desired", bad)
+  local answers = snapshot.dry_runs or {}
+  local ask, refused, retry = {}, {}, false
+  local skip = {}
+  for _, u in ipairs(kinds.refused(des.objects)) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
+    local observed = (children[o.kind] or {})[o.metadata.name]
+    if not skip[i] and not reconcile.CREATE_ONLY[o.kind] then
+      diff.stamp(o)
+      if diff.needs_apply(o, observed) and not (observed and diff.immutable_change(o, observed)) then
+        local key = o.kind .. "/" .. o.metadata.name
+        local hash = o.metadata.annotations[diff.APPLIED_HASH]
+        local a = answers[key]
+        if a == nil or a.hash ~= hash or transient(a.status) then
+          retry = retry or a ~= nil and a.hash == hash
+          ask[#ask + 1] = { op = "dry_run", object = o, hash = hash }
+        elseif tonumber(a.status) >= 300 then
+          refused[#refused + 1] = o.kind .. " " .. o.metadata.name .. ": HTTP " .. tostring(a.status) .. ": "
+            .. tostring(a.message)
+        end
+      end
+    end
+  end
+  if #ask == 0 and #refused == 0 then return nil end
+  local held = last_valid_snapshot(snapshot)
+  if not held then return nil end
+  local hold = { why = "verify", revision = current, next = next_rev }
+  if #refused > 0 then
+    hold.why = "refused"
+    hold.message = "update to revision " .. next_rev .. " refused by the API server: " .. table.concat(refused, "; ")
+  end
+  local res = run(host, held, hold)
+  if #ask > 0 then
+    for _, a in ipairs(ask) do res.actions[#res.actions + 1] = a end
+    local wait = retry and reconcile.DRY_RUN_RETRY or reconcile.DRY_RUN_REQUEUE
+    if res.requeue_after == nil or res.requeue_after > wait then res.requeue_after = wait end
+  end
+  return res
+end
+
+function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
-  local name = md.name
   local gen = md.generation
   local now = snapshot.now or os.time()
   local children = snapshot.children or {}
-  local flink = snapshot.flink or {}
+  -- the Flink answers, decoded (fc.flink: the core records them raw)
+  local flink = fcflink.view(snapshot.flink)
   local old_status = cluster.status or {}
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
     -- being deleted: the garbage collector removes the children (controller ownerReferences)
-    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(name))
+    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
     return result
   end
 
@@ -396,13 +463,17 @@ local function run(host, snapshot, hold)
   local current = old_status.currentRevision or next_rev
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
+  if update.pending and not hold then
+    local gated = gate_update(host, snapshot, defaulted, next_rev, current)
+    if gated then return gated end
+  end
   local new_from = is_table(defaulted.spec.job) and defaulted.spec.job.fromSavepoint or nil
   local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
   if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
 
   -- Native TaskManagers (fc.taskmanagers): what the pods and the JobManager say, before the policies
   local native = taskmanagers.is_native(defaulted)
-    and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(name), defaulted, children,
+    and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(md.name), defaulted, children,
       flink, now, taskmanagers.demand(defaulted, "")) or nil
   -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
   -- be copied into every policy call)
@@ -423,8 +494,8 @@ local function run(host, snapshot, hold)
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
-      savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies, components = components,
-      update = update, now = now })
+      flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
+      components = components, update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policy's own events (e.g. a restart with its attempt number), before the state events
     expect(jd.events == nil or is_table(jd.events), "job", "decide", "events must be a list")
@@ -448,19 +519,36 @@ local function run(host, snapshot, hold)
   bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
   expect(bad == nil, "cluster", "desired", bad)
   local cleanup = jd.cleanup or ""
+  -- the children job.decide removes as the job ended ({kind=, name=}; no name: all of the kind)
+  expect(jd.remove == nil or is_table(jd.remove), "job", "decide", "remove must be a list")
+  local removed = {}
+  for i, r in ipairs(jd.remove or {}) do
+    expect(is_table(r) and type(r.kind) == "string" and (r.name == nil or type(r.name) == "string"),
+      "job", "decide", "remove[" .. (i - 1) .. "] needs a kind (and a name)")
+    removed[r.kind] = removed[r.kind] or {}
+    removed[r.kind][r.name or "*"] = true
+  end
   local desired = {}
-  for _, o in ipairs(des.objects) do
-    diff.stamp(o)
+  -- objects of kinds the controller does not manage are left out, and the cluster marked
+  local undeclared, skip = kinds.refused(des.objects), {}
+  for _, u in ipairs(undeclared) do skip[u.index] = true end
+  for i, o in ipairs(des.objects) do
     local keep = true
-    if o.kind == "Job" then
+    local r = removed[o.kind]
+    if skip[i] then
+      keep = false
+    elseif o.kind == "ControllerRevision" then
+      keep = true -- the revision history stays (revisionHistoryLimit)
+    elseif r and (r["*"] or r[o.metadata.name]) then
+      keep = false
+    elseif o.kind == "Job" then
       local observed = (children.Job or {})[o.metadata.name]
       keep = is_job and ((observed ~= nil and not jd.resubmit) or (observed == nil and jd.submit == true))
-    elseif cleanup == "DeleteCluster" then
-      keep = o.kind == "ControllerRevision"
-    elseif cleanup == "DeleteTaskManager" then
-      keep = not (o.kind == "StatefulSet" and o.metadata.name == name .. "-taskmanager")
     end
-    if keep then desired[#desired + 1] = o end
+    if keep then
+      diff.stamp(o)
+      desired[#desired + 1] = o
+    end
   end
   local revisions = children.ControllerRevision or {}
   local has_rev = false
@@ -519,34 +607,29 @@ local function run(host, snapshot, hold)
     result.actions[#result.actions + 1] = { op = "delete", kind = "ControllerRevision", name = n }
   end
 
-  -- 6. Flink REST calls and the user-control annotation
-  local target = reconcile.flink_target(tostring(md.namespace or "default"), name,
-    ((defaulted.spec.jobManager or {}).ports or {}).ui)
-  local function flink_action(method, path, body)
-    result.actions[#result.actions + 1] = reconcile.flink_action(target, method, path, body)
-  end
-  for _, from in ipairs({ { "job", "observe", obs.flink }, { "savepoint", "decide", sd.flink },
-    { "job", "decide", jd.flink } }) do
-    expect(from[3] == nil or is_table(from[3]), from[1], from[2], "flink must be a list")
-    for i, f in ipairs(from[3] or {}) do
-      expect(is_table(f) and type(f.method) == "string" and type(f.path) == "string"
-        and (f.body == nil or is_table(f.body)), from[1], from[2],
-        "flink[" .. (i - 1) .. "] needs method and path strings")
-      flink_action(f.method, f.path, f.body)
+  -- 6. Flink REST calls (the policies' intents, through fc.flink) and the user-control annotation
+  local target = flink_target(tostring(md.namespace or "default"), obs.jobmanager)
+  for _, from in ipairs({ { "job", "observe", obs.intents }, { "savepoint", "decide", sd.intents },
+    { "job", "decide", jd.intents } }) do
+    expect(from[3] == nil or is_table(from[3]), from[1], from[2], "intents must be a list")
+    for i, intent in ipairs(from[3] or {}) do
+      expect(target ~= nil, from[1], from[2], "intents need job.observe's jobmanager {service, port}")
+      local ok, a = pcall(fcflink.action, intent, target)
+      expect(ok, from[1], from[2], "intents[" .. (i - 1) .. "]: " .. tostring(a))
+      result.actions[#result.actions + 1] = a
     end
-  end
-  local js = is_job and jd.job.state or nil
-  if is_job and components.jobManagerService and components.jobManagerService.state == "Ready"
-      and (js == "Running" or js == "Pending" or js == "Updating" or js == "Lost" or js == "Suspended")
-      and cleanup == "" then
-    flink_action("GET", "/jobs/overview")
   end
   if native and components.jobManagerService and components.jobManagerService.state == "Ready"
       and native.summary.pods > 0 then
-    flink_action("GET", "/taskmanagers")
+    -- who registered (Native TaskManagers): the JobManager's REST Service of this cluster
+    local jm = { service = tostring(md.name) .. "-jobmanager",
+      port = ((defaulted.spec.jobManager or {}).ports or {}).ui or 8081 }
+    result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" },
+      target or flink_target(tostring(md.namespace or "default"), jm))
   end
-  if jd.remove_annotation then
-    result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { reconcile.CONTROL_ANNOTATION } }
+  if jd.remove_annotation ~= nil then
+    expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")
+    result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { jd.remove_annotation } }
   end
 
   -- 7. status
@@ -572,8 +655,12 @@ local function run(host, snapshot, hold)
   local new, conds = st, st.conditions or {}
   new.conditions = {}
   for _, c in ipairs(conds) do reconcile.set_condition(new, c, now, gen, old_status.conditions) end
-  reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
-    message = "policies ran without error" }, now, gen, old_status.conditions)
+  if #undeclared > 0 then
+    undeclared_status(undeclared, new, old_status, gen, now, result)
+  else
+    reconcile.set_condition(new, { type = "PolicyError", status = "False", reason = "PoliciesSucceeded",
+      message = "policies ran without error" }, now, gen, old_status.conditions)
+  end
   new.observedGeneration = gen
   if native then native_actions(host, native, for_desired, cleanup, now, result, new, old_status, gen) end
   if hold then held_status(hold, new, old_status, gen, now, result) end
@@ -591,15 +678,20 @@ local function run(host, snapshot, hold)
       result.requeue_after = r
     end
   end
+  -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
+  local unencodable = codec.unencodable(result)
+  if unencodable then fail("policy output cannot be sent to the API server: " .. unencodable) end
   return result
 end
 
 --- reconcile.run(snapshot) -> result
 -- snapshot: {cluster=<FlinkCluster as observed, metadata.generation, status (or none)>,
---   children={<kind>={<name>=obj}}, flink={reachable=bool, jobs={...}, savepoint_triggers={...}},
+--   children={<kind>={<name>=obj}}, flink={answers={<id>={intent=, status=, body=, error=, time=}}}
+--   (the core's raw Flink answers; fc.flink.view decodes them for the policies),
 --   now=<unix seconds>}.
--- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", method=, path=, body=, target=}
---   |{op="patch_annotations", remove={key,...}}}, status=<new status or nil when unchanged>,
+-- result: {actions={{op="apply", object=}|{op="delete", kind=, name=}|{op="flink", id=, intent=, method=,
+--   path=, body=, target=, after_status=} (fc.flink.action)|{op="patch_annotations", remove={key,...}}},
+--   status=<new status or nil when unchanged>,
 --   events={{type="Normal"|"Warning", reason=, message=}}, requeue_after=<seconds or nil>}.
 -- A policy failure (fc.host.call returning false, or an output of the wrong shape) fails this
 -- cluster only: no actions, a Warning event naming the policy file and line, PolicyError=True.

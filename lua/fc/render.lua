@@ -8,6 +8,7 @@
 local codec = require("fc.codec")
 local profile = require("fc.profile")
 local shape = require("fc.shape")
+local kinds = require("fc.kinds")
 local taskmanagers = require("fc.taskmanagers")
 
 local render = {}
@@ -24,6 +25,12 @@ local HOOKS = {
   validate = "check",
   cluster = "desired",
 }
+
+-- "a mapping", "a list", "a number" ...: what a value that should be a string is.
+local function what_is(v)
+  if type(v) == "table" then return is_list(v) and "a list" or "a mapping" end
+  return "a " .. type(v)
+end
 
 -- Calls a policy hook and checks its output shape: true, result | false, message.
 local function run_policy(host, policy, input)
@@ -50,6 +57,11 @@ function render.document(doc, index, host)
   end
   local meta = type(doc.metadata) == "table" and doc.metadata or {}
   out.name = (type(meta.name) == "string" and meta.name ~= "") and meta.name or ("document " .. index)
+  for _, field in ipairs({ "apiVersion", "kind" }) do
+    if doc[field] ~= nil and type(doc[field]) ~= "string" then
+      return fail(field, "must be a string, not " .. what_is(doc[field]))
+    end
+  end
   if doc.apiVersion ~= API_VERSION or doc.kind ~= KIND then
     return fail(doc.kind ~= KIND and "kind" or "apiVersion", string.format(
       "document %d is a %s (%s), not a %s (%s)", index, tostring(doc.kind or "document without kind"),
@@ -69,6 +81,20 @@ function render.document(doc, index, host)
   ok, dres = run_policy(host, "cluster", { cluster = cluster })
   if not ok then return fail("policy", dres) end
   out.objects = dres.objects or {}
+  -- the controller would leave these out (fc.kinds): refused here, with the object's path
+  for _, u in ipairs(kinds.refused(out.objects)) do fail("policy", "cluster.lua: desired: " .. u.message) end
+  -- a NaN or an integer JSON cannot keep fails this document, named, not the whole output
+  for i, o in ipairs(out.objects) do
+    local bad = codec.unencodable(o)
+    if bad then
+      fail("policy", string.format("cluster.lua: desired: objects[%d]%s", i - 1,
+        bad:sub(1, 6) == "<root>" and bad:sub(7) or "." .. bad))
+    end
+  end
+  if #out.errors > 0 then
+    out.objects = nil
+    return out
+  end
   if taskmanagers.is_native(cluster) then
     -- mode Native: the TaskManager pods the controller would start for this cluster, created
     -- empty (pods <name>-taskmanager-1 .. N for the spec's slot demand)
@@ -102,6 +128,12 @@ function render.expand_lists(docs)
   return out
 end
 
+--- render.printable(line) -> the line with control characters (a NUL in a name, a newline in a
+-- message) written as \xNN, so that one message stays one whole line on a terminal and in C.
+function render.printable(line)
+  return (line:gsub("[\0-\31\127]", function(c) return string.format("\\x%02X", c:byte()) end))
+end
+
 --- Runs a whole render.
 -- opts: text (the input), source (its name for messages, e.g. the file or "<stdin>"),
 -- output "yaml" (default) | "json", policy_dir (optional: fc.host.configure), host (optional,
@@ -114,7 +146,7 @@ function render.run(opts)
   local source = opts.source or "<input>"
   local res = { stdout = "", stderr = {}, code = 0 }
   local function err(line)
-    res.stderr[#res.stderr + 1] = line
+    res.stderr[#res.stderr + 1] = render.printable(line)
     res.code = 1
   end
   local docs, derr = codec.decode_documents(opts.text or "")
@@ -131,7 +163,7 @@ function render.run(opts)
     elseif d.value ~= nil then
       count = count + 1
       local r = render.document(d.value, d.index, host)
-      for _, w in ipairs(r.warnings) do res.stderr[#res.stderr + 1] = w end
+      for _, w in ipairs(r.warnings) do res.stderr[#res.stderr + 1] = render.printable(w) end
       for _, e in ipairs(r.errors) do err(e) end
       if r.objects then
         local meta = d.value.metadata

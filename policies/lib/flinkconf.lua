@@ -1,14 +1,25 @@
---- lib.flinkconf: the contents of flink-conf.yaml for a FlinkCluster: the Flink version of
--- the image, the memory keys computed from the container limits, and the rendering of the
--- `key: value` lines. Pure functions; used by policies/cluster.lua.
+--- lib.flinkconf: Flink's configuration file for a FlinkCluster: which file and form the
+-- cluster's Flink version reads, the memory keys computed from the container limits, the
+-- options Flink 2 no longer knows, and the rendering. Pure functions; used by
+-- policies/cluster.lua and validate.lua.
 local profile = require("fc.profile")
 local quantity = require("fc.quantity")
+local yaml = require("fc.yaml")
 local names = require("lib.names")
-local image_ref = require("lib.image")
+local flinkversion = require("lib.flinkversion")
+local flinkremoved = require("lib.flinkremoved")
 
 local flinkconf = {}
 
 local MIB = 1024 * 1024
+
+--- The two configuration files. Flink before 1.19 reads only the legacy flink-conf.yaml
+-- ("key: value" lines, not YAML). Flink 1.19 and 1.20 read config.yaml, standard YAML
+-- (FLIP-366), when it is there and the legacy file otherwise; Flink 2.0 reads only
+-- config.yaml (Flink docs, "Configuration": "Flink Configuration File" and "Migrate from
+-- flink-conf.yaml to config.yaml").
+flinkconf.LEGACY_FILE = "flink-conf.yaml"
+flinkconf.YAML_FILE = "config.yaml"
 
 --- Bytes (integer) of a Kubernetes memory quantity (string such as "1Gi", "600M", or a
 -- number of bytes). Raises "<what>: <reason>" when it is not a quantity.
@@ -16,35 +27,6 @@ local function bytes_of(q, what)
   local n, reason = quantity.bytes(q)
   if n == nil then error(what .. ": " .. tostring(reason) .. ": " .. tostring(q), 0) end
   return n
-end
-
---- Flink version of an image reference, from its tag: "flink:1.9.2" -> 1, 9;
--- "registry:5000/team/flink:1.17.1-scala_2.12-java11" -> 1, 17; "apache/flink:v1.12" -> 1, 12.
--- Tag and name as lib.image reads them (a registry port is not a tag; a digest is dropped).
--- Returns nil (unknown) when there is no tag (= latest), when the tag
--- does not start with <major>.<minor> ("latest", "stable"), and when the repository name
--- (last path part) does not contain "flink": an application image such as "my-job:1.0.3" is
--- tagged with its own version, not Flink's.
-function flinkconf.image_version(image)
-  if type(image) ~= "string" then return nil end
-  local ref = image_ref.parse(image)
-  if not ref.tag or not ref.name:lower():find("flink", 1, true) then return nil end
-  local major, minor = ref.tag:match("^[vV]?(%d+)%.(%d+)")
-  if not major then return nil end
-  return tonumber(major), tonumber(minor)
-end
-
---- True when the image's Flink version is >= major.minor. Unknown versions count as new:
--- current images are what people pull without a tag or build FROM. Reading a version too old
--- is the worse mistake: newer Flink maps the deprecated taskmanager.heap.size onto
--- taskmanager.memory.flink.size, and "451m" of total Flink memory is too little for a
--- TaskManager (checked with Flink 1.20's BashJavaUtils: "Sum of configured Framework Heap
--- Memory ... exceed configured Total Flink Memory (451.000mb)"), so it would not start.
--- flinkProperties with a memory key of the component always win (user_sets_memory).
-function flinkconf.at_least(image, major, minor)
-  local ma, mi = flinkconf.image_version(image)
-  if ma == nil then return true end
-  return ma > major or (ma == major and mi >= minor)
 end
 
 --- Memory split of a container limit, the original operator's rule with exact units.
@@ -59,7 +41,7 @@ end
 -- Errors "<field>: ..." when less than 1 MiB of heap is left (a limit below
 -- memoryOffHeapMin, which validate.lua rejects: a negative or zero heap would only make the
 -- JVM fail to start). `field` names the limit in the message (default "memory limit").
--- Only images that get the heap key need this split: for the new memory model Flink divides
+-- Only versions that get the heap key need this split: for the new memory model Flink divides
 -- the process size itself, so a small limit is not an error there.
 -- Returns {offheap=, heap=, heap_mib=, process_mib=}.
 function flinkconf.memory_plan(limit, ratio, offheap_min, field)
@@ -96,17 +78,18 @@ end
 
 --- Memory options for one component. `spec` is the component's spec (jobManager or
 -- taskManager, defaulted: memoryOffHeapRatio percent, memoryOffHeapMin quantity), `component`
--- "jobmanager"|"taskmanager", `image` the image name, `props` the flinkProperties.
+-- "jobmanager"|"taskmanager", `version` the cluster's Flink version (lib.flinkversion; nil =
+-- unknown, counted as new), `props` the flinkProperties.
 -- Returns {} when resources.limits.memory is unset or the user sets the memory keys; else one
--- pair: `<component>.memory.process.size = "<limit MiB>m"` for the new model, or
--- `<component>.heap.size = "<heap MiB>m"` for older images (see memory_plan).
-function flinkconf.memory_properties(spec, component, image, props)
+-- pair: `<component>.memory.process.size = "<limit MiB>m"` for the new model (1.10/1.11 up to
+-- 2.x), or `<component>.heap.size = "<heap MiB>m"` for older versions (see memory_plan).
+function flinkconf.memory_properties(spec, component, version, props)
   local limits = (spec.resources or {}).limits or {}
   if limits.memory == nil or flinkconf.user_sets_memory(props, component) then return {} end
   local field = component == "jobmanager" and "spec.jobManager" or "spec.taskManager"
   local limit = bytes_of(limits.memory, field .. ".resources.limits.memory")
   local since = NEW_MODEL[component]
-  if flinkconf.at_least(image, since[1], since[2]) then
+  if flinkversion.at_least(version, since[1], since[2]) then
     -- process size = the whole container limit, floored to MiB
     return { [component .. ".memory.process.size"] = quantity.flink_mib(limit) }
   end
@@ -136,36 +119,55 @@ local function as_string(v)
   return tostring(v)
 end
 
---- All flink-conf.yaml options of the (defaulted) FlinkCluster `cluster`, a {key = string}
--- map: the fixed addresses and ports, the memory options, then spec.flinkProperties, which
--- override any of ours.
+--- removed_keys(props, version) -> sorted list of the keys of `props` Flink 2 no longer knows
+-- (lib.flinkremoved), for a version known to be 2.0 or newer; {} otherwise. An unknown
+-- version keeps every key: it may be a 1.x that still reads them.
+function flinkconf.removed_keys(props, version)
+  local out = {}
+  if not flinkversion.known_at_least(version, 2, 0) then return out end
+  for key in pairs(props or {}) do
+    if flinkremoved.removed(key) then out[#out + 1] = key end
+  end
+  table.sort(out)
+  return out
+end
+
+--- All options of the (defaulted) FlinkCluster `cluster`, a {key = string} map: the fixed
+-- addresses and ports, the memory options, then spec.flinkProperties, which override any of
+-- ours. For Flink 2 (a known version >= 2.0) an option Flink 2 no longer knows is left out,
+-- the user's too (validate.lua warns about each); `query.server.port`, which the original
+-- operator wrote, is not a Flink option (queryable state reads query.server.ports) and is
+-- left out for Flink 2 as well.
 function flinkconf.properties(cluster)
   local spec = cluster.spec
   local jm, tm = spec.jobManager, spec.taskManager
-  local user = spec.flinkProperties or {}
+  local version = flinkversion.of(spec)
+  local user = {}
+  for k, v in pairs(spec.flinkProperties or {}) do user[k] = v end
+  for _, k in ipairs(flinkconf.removed_keys(user, version)) do user[k] = nil end
   local props = {
     ["jobmanager.rpc.address"] = names.jobmanager(cluster.metadata.name),
     ["jobmanager.rpc.port"] = jm.ports.rpc,
     ["blob.server.port"] = jm.ports.blob,
-    ["query.server.port"] = jm.ports.query,
     ["rest.port"] = jm.ports.ui,
     ["taskmanager.rpc.port"] = tm.ports.rpc,
     -- the TaskManager's `data` containerPort only means something if Flink listens there
     ["taskmanager.data.port"] = tm.ports.data,
   }
+  if not flinkversion.known_at_least(version, 2, 0) then props["query.server.port"] = jm.ports.query end
   for _, c in ipairs({ { jm, "jobmanager" }, { flinkconf.taskmanager_memory_spec(tm), "taskmanager" } }) do
-    for k, v in pairs(flinkconf.memory_properties(c[1], c[2], spec.image.name, user)) do props[k] = v end
+    for k, v in pairs(flinkconf.memory_properties(c[1], c[2], version, user)) do props[k] = v end
   end
   for k, v in pairs(user) do props[k] = v end
   for k, v in pairs(props) do props[k] = as_string(v) end
   return props
 end
 
---- flink-conf.yaml text: one `key: value` line per option, sorted by key, "\n"-terminated.
+--- Legacy flink-conf.yaml text: one `key: value` line per option, sorted by key, "\n"-terminated.
 -- Flink reads this file line by line, splitting at the first ": " (Flink configuration docs,
 -- "flink-conf.yaml"), so a key or value with a line break, or a key with ": ", would inject
 -- other options: that raises an error naming the key.
-function flinkconf.render(props)
+function flinkconf.render_legacy(props)
   local keys = {}
   for k in pairs(props) do keys[#keys + 1] = k end
   table.sort(keys)
@@ -179,6 +181,34 @@ function flinkconf.render(props)
     lines[#lines + 1] = k .. ": " .. v .. "\n"
   end
   return table.concat(lines)
+end
+
+--- config.yaml text: standard YAML, one flat `key: value` entry per option (Flink accepts
+-- flat and nested keys), sorted by key; values are YAML strings, quoted by the emitter where
+-- they would read back as another type ("6123", "true") or break the syntax. Flink converts a
+-- string to the option's type as it does for every other source of configuration. Written by
+-- fc.yaml (libyaml), which Flink's parser (snakeyaml-engine) reads back exactly.
+function flinkconf.render_yaml(props)
+  return yaml.encode_map(props)
+end
+
+--- flinkconf.files(cluster) -> {file name = text}: the configuration file(s) of the
+-- (defaulted) FlinkCluster for its Flink version (lib.flinkversion.of):
+--   known, < 1.19   flink-conf.yaml
+--   known, >= 1.19  config.yaml
+--   unknown         both, with the same options: each Flink reads the one it knows, and 1.19
+--                   and 1.20 prefer config.yaml; nothing is left out for Flink 2 then.
+function flinkconf.files(cluster)
+  local version = flinkversion.of(cluster.spec)
+  local props = flinkconf.properties(cluster)
+  local files = {}
+  if version == nil or not flinkversion.at_least(version, 1, 19) then
+    files[flinkconf.LEGACY_FILE] = flinkconf.render_legacy(props)
+  end
+  if flinkversion.at_least(version, 1, 19) then
+    files[flinkconf.YAML_FILE] = flinkconf.render_yaml(props)
+  end
+  return files
 end
 
 return flinkconf

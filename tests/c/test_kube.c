@@ -279,6 +279,24 @@ static void path_tests(void)
     OK(kube_kind_find("networking.k8s.io/v1", "Ingress") == &kube_kind_ingress, "kind lookup");
     OK(kube_kind_find("v1", "Nope") == NULL, "unknown kind -> NULL");
     OK(kube_kind_find(NULL, "ControllerRevision") == &kube_kind_controllerrevision, "lookup by kind alone");
+
+    /* kinds defined at run time (lua/fc/kinds.lua through core/run.c) */
+    char kerr[256] = "";
+    OK(kube_kind_define("apps/v1", "StatefulSet", "statefulsets", 1, kerr, sizeof kerr) == &kube_kind_statefulset,
+       "define a known kind -> the built-in one");
+    OK(kube_kind_define("apps/v1", "StatefulSet", "sts", 1, kerr, sizeof kerr) == NULL, "define with another plural -> NULL");
+    IS_STR(kerr, "kube_kind_define: apps/v1 StatefulSet: resource sts (namespaced 1) contradicts statefulsets (1)",
+           "the contradiction is named");
+    const kube_kind *pdb = kube_kind_define("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", 1, kerr,
+                                            sizeof kerr);
+    OK(pdb && strcmp(pdb->plural, "poddisruptionbudgets") == 0 && pdb->namespaced == 1, "define a new kind");
+    OK(kube_kind_find("policy/v1", "PodDisruptionBudget") == pdb, "a defined kind is found");
+    OK(kube_kind_define("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", 1, kerr, sizeof kerr) == pdb,
+       "defining it again returns the same");
+    kube_path(p, sizeof p, pdb, "team-a", "wc-pdb", NULL);
+    IS_STR(p, "/apis/policy/v1/namespaces/team-a/poddisruptionbudgets/wc-pdb", "path of a defined kind");
+    OK(kube_kind_define("", "X", "xs", 1, kerr, sizeof kerr) == NULL, "empty apiVersion -> NULL");
+    IS_STR(kerr, "kube_kind_define: apiVersion, kind and resource must be non-empty", "empty string named");
 }
 
 static int watch_events;

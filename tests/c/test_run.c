@@ -28,14 +28,15 @@ static void is_patch(const char *old, const char *new, const char *want, const c
     json_decref(n);
 }
 
-/* records one answer into a fresh state and returns the JSON of savepoint_triggers or the state */
-static char *record(const char *result, const char *job, const char *path, long status, const char *body,
-                    const char *error, const char *field)
+/* records one answer into a state that holds an old one and returns the JSON of answers[id] */
+static char *record(const char *id, const char *intent, long status, const char *body, const char *error)
 {
-    json_t *st = json_pack("{s:b, s:[], s:{}}", "reachable", 1, "jobs", "savepoint_triggers");
-    json_array_append_new(json_object_get(st, "jobs"), json_pack("{s:s}", "jid", "old"));
-    int rc = run_flink_record(st, result, job, path, status, body, error, 1700000000.0);
-    char *s = rc ? NULL : dump(field ? json_object_get(st, field) : st);
+    json_t *st = json_pack("{s:{s:{s:s, s:I}}}", "answers", "old", "body", "x", "time", (json_int_t)1699990000);
+    json_t *in = intent ? json_loads(intent, 0, NULL) : NULL;
+    int rc = run_flink_record(st, id, in, status, body, error, 1700000000.0);
+    json_decref(in);
+    json_t *a = json_object_get(json_object_get(st, "answers"), id ? id : "");
+    char *s = rc ? NULL : a ? dump(a) : strdup("none");
     json_decref(st);
     return s;
 }
@@ -130,7 +131,7 @@ static void call(const run_flink_env *env, const char *action, struct answer *a)
     memset(a, 0, sizeof *a);
     json_t *act = json_loads(action, 0, NULL);
     char err[512] = "";
-    run_flink_call *c = run_flink_start(env, act, on_flink, a, err, sizeof err);
+    run_flink_call *c = run_flink_start(env, act, NULL, on_flink, a, err, sizeof err);
     OK(c != NULL, "run_flink_start (%s)", err);
     OK(!a->done, "the callback does not run inside run_flink_start");
     if (c)
@@ -193,16 +194,40 @@ static void proxy_tests(int port)
     IS_INT(a.status, 0, "API server 404 (no such Service): no answer from Flink");
     IS_STR(a.error, "JobManager unreachable through the API server: HTTP 404: services \"wc-jobmanager\" not found",
            "404 Status -> unreachable");
+    {
+        /* a jar upload (POST /jars/upload) through the proxy: one multipart/form-data part */
+        static const char jar[] = "PK\x03\x04 not really a jar";
+        http_part part = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
+                          .data = jar, .len = sizeof jar - 1};
+        json_t *act = json_loads("{\"method\":\"POST\",\"path\":\"/jars/upload\",\"body\":{\"ignored\":1},"
+                                 TARGET("team-a") "}", 0, NULL);
+        json_decref(a.body);
+        memset(&a, 0, sizeof a);
+        run_flink_call *up = run_flink_start(&env, act, &part, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "run_flink_start with a part (%s)", err);
+        if (up)
+            loop_run_until(loop, &a.done, 20);
+        json_decref(act);
+        IS_INT(a.status, 200, "upload: the JobManager's answer");
+        OK(strncmp(jstr(a.body, "contentType"), "multipart/form-data; boundary=", 30) == 0,
+           "upload: multipart/form-data with libcurl's boundary (got %s)", jstr(a.body, "contentType"));
+        const char *sent = jstr(a.body, "body");
+        OK(strstr(sent, "Content-Disposition: form-data; name=\"jarfile\"; filename=\"testenv-jobs.jar\"") &&
+               strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
+               !strstr(sent, "ignored"),
+           "upload: the part's name, file name, type and bytes, no JSON body");
+    }
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/ab12/savepoints/1\"," TARGET("flinkerr") "}", &a);
     IS_INT(a.status, 404, "Flink's own 404 passes as Flink's answer");
     IS_STR(a.error, "", "without an error");
     OK(json_is_array(json_object_get(a.body, "errors")), "with Flink's errors list");
 
-    /* what run_flink_record makes of the mapped answers */
-    json_t *st = json_pack("{s:b, s:[], s:{}}", "reachable", 1, "jobs", "savepoint_triggers");
-    run_flink_record(st, "jobs", NULL, "/jobs/overview", 0, "",
+    /* an unreachable JobManager through the proxy is recorded as no answer (status 0) */
+    json_t *st = json_object();
+    run_flink_record(st, "list_jobs", NULL, 0, "",
                      "JobManager unreachable through the API server: HTTP 503: no endpoints", 1700000000.0);
-    OK(json_is_false(json_object_get(st, "reachable")), "an unreachable JobManager through the proxy: reachable=false");
+    IS_INT(json_integer_value(json_object_get(json_object_get(json_object_get(st, "answers"), "list_jobs"), "status")),
+           0, "an unreachable JobManager through the proxy: status 0 with the reason");
     json_decref(st);
 
     /* --flink-base-url wins: plain HTTP to it, a refused connection is a transport error */
@@ -212,7 +237,7 @@ static void proxy_tests(int port)
     OK(a.error[0] != '\0', "with the transport error (%s)", a.error);
 
     json_t *nopath = json_pack("{s:s}", "method", "GET");
-    OK(run_flink_start(&env, nopath, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
+    OK(run_flink_start(&env, nopath, NULL, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
     IS_STR(err, "flink action needs method and path", "and says why");
     json_decref(nopath);
     json_decref(a.body);
@@ -247,95 +272,51 @@ int main(void)
     OK(run_rv_at_least("x7", "x7"), "equal opaque versions are seen");
     OK(!run_rv_at_least(NULL, "1"), "nothing cached: not seen");
 
-    /* ---- run_flink_record ---- */
+    /* ---- run_flink_record: raw answers under the action's id, nothing parsed ---- */
     char *s;
-    s = record("jobs", NULL, "/jobs/overview", 200,
-               "{\"jobs\":[{\"jid\":\"ab\",\"state\":\"RUNNING\",\"start-time\":1}]}", "", NULL);
-    IS_STR(s, "{\"jobs\":[{\"jid\":\"ab\",\"start-time\":1,\"state\":\"RUNNING\"}],\"reachable\":true,"
-              "\"savepoint_triggers\":{}}", "jobs overview 200: reachable, jobs replaced");
+    s = record("list_jobs", "{\"kind\":\"list_jobs\"}", 200, "{\"jobs\":[]}", "");
+    IS_STR(s, "{\"body\":\"{\\\"jobs\\\":[]}\",\"error\":\"\",\"intent\":{\"kind\":\"list_jobs\"},"
+              "\"status\":200,\"time\":1700000000}", "an answer: the intent, status, body text, error, time");
     free(s);
-    s = record("jobs", NULL, "/jobs/overview", 0, NULL, "Couldn't connect to server", NULL);
-    IS_STR(s, "{\"jobs\":[{\"jid\":\"old\"}],\"reachable\":false,\"savepoint_triggers\":{}}",
-           "jobs overview without an answer: unreachable, last jobs kept");
+    s = record("6553f164000000000000000000000000", NULL, 0, NULL, "Couldn't connect to server");
+    IS_STR(s, "{\"body\":\"\",\"error\":\"Couldn't connect to server\",\"intent\":null,\"status\":0,"
+              "\"time\":1700000000}", "no answer: status 0, the transport error");
     free(s);
-    s = record("jobs", NULL, "/jobs/overview", 503,
-               "{\"errors\":[\"Service temporarily unavailable due to an ongoing leader election.\"]}", "", "reachable");
-    IS_STR(s, "false", "jobs overview 503 (leader election): unreachable");
+    s = record("x", NULL, 404, "not json at all", "");
+    IS_STR(s, "{\"body\":\"not json at all\",\"error\":\"\",\"intent\":null,\"status\":404,"
+              "\"time\":1700000000}", "a body that is not JSON is kept as text (the framework decodes)");
     free(s);
-    s = record("savepoint_trigger", "ab12", "/jobs/ab12/savepoints", 202, "{\"request-id\":\"77\"}", "",
-               "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"request_id\":\"77\",\"status\":\"IN_PROGRESS\",\"time\":1700000000}}",
-           "savepoint trigger 202: request_id, IN_PROGRESS, time");
-    free(s);
-    s = record("savepoint_trigger", "ab12", "/jobs/ab12/savepoints", 404, "{\"errors\":[\"Job not found\",\"x\"]}",
-               "", "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"error\":\"HTTP 404: Job not found; x\",\"time\":1700000000}}",
-           "savepoint trigger 404: error with the Flink errors");
-    free(s);
-    s = record("savepoint_status", "ab12", "/jobs/ab12/savepoints/77", 200,
-               "{\"status\":{\"id\":\"COMPLETED\"},\"operation\":{\"location\":\"file:/sp/savepoint-1\"}}", "",
-               "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"location\":\"file:/sp/savepoint-1\",\"request_id\":\"77\",\"status\":\"COMPLETED\","
-              "\"time\":1700000000}}", "savepoint poll COMPLETED: location, request id from the path");
-    free(s);
-    s = record("savepoint_status", "ab12", "/jobs/ab12/savepoints/77", 200,
-               "{\"status\":{\"id\":\"COMPLETED\"},\"operation\":{\"failure-cause\":{\"class\":\"java.lang.Ex\","
-               "\"stack-trace\":\"java.lang.Ex: disk full\\n\\tat x\"}}}", "", "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"failure\":\"java.lang.Ex: disk full\",\"request_id\":\"77\",\"status\":\"COMPLETED\","
-              "\"time\":1700000000}}", "savepoint poll COMPLETED with failure-cause: its first line");
-    free(s);
-    s = record("savepoint_status", "ab12", "/jobs/ab12/savepoints/77", 200,
-               "{\"status\":{\"id\":\"IN_PROGRESS\"},\"operation\":null}", "", "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"request_id\":\"77\",\"status\":\"IN_PROGRESS\",\"time\":1700000000}}",
-           "savepoint poll IN_PROGRESS");
-    free(s);
-    s = record("savepoint_status", "ab12", "/jobs/ab12/savepoints/77", 0, NULL, "Operation timed out",
-               "savepoint_triggers");
-    IS_STR(s, "{\"ab12\":{\"error\":\"Operation timed out\",\"request_id\":\"77\",\"time\":1700000000}}",
-           "savepoint poll without an answer: transport error");
-    free(s);
-    s = record("exceptions", "ab12", "/jobs/ab12/exceptions?maxExceptions=1", 200,
-               "{\"root-exception\":\"old\",\"exceptionHistory\":{\"entries\":[{\"exceptionName\":"
-               "\"org.apache.flink.runtime.JobException\",\"stacktrace\":\"JobException: Recovery is suppressed\\n"
-               "Caused by: java.lang.IllegalArgumentException: timeout value is negative\",\"timestamp\":1}],"
-               "\"truncated\":false}}", "", "exceptions");
-    IS_STR(s, "{\"ab12\":{\"name\":\"org.apache.flink.runtime.JobException\",\"stacktrace\":\"JobException: "
-              "Recovery is suppressed\\nCaused by: java.lang.IllegalArgumentException: timeout value is negative\","
-              "\"time\":1700000000}}", "exceptions 200: the newest entry's name and stack trace");
+    s = record("x", NULL, 200, "\xff\xfe", "");
+    IS_STR(s, "{\"body\":\"\",\"error\":\"answer is not UTF-8\",\"intent\":null,\"status\":0,"
+              "\"time\":1700000000}", "a body that is not UTF-8: no answer, with why");
     free(s);
     {
-        char big[RUN_FLINK_EXCEPTION_MAX + 64], body[RUN_FLINK_EXCEPTION_MAX + 128];
-        memset(big, 'x', sizeof big - 1);
-        big[sizeof big - 1] = 0;
-        memcpy(big + RUN_FLINK_EXCEPTION_MAX - 1, "\xc3\xa9", 2); /* an e-acute across the bound */
-        snprintf(body, sizeof body, "{\"root-exception\":\"%s\"}", big);
-        s = record("exceptions", "ab12", "/jobs/ab12/exceptions", 200, body, "", "exceptions");
-        OK(s && strlen(s) == strlen("{\"ab12\":{\"stacktrace\":\"\",\"time\":1700000000}}") + RUN_FLINK_EXCEPTION_MAX - 1,
-           "exceptions: no history, root-exception cut before the UTF-8 sequence that crosses the bound");
+        size_t n = RUN_FLINK_ANSWER_MAX + 1;
+        char *big = malloc(n + 1);
+        memset(big, 'x', n);
+        big[n] = 0;
+        s = record("x", NULL, 200, big, "");
+        IS_STR(s, "{\"body\":\"\",\"error\":\"answer larger than RUN_FLINK_ANSWER_MAX bytes\",\"intent\":null,"
+                  "\"status\":0,\"time\":1700000000}", "an answer over RUN_FLINK_ANSWER_MAX: not kept");
         free(s);
+        free(big);
     }
-    s = record("exceptions", "ab12", "/jobs/ab12/exceptions", 404, "{\"errors\":[\"Job not found\"]}", "",
-               "exceptions");
-    IS_STR(s, "{\"ab12\":{\"error\":\"HTTP 404: Job not found\",\"time\":1700000000}}", "exceptions 404: error");
+    s = record("old", NULL, 200, "{}", "");
+    OK(s && strstr(s, "\"time\":1700000000"), "the same id again: the newer answer replaces it");
     free(s);
-    s = record("", NULL, "/jobs/ab12?mode=cancel", 202, "", "", NULL);
-    IS_STR(s, "{\"jobs\":[{\"jid\":\"old\"}],\"reachable\":true,\"savepoint_triggers\":{}}",
-           "an action without result (cancel) records nothing");
+    {
+        json_t *st2 = json_pack("{s:{s:{s:I}, s:{s:I}}}", "answers", "stale", "time", (json_int_t)1700000000 - 3601,
+                                "recent", "time", (json_int_t)1700000000 - 60);
+        run_flink_record(st2, "new", NULL, 200, "{}", "", 1700000000.0);
+        json_t *ans = json_object_get(st2, "answers");
+        OK(!json_object_get(ans, "stale") && json_object_get(ans, "recent") && json_object_get(ans, "new"),
+           "answers older than RUN_FLINK_ANSWER_TTL_S are dropped, newer ones kept");
+        json_decref(st2);
+    }
+    s = record("", NULL, 202, "", "");
+    IS_STR(s, "none", "an action without id records nothing");
     free(s);
-    s = record("jobs", NULL, "/jobs/overview", 200, "not json", "", "reachable");
-    IS_STR(s, "false", "jobs overview 200 with a body that is not JSON: unreachable");
-    free(s);
-    s = record("taskmanagers", NULL, "/taskmanagers", 200,
-               "{\"taskmanagers\":[{\"id\":\"wc-taskmanager-1\",\"slotsNumber\":2},{\"id\":\"wc-taskmanager-3\"},"
-               "{\"noid\":1}]}", "", "taskmanagers");
-    IS_STR(s, "{\"ids\":[\"wc-taskmanager-1\",\"wc-taskmanager-3\"],\"time\":1700000000}",
-           "taskmanagers 200: the registered resource ids and when");
-    free(s);
-    s = record("taskmanagers", NULL, "/taskmanagers", 503, "{\"errors\":[\"x\"]}", "", NULL);
-    IS_STR(s, "{\"jobs\":[{\"jid\":\"old\"}],\"reachable\":true,\"savepoint_triggers\":{}}",
-           "taskmanagers 503: nothing recorded (no registration is judged from it)");
-    free(s);
-    IS_INT(run_flink_record(NULL, "jobs", NULL, "/jobs/overview", 200, "{}", "", 0), -1, "NULL state refused");
+    IS_INT(run_flink_record(NULL, "list_jobs", NULL, 200, "{}", "", 0), -1, "NULL state refused");
 
     /* ---- usage errors (exit 2, before any connection) ---- */
     char *a1[] = {"run", "--workers", "0", NULL};

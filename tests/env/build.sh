@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) every binary and jar the test environment runs.
 # Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause|image-base|
-#          flink-image|image-controller-base]...
+#          flink-image|image-controller-base|flink2|flink2-image]...
 #   (default: all; node/coredns/pause are the real node's kubelet +
 #   kube-proxy, cluster DNS and sandbox image; the image-* and flink-image
-#   components are its other images' parts, see image/components.sh)
+#   components are its other images' parts, see image/components.sh; flink2 and
+#   flink2-image are the second Flink version, FLINK2_VERSION, as an image of the real node)
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
 # well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
@@ -118,23 +119,34 @@ build_kwok() {
   (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
 }
 
-# Flink: jars resolved by our pom into lib/ (the classpath is lib/*.jar), and
-# the example/test jobs under jobs/ built into jobs.jar.
-build_flink() {
-  local out=$1 mvnq=(mvn -B -q -Dflink.version="$FLINK_VERSION" -Dlog4j.version="$LOG4J_VERSION")
+# flink_jars OUT FLINK_VERSION LOG4J_VERSION [TICKER_JAVA]: Flink's jars resolved by our pom
+# into OUT/lib/ (the classpath is lib/*.jar), and the test jobs under jobs/ built against
+# that version into OUT/jobs.jar, with TICKER_JAVA in place of jobs/'s Ticker.java when given
+# (Flink 2's API differs: jobs/flink2/).
+flink_jars() {
+  local out=$1 mvnq=(mvn -B -q -Dflink.version="$2" -Dlog4j.version="$3")
   mkdir -p "$out/lib"
   "${mvnq[@]}" -f "$TESTENV_SRC/flink/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$out/lib" -DincludeScope=runtime
-  rm -rf "$out/jobs-build"; cp -r "$TESTENV_SRC/jobs" "$out/jobs-build"
+  rm -rf "$out/jobs-build"; mkdir -p "$out/jobs-build"
+  cp -r "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC/jobs/src" "$out/jobs-build/"
+  if [ -n "${4:-}" ]; then cp "$4" "$out/jobs-build/src/main/java/testenv/Ticker.java"; fi
   "${mvnq[@]}" -f "$out/jobs-build/pom.xml" package
   cp "$out"/jobs-build/target/testenv-jobs.jar "$out/jobs.jar"
   rm -rf "$out/jobs-build"
 }
 
+# Flink 1.x (FLINK_VERSION): the session cluster of up.sh and the flink-image component.
+build_flink() { flink_jars "$1" "$FLINK_VERSION" "$LOG4J_VERSION"; }
+# Flink 2.x (FLINK2_VERSION): the second Flink of the real node (component flink2-image).
+build_flink2() {
+  flink_jars "$1" "$FLINK2_VERSION" "$FLINK2_LOG4J_VERSION" "$TESTENV_SRC/jobs/flink2/testenv/Ticker.java"
+}
+
 build_one() {
   local name=$1 dir; dir=$(component_dir "$name")
   if [ -f "$dir/.done" ]; then log "$name: cached in $dir"; return 0; fi
-  local tool; case $name in flink) tool=mvn ;; image-*base) tool=debootstrap ;; flink-image) tool=jq ;; *) tool=go ;; esac
+  local tool; case $name in flink|flink2) tool=mvn ;; image-*base) tool=debootstrap ;; flink-image|flink2-image) tool=jq ;; *) tool=go ;; esac
   command -v "$tool" >/dev/null ||
     { log "$name: toolchain missing"; return 1; }
   local tmp=$dir.tmp.$$ start=$SECONDS
@@ -165,7 +177,7 @@ exec 8>"$TESTENV_CACHE/.build.lock"
 flock 8
 rm -rf "$TESTENV_CACHE"/*.tmp.*
 
-comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base)
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base flink2 flink2-image)
 rc=0
 for c in "${comps[@]}"; do build_one "$c" || rc=1; done
 exit $rc

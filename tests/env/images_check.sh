@@ -4,10 +4,10 @@
 # the unpacked layer, and programs of the image run in a chroot in private
 # mount, PID, network and UTS namespaces (`unshare`; /proc mounted, which the
 # JVM needs).
-# Usage: tests/env/images_check.sh [flink[=TAR]] [controller[=TAR]]
-#   (default: both).  Without TAR, flink is the cached flink-image component
-#   (built by tests/env/build.sh when missing) and controller is built by
-#   tests/env/images.sh into the scratch folder.
+# Usage: tests/env/images_check.sh [flink[=TAR]] [flink2[=TAR]] [controller[=TAR]]
+#   (default: all three).  Without TAR, flink is the cached flink-image component
+#   and flink2 the flink2-image one (built by tests/env/build.sh when missing), and
+#   controller is built by tests/env/images.sh into the scratch folder.
 # flink: entrypoint, bin/flink and jars present; `flink --version`; then the
 #   official image's contract as the rendered objects use it: a configuration
 #   folder holding only a legacy flink-conf.yaml (memory sizes, no bind
@@ -15,6 +15,8 @@
 #   /opt/flink/conf; `/docker-entrypoint.sh jobmanager` and `taskmanager`
 #   start, the TaskManager registers, `flink run --detached` of the test jobs
 #   jar prints a JobID and the job finishes.
+# flink2: the same for the Flink 2 image, with the configuration as the
+#   policies render it for Flink 1.19+ and 2.x: config.yaml only, string values.
 # controller: the Dockerfile's USER/ENTRYPOINT in the config; as uid 65532,
 #   `flink-controller render` of a FlinkCluster finds its Lua code in DATADIR
 #   and the runtime libraries in the image.
@@ -28,7 +30,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null; then
   echo "1..0 # SKIP needs root and unshare (chroot, mounts)"; exit 0
 fi
-[ $# -gt 0 ] || set -- flink controller
+[ $# -gt 0 ] || set -- flink flink2 controller
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/images-check.XXXXXX")
 # (the processes of a check die with its PID namespace: unshare --kill-child)
@@ -95,14 +97,16 @@ in_image() {
     exec chroot ${user:+--userspec="$user"} "$r" "$@"' in_image "$r" "$conf" "$user" "$@"
 }
 
+# check_flink NAME TAR VERSION TAGS: the Flink image NAME (flink: Flink 1.x with the legacy
+# flink-conf.yaml; flink2: Flink 2 with config.yaml) of Flink VERSION, tagged TAGS
 check_flink() {
-  local tar=$1 d=$W/flink r=$W/flink/rootfs
-  if ! unpack "$tar" "$d"; then not_ok "flink: $tar unpacks (one layer, digests match)"; return; fi
-  ok "flink: $tar unpacks (one layer, digests match)"
+  local name=$1 tar=$2 FLINK_VERSION=$3 FLINK_IMAGE_TAGS=$4 d=$W/$1 r=$W/$1/rootfs
+  if ! unpack "$tar" "$d"; then not_ok "$name: $tar unpacks (one layer, digests match)"; return; fi
+  ok "$name: $tar unpacks (one layer, digests match)"
   local t missing=""
   for t in ${FLINK_IMAGE_TAGS//,/ }; do grep -qx "$t" <<<"$TAGS" || missing+=" $t"; done
-  if [ -z "$missing" ]; then ok "flink: tags $FLINK_IMAGE_TAGS"; else not_ok "flink: tags" "missing:$missing" "have: $TAGS"; fi
-  check "flink: ENTRYPOINT [/docker-entrypoint.sh]" "" \
+  if [ -z "$missing" ]; then ok "$name: tags $FLINK_IMAGE_TAGS"; else not_ok "$name: tags" "missing:$missing" "have: $TAGS"; fi
+  check "$name: ENTRYPOINT [/docker-entrypoint.sh]" "" \
     jq -e '.config.Entrypoint == ["/docker-entrypoint.sh"]' <<<"$CONFIG"
   local f bad=""
   for f in docker-entrypoint.sh opt/flink/bin/flink usr/bin/java usr/bin/curl bin/hostname; do
@@ -116,17 +120,32 @@ check_flink() {
   for f in testenv/WordCount.class testenv/Ticker.class; do
     grep -qa "$f" "$r/opt/flink/usrlib/testenv-jobs.jar" || bad+=" $f"
   done
-  if [ -z "$bad" ]; then ok "flink: files (entrypoint, bin/flink, java, curl, jars, test jobs)"
-  else not_ok "flink: files" "missing:$bad"; fi
+  if [ -z "$bad" ]; then ok "$name: files (entrypoint, bin/flink, java, curl, jars, test jobs)"
+  else not_ok "$name: files" "missing:$bad"; fi
 
-  check "flink: flink --version is $FLINK_VERSION" "Version: ${FLINK_VERSION//./\\.}," \
+  check "$name: flink --version is $FLINK_VERSION" "Version: ${FLINK_VERSION//./\\.}," \
     in_image "$r" /opt/flink/bin/flink --version
 
-  # the rendered objects' configuration: legacy flink-conf.yaml only, no bind
-  # addresses (the entrypoint adds them), log4j 1 console properties
-  local conf=$W/conf
+  # the rendered objects' configuration, no bind addresses (the entrypoint adds them), log4j 1
+  # console properties: for 1.x the legacy flink-conf.yaml only; for Flink 2 config.yaml only,
+  # in the form the policies write it (flat keys, string values quoted where YAML would read
+  # another type: lib.flinkconf.render_yaml)
+  local conf=$W/$name-conf
   mkdir -p "$conf"
-  cat >"$conf/flink-conf.yaml" <<'EOF'
+  if [ "$name" = flink2 ]; then
+    cat >"$conf/config.yaml" <<'EOF'
+blob.server.port: "6124"
+jobmanager.memory.process.size: "1024m"
+jobmanager.rpc.address: localhost
+jobmanager.rpc.port: "6123"
+rest.port: "8081"
+taskmanager.data.port: "6121"
+taskmanager.memory.process.size: "1024m"
+taskmanager.numberOfTaskSlots: "1"
+taskmanager.rpc.port: "6122"
+EOF
+  else
+    cat >"$conf/flink-conf.yaml" <<'EOF'
 jobmanager.rpc.address: localhost
 jobmanager.rpc.port: 6123
 blob.server.port: 6124
@@ -137,6 +156,7 @@ jobmanager.memory.process.size: 1024m
 taskmanager.memory.process.size: 1024m
 taskmanager.numberOfTaskSlots: 1
 EOF
+  fi
   printf 'log4j.rootLogger=INFO, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n' \
     >"$conf/log4j-console.properties"
   # one namespace for the whole session: JobManager and TaskManager through the
@@ -164,28 +184,34 @@ for i in $(seq 60); do
 done
 echo "== job $id: $state"
 echo "== jobmanager log"
-grep -E 'docker-entrypoint|legacy YAML|Rest endpoint listening|Starting RPC|ERROR' /tmp/jm.log | head -n 20
+grep -E 'docker-entrypoint|YAML parser|Rest endpoint listening|Starting RPC|ERROR' /tmp/jm.log | head -n 20
 echo "== taskmanager log"; grep -E 'docker-entrypoint|Successful registration|ERROR' /tmp/tm.log | head -n 20
 echo "== listening"; cat /proc/net/tcp /proc/net/tcp6 | awk '$4 == "0A" {print $2}' | sort -u | tr '\n' ' '; echo
 EOF
   chmod +x "$r/check-session.sh"
   SESSION=$(in_image "$r" --conf "$conf" /check-session.sh 2>&1)
   local id; id=$(sed -n 's/^== job \([0-9a-f]\{32\}\): .*/\1/p' <<<"$SESSION")
-  has "flink: entrypoint jobmanager + taskmanager: TaskManager registered" '"slotsNumber":1'
-  has "flink: bind addresses added as -D (the configuration lacks them)" \
+  has "$name: entrypoint jobmanager + taskmanager: TaskManager registered" '"slotsNumber":1'
+  has "$name: bind addresses added as -D (the configuration lacks them)" \
     'docker-entrypoint: .*StandaloneSession.*-Djobmanager.bind-host=0.0.0.0 -Drest.bind-address=0.0.0.0' \
     'docker-entrypoint: .*TaskManagerRunner.*-Dtaskmanager.bind-host=0.0.0.0'
-  # Flink 1.20 without a config.yaml: the legacy file and parser
-  has "flink: the JobManager reads the legacy flink-conf.yaml" \
-    'Using legacy YAML parser to load flink configuration file from /opt/flink/conf/flink-conf.yaml'
+  if [ "$name" = flink2 ]; then
+    # Flink 2 reads config.yaml, the standard YAML parser: the string values became its options
+    has "$name: the JobManager reads config.yaml (standard YAML)" \
+      'Using standard YAML parser to load flink configuration file from /opt/flink/conf/config.yaml'
+  else
+    # Flink 1.20 without a config.yaml: the legacy file and parser
+    has "$name: the JobManager reads the legacy flink-conf.yaml" \
+      'Using legacy YAML parser to load flink configuration file from /opt/flink/conf/flink-conf.yaml'
+  fi
   # the mounted file is log4j 1 syntax: the image's log4j2 console file is used
-  has "flink: JobManager logs to stdout (log4j 1 file replaced)" \
+  has "$name: JobManager logs to stdout (log4j 1 file replaced)" \
     'docker-entrypoint: .*log4j /opt/flink/image/log4j-console.properties' 'Rest endpoint listening'
   # 0.0.0.0:8081 and :6123 (hex 1F91, 17EB) in /proc/net/tcp
-  has "flink: REST 8081 and RPC 6123 on all interfaces" '^[^=]*00000000:1F91' '^[^=]*00000000:17EB'
+  has "$name: REST 8081 and RPC 6123 on all interfaces" '^[^=]*00000000:1F91' '^[^=]*00000000:17EB'
   if [ -n "$id" ]; then
-    has "flink: flink run --detached printed JobID $id, the job FINISHED" "^== job $id: FINISHED"
-  else not_ok "flink: flink run --detached prints a JobID" "$SESSION"; fi
+    has "$name: flink run --detached printed JobID $id, the job FINISHED" "^== job $id: FINISHED"
+  else not_ok "$name: flink run --detached prints a JobID" "$SESSION"; fi
 }
 
 check_controller() {
@@ -206,19 +232,21 @@ for arg in "$@"; do
   name=${arg%%=*} tar=${arg#*=}
   [ "$tar" != "$arg" ] || tar=""
   case $name in
-    flink)
+    flink|flink2)
+      comp=flink-image version=$FLINK_VERSION tags=$FLINK_IMAGE_TAGS
+      [ "$name" = flink ] || comp=flink2-image version=$FLINK2_VERSION tags=$FLINK2_IMAGE_TAGS
       if [ -z "$tar" ]; then
-        "$HERE/build.sh" flink-image >&2 || { not_ok "flink: build.sh flink-image"; continue; }
-        tar=$(component_dir flink-image)/image.tar
+        "$HERE/build.sh" "$comp" >&2 || { not_ok "$name: build.sh $comp"; continue; }
+        tar=$(component_dir "$comp")/image.tar
       fi
-      check_flink "$tar" ;;
+      check_flink "$name" "$tar" "$version" "$tags" ;;
     controller)
       if [ -z "$tar" ]; then
         tar=$W/controller.tar
         "$HERE/images.sh" controller "$tar" >&2 || { not_ok "controller: images.sh controller"; continue; }
       fi
       check_controller "$tar" ;;
-    *) echo "images_check.sh: unknown image $name (flink|controller)" >&2; exit 2 ;;
+    *) echo "images_check.sh: unknown image $name (flink|flink2|controller)" >&2; exit 2 ;;
   esac
 done
 echo "1..$n"

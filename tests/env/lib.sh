@@ -23,11 +23,18 @@ component_pins() {
     coredns) echo "coredns $COREDNS_VERSION $(sha256sum <"$TESTENV_SRC/node/coredns/main.go")" ;;
     pause) echo "pause $PAUSE_IMAGE $(cat "$TESTENV_SRC"/node/{pause,probe}/main.go "$TESTENV_SRC/mkimage.sh" | sha256sum)" ;;
     flink) echo "flink $FLINK_VERSION $LOG4J_VERSION $(cat "$TESTENV_SRC/flink/pom.xml" "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC"/jobs/src/main/java/*/*.java 2>/dev/null | sha256sum)" ;;
+    flink2) echo "flink2 $FLINK2_VERSION $FLINK2_LOG4J_VERSION $(cat "$TESTENV_SRC/flink/pom.xml" "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC"/jobs/src/main/java/*/*.java "$TESTENV_SRC"/jobs/flink2/*/*.java 2>/dev/null | sha256sum)" ;;
     image-base) echo "image-base $IMAGE_DEBIAN_SUITE $IMAGE_BASE_PKGS $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;
     image-controller-base) echo "image-controller-base $IMAGE_DEBIAN_SUITE $(controller_runtime_pkgs) $(sha256sum <"$TESTENV_SRC/image/rootfs.sh")" ;;
-    flink-image) echo "flink-image $FLINK_IMAGE_TAGS $(basename "$(component_dir flink)") $(basename "$(component_dir image-base)") $(cat "$TESTENV_SRC"/image/flink/* "$TESTENV_SRC/image/components.sh" "$TESTENV_SRC/testdata/log4j-console.properties" "$TESTENV_SRC/mkimage.sh" | sha256sum)" ;;
+    flink-image) echo "flink-image $FLINK_IMAGE_TAGS $(basename "$(component_dir flink)") $(flink_image_pins)" ;;
+    flink2-image) echo "flink2-image $FLINK2_IMAGE_TAGS $(basename "$(component_dir flink2)") $(flink_image_pins)" ;;
     *) echo "unknown component $1" >&2; return 1 ;;
   esac
+}
+
+# what both Flink images are built from besides their jars: the base and our files
+flink_image_pins() {
+  echo "$(basename "$(component_dir image-base)") $(cat "$TESTENV_SRC"/image/flink/* "$TESTENV_SRC/image/components.sh" "$TESTENV_SRC/testdata/log4j-console.properties" "$TESTENV_SRC/mkimage.sh" | sha256sum)"
 }
 
 component_dir() {

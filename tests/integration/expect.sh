@@ -100,8 +100,8 @@ EOF
   listener_port hung $!
 }
 
-# small_cluster NAME: a session cluster whose pods ask for 300Mi and 100m (the kwok node has 64Gi,
-# 16 CPUs and room for 110 pods)
+# small_cluster NAME: a session cluster whose pods ask for 300Mi and 100m (the kwok node has 1Ti,
+# 256 CPUs and room for 2,000 pods: tests/env/testdata/node.yaml)
 small_cluster() {
   session_cluster "$1" | sed -e 's/1024Mi/300Mi/' -e 's/200m/100m/' -e 's/^  \(jobManager\|taskManager\):$/&\n    memoryOffHeapMin: 100M/'
 }
@@ -116,7 +116,7 @@ case_stall() {
   ip=$(host_ip)
   t_stall_setup() {
     [ -n "$ip" ] || { echo "no global IPv4 address on this machine"; return 1; }
-    # the kwok node takes 110 pods: the namespaces of the cases before go first
+    # a lean cluster for the measurement: the namespaces of the cases before go first
     local others
     others=$(grep -vx "$ns" "$WORK/namespaces" | sort -u)
     # shellcheck disable=SC2086
@@ -170,7 +170,7 @@ EOF
   check "stall: 50 more session clusters reach Running while the two JobManagers hang" t_stall_50
   stop_controller stall >/dev/null
   kill "$(cat "$WORK/hung.pid")" 2>/dev/null
-  # its ~100 pods would fill the kwok node (110 pods) for the cases after it
+  # its ~100 pods would slow the cases after it
   kc delete namespace "$ns" --timeout=180s >/dev/null 2>&1
 }
 

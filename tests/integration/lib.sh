@@ -34,6 +34,22 @@ poll() {
 kc() { "${K[@]}" "$@"; }
 # jp NS KIND/NAME JSONPATH: one field (empty when absent)
 jp() { "${K[@]}" -n "$1" get "$2" -o "jsonpath=$3" 2>/dev/null; }
+# cm_option NS CLUSTER KEY: the value of the Flink option KEY in the cluster's ConfigMap:
+# its config.yaml read as YAML (lyaml; Flink 1.19+), else the legacy flink-conf.yaml's
+# `KEY: value` line; nothing when absent
+cm_option() {
+  "${K[@]}" -n "$1" get "configmap/$2-configmap" -o json 2>/dev/null | lua5.4 -e '
+    local data, key = (require("cjson").decode(io.read("a")).data or {}), arg[1]
+    if data["config.yaml"] then
+      local v = (require("lyaml").load(data["config.yaml"]) or {})[key]
+      if v ~= nil then print(v) end
+    else
+      for line in (data["flink-conf.yaml"] or ""):gmatch("[^\n]+") do
+        local k, v = line:match("^(.-): (.*)$")
+        if k == key then print(v) end
+      end
+    end' /dev/null "$3"
+}
 
 # start_controller NAME ARGS...: runs the controller in the background (log $WORK/NAME.log),
 # its pid in $WORK/NAME.pid and, once it exited, its exit status in $WORK/NAME.rc (a small
@@ -121,6 +137,17 @@ owned_by() {
   got=$(jp "$1" "$2" '{range .metadata.ownerReferences[?(@.controller==true)]}{.kind}/{.uid}{end}')
   expect "$2 controller owner" "$got" "FlinkCluster/$3"
 }
+# edited_policies NAME SED MARKER: a copy of policies/ in $WORK/policies-NAME whose cluster.lua
+# is edited by the sed expression SED (which must leave MARKER in it: else a TAP comment says the
+# edit failed); prints the directory
+edited_policies() {
+  local dir=$WORK/policies-$1
+  cp -r "$ROOT/policies" "$dir"
+  sed -i "$2" "$dir/cluster.lua"
+  grep -qF -- "$3" "$dir/cluster.lua" || echo "# could not patch cluster.lua ($1)" >&2
+  echo "$dir"
+}
+
 # condition NS NAME TYPE: "<status> <reason>" of a status condition
 condition() {
   jp "$1" "flinkcluster/$2" "{.status.conditions[?(@.type==\"$3\")].status} {.status.conditions[?(@.type==\"$3\")].reason}"

@@ -5,10 +5,13 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver sigkill leader rbac converge rollout steady jobupdate restart lost
-#                                        native nativequota nativereal nativetimeout (native.sh; nativescale only
-#                                        when named), and on the real node
-#                                        (realpods.sh) realjob realticker realconfig incluster
+#                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
+#                                        prune stall fence jobupdate held refused undeclared stale restart lost
+#                                        triggerfind restsubmit (lifecycle.sh), native nativequota (native.sh;
+#                                        nativescale only when named), and on the real node
+#                                        (realpods.sh) realjob realjob2 realticker realticker2 flinkoptions realconfig
+#                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
+#                                        nativereal nativetimeout
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -75,11 +78,17 @@ trap cleanup EXIT
 . "$HERE/proxy.sh"
 # shellcheck source=expect.sh
 . "$HERE/expect.sh"
+# shellcheck source=gate.sh
+. "$HERE/gate.sh"
+# shellcheck source=lifecycle.sh
+. "$HERE/lifecycle.sh"
+# shellcheck source=reallifecycle.sh
+. "$HERE/reallifecycle.sh"
 # shellcheck source=native.sh
 . "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady prune stall fence jobupdate restart lost native nativequota realjob realticker realconfig nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale restart lost triggerfind restsubmit native nativequota realjob realjob2 realticker realticker2 flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done

@@ -166,28 +166,9 @@ end
 --- Partial match of an output `got` against an expectation `exp` (as read by M.read_yaml):
 -- every key `exp` gives must match, a list must have as many items as `exp`'s, `{}` means
 -- "empty or absent", `~` (lyaml.null) means "absent". nil when it matches, else
--- "<path>: <what differs>" (path as `.key`, `[i]` from 0).
+-- "<path>: <what differs>". The same rules as `flink-controller test` (fc.fixtures.mismatch).
 function M.mismatch(exp, got, path)
-  path = path or ""
-  if exp == lyaml.null then
-    if got ~= nil then return path .. ": expected absent, got " .. tostring(got) end
-    return nil
-  end
-  if type(exp) == "table" then
-    if next(exp) == nil then
-      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return path .. ": expected empty" end
-      return nil
-    end
-    if type(got) ~= "table" then return path .. ": expected a table, got " .. tostring(got) end
-    if #exp > 0 and #exp ~= #got then return path .. ": " .. #got .. " items, expected " .. #exp end
-    for k, v in pairs(exp) do
-      local m = M.mismatch(v, got[k], path .. (type(k) == "number" and ("[" .. (k - 1) .. "]") or ("." .. k)))
-      if m then return m end
-    end
-    return nil
-  end
-  if exp ~= got then return path .. ": expected " .. tostring(exp) .. ", got " .. tostring(got) end
-  return nil
+  return require("fc.fixtures").mismatch(exp, got, path or "")
 end
 
 -- Fixture cases ---------------------------------------------------------------------------
@@ -264,7 +245,8 @@ local SANDBOX_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall",
 -- other one or writing any global raises), `string` without `dump`, `os` = {time, date, clock,
 -- difftime}, `print` to stderr, `setmetatable` refusing `__gc`, text chunks only, and `require`
 -- of fc.util and fc.quantity (their sources, loaded into the same sandbox so they are held to
--- it too), fc.slots (the C module) and lib.<name> from <dir>/lib/. No budgets: the C host's
+-- it too), fc.slots (the C module), fc.yaml (trusted, as the C host preloads it) and
+-- lib.<name> from <dir>/lib/. No budgets: the C host's
 -- own specs (tests/host_spec.lua) cover those. Returns the policy's table.
 function M.sandboxed(name, opts)
   local dir = (opts and opts.dir) or (M.ROOT .. "/policies")
@@ -286,11 +268,11 @@ function M.sandboxed(name, opts)
     return assert(loadfile(path, "t", env))()
   end
   local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua",
-    ["fc.profile"] = M.ROOT .. "/lua/fc/profile.lua" }
+    ["fc.profile"] = M.ROOT .. "/lua/fc/profile.lua", ["fc.crd"] = M.ROOT .. "/lua/fc/crd.lua" }
   env.require = function(m)
     if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
     if loaded[m] ~= nil then return loaded[m] end
-    if m == "fc.slots" then
+    if m == "fc.slots" or m == "fc.yaml" then
       loaded[m] = require(m)
     elseif sources[m] then
       loaded[m] = load_file(sources[m])
@@ -333,6 +315,50 @@ function M.run_bin(args, stdin)
   os.remove(out)
   os.remove(err)
   return res
+end
+
+-- A live kube-apiserver ---------------------------------------------------------------------
+
+--- The kubeconfig of a live API server for the #testenv specs: FC_KUBECONFIG, else the test
+-- environment's build/testenv/kubeconfig when it exists; nil when neither.
+function M.kubeconfig()
+  local k = os.getenv("FC_KUBECONFIG")
+  if k then return k end
+  if M.exists(M.ROOT .. "/build/testenv/kubeconfig") then return M.ROOT .. "/build/testenv/kubeconfig" end
+  return nil
+end
+
+--- kubectl(args) -> output, ok: runs kubectl ($TESTENV_KUBECTL or PATH) with M.kubeconfig()
+-- and `args` (a shell fragment), 20 s request timeout; combined stdout+stderr, and whether it
+-- exited 0. M.live() says whether an API server answers.
+function M.kubectl(args)
+  local cmd = (os.getenv("TESTENV_KUBECTL") or "kubectl") .. " --request-timeout=20s --kubeconfig="
+    .. (M.kubeconfig() or "/nonexistent") .. " " .. args .. " 2>&1; echo \"exit=$?\""
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  local rc = out:match("exit=(%d+)%s*$")
+  return (out:gsub("exit=%d+%s*$", "")), rc == "0"
+end
+
+--- True when M.kubeconfig() names an API server that answers /readyz.
+function M.live()
+  return M.kubeconfig() ~= nil and select(2, M.kubectl("get --raw /readyz"))
+end
+
+--- Applies deploy/crd.yaml with M.kubectl and waits until it is Established (raises if not).
+function M.apply_crd()
+  local out, ok = M.kubectl("apply -f " .. M.ROOT .. "/deploy/crd.yaml")
+  assert(ok, out)
+  out, ok = M.kubectl("wait --for=condition=Established --timeout=30s crd/flinkclusters.flinkoperator.k8s.io")
+  assert(ok, out)
+end
+
+--- Writes `texts` (YAML documents) as one stream to a temporary file; returns its path.
+function M.yaml_stream(texts)
+  local tmp = os.tmpname()
+  M.write(tmp, table.concat(texts, "\n---\n"))
+  return tmp
 end
 
 return M

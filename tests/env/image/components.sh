@@ -8,8 +8,9 @@
 #   image-base             OUT/rootfs: minbase + $IMAGE_BASE_PKGS (JRE 17, curl)
 #   image-controller-base  OUT/rootfs: minbase + the runtime packages of the
 #                          Dockerfile's final stage
-#   flink-image            OUT/image.tar: image-base + Flink's jars, the test
-#                          jobs and our entrypoint (image/flink/), tags $FLINK_IMAGE_TAGS
+#   flink-image            OUT/image.tar: image-base + Flink's jars (component flink),
+#                          the test jobs and our entrypoint (image/flink/), tags $FLINK_IMAGE_TAGS
+#   flink2-image           the same with Flink 2 (component flink2), tags $FLINK2_IMAGE_TAGS
 # The controller image depends on the source tree, so images.sh builds it on
 # demand (tag $CONTROLLER_IMAGE) instead of build.sh.
 # (Why debootstrap and not buildah/podman: see images.sh.)
@@ -17,6 +18,7 @@
 # `image: flink:1.20.5` in a pod is looked up as docker.io/library/flink:1.20.5;
 # the minor-version tag serves `image: flink:1.20`.
 FLINK_IMAGE_TAGS=docker.io/library/flink:$FLINK_VERSION,docker.io/library/flink:${FLINK_VERSION%.*}
+FLINK2_IMAGE_TAGS=docker.io/library/flink:$FLINK2_VERSION,docker.io/library/flink:${FLINK2_VERSION%.*}
 CONTROLLER_IMAGE=localhost/flink-controller:testenv
 TESTENV_DOCKERFILE=$TESTENV_SRC/../../Dockerfile
 
@@ -43,12 +45,13 @@ build_image-controller-base() {
   "$TESTENV_SRC/image/rootfs.sh" "$IMAGE_DEBIAN_SUITE" "$pkgs" "$1/rootfs"
 }
 
-# The Flink image: /opt/flink/{lib,usrlib,bin,conf,image} on image-base, the
-# official image's entrypoint contract (image/flink/docker-entrypoint.sh).
-build_flink-image() {
+# flink_image OUT FLINK_COMPONENT TAGS: a Flink image, /opt/flink/{lib,usrlib,bin,conf,image}
+# on image-base with the jars and test jobs of FLINK_COMPONENT (flink or flink2), the official
+# image's entrypoint contract (image/flink/docker-entrypoint.sh), tagged TAGS (comma-separated).
+flink_image() {
   local out=$1 r=$1/rootfs flink base d
-  flink=$(component_dir flink) base=$(component_dir image-base)
-  for d in flink image-base; do
+  flink=$(component_dir "$2") base=$(component_dir image-base)
+  for d in "$2" image-base; do
     [ -f "$(component_dir "$d")/.done" ] || build_one "$d"
   done
   cp -a "$base/rootfs" "$r"
@@ -59,11 +62,14 @@ build_flink-image() {
   install -m 0755 "$src/docker-entrypoint.sh" "$r/docker-entrypoint.sh"
   install -m 0755 "$src/flink" "$r/opt/flink/bin/flink"
   install -m 0644 "$src/flink-env.sh" "$r/opt/flink/bin/"
-  install -m 0644 "$src/flink-conf.yaml" "$r/opt/flink/conf/"
+  install -m 0644 "$src/config.yaml" "$r/opt/flink/conf/"
   install -m 0644 "$src/log4j-cli.properties" "$TESTENV_SRC/testdata/log4j-console.properties" \
     "$r/opt/flink/image/"
   "$TESTENV_SRC/mkimage.sh" --workdir /opt/flink --env FLINK_HOME=/opt/flink \
     --env PATH=/opt/flink/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    "$r" "$FLINK_IMAGE_TAGS" "$out/image.tar" '["/docker-entrypoint.sh"]'
+    "$r" "$3" "$out/image.tar" '["/docker-entrypoint.sh"]'
   rm -rf "$r"
 }
+
+build_flink-image() { flink_image "$1" flink "$FLINK_IMAGE_TAGS"; }
+build_flink2-image() { flink_image "$1" flink2 "$FLINK2_IMAGE_TAGS"; }

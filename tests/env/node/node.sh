@@ -24,7 +24,7 @@ NODE_HOST_DIRS=(/run/containerd /var/lib/kubelet /var/log/containers /var/log/po
 # images imported into the node's containerd at up: COMPONENT:FILE of a
 # build.sh component, imported when the component is built (.done); add a line
 # for another image
-NODE_IMAGES=(pause:image.tar flink-image:image.tar)
+NODE_IMAGES=(pause:image.tar flink-image:image.tar flink2-image:image.tar)
 # the namespace annotations that send every pod of a namespace to the kwok node
 # (admission plugins PodNodeSelector and PodTolerationRestriction)
 KWOK_TOLERATION='[{"key":"kwok.x-k8s.io/node","operator":"Exists","effect":"NoSchedule"}]'

@@ -25,7 +25,8 @@ function policy.desired(input)
     cleanup = "", updating = false, revision = { current = "a", next = "a" }, now = now })
   return { objects = { { apiVersion = "v1", kind = "ConfigMap", metadata = { name = "decisions" },
     data = { state = st.state, job = jd.job.state, savepoint = sd.savepoint.state .. ", " .. sd.savepoint.triggerReason,
-      trigger = sd.flink[1].method .. " " .. sd.flink[1].path, time = jd.job.lastSavepointTriggerTime } } } }
+      trigger = sd.intents[1].kind .. " " .. sd.intents[1].job_id .. " " .. sd.intents[1].id,
+      time = jd.job.lastSavepointTriggerTime } } } }
 end
 
 return policy

@@ -1,0 +1,106 @@
+--- lib.restsubmit: submitting a job cluster's job through the JobManager's REST API instead of
+-- the submitter Job (job.lua chooses which, job.SUBMIT_WITH_REST). One step per pass, recorded in
+-- status.components.job.submission (ours) = {jobID=<the id we give the job>, state=, time=}:
+--
+--   Checking   the job list (GET /jobs/overview) answered after `time` shows no job that is not
+--              ended -> Uploading (upload_jar intent: the core downloads jarFile and sends it to
+--              POST /jars/upload); a job that is not ended is adopted as ours (j.id) instead: one
+--              FlinkCluster never runs two copies (e.g. after a controller restart mid-submit)
+--   Uploading  the jar id came back -> Submitted: run_jar intent (POST /jars/<jar id>/run with
+--              jobId = jobID, the entry class, args, parallelism, savepoint and
+--              allowNonRestoredState), and job.id = jobID at once (the status holds it before the
+--              request goes out); no answer after RETRY_SECONDS (a restart lost it) -> Checking
+--   Submitted  job.observe follows job.id like a submitted one (Lost if never listed, Failed
+--              with the run's error as the reason)
+--
+-- A failed download or upload fails the submission: job Failed with "submission failed: <why>"
+-- (as a failed submitter Job: cleanupPolicy.afterJobFails applies). Pure functions.
+local trigger = require("lib.trigger")
+local failure = require("lib.failure")
+
+local restsubmit = {}
+
+--- Longest reason of a failed submission kept (bytes).
+restsubmit.REASON_MAX = 300
+
+-- "submission failed: <the root cause of Flink's or the download's error text>"
+local function failed(text)
+  return "submission failed: " .. (failure.cause(text, restsubmit.REASON_MAX - 19) or "no reason given")
+end
+
+--- Seconds to wait for the upload's answer before checking and uploading again.
+restsubmit.RETRY_SECONDS = 180
+
+-- A job state from Flink that is not ended (FINISHED, CANCELED, FAILED end a job).
+local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
+
+--- restsubmit.step(input) -> {intents={...}, submitted=bool, failed=<reason or nil>,
+--   requeue_after=<seconds or nil>}; updates j.submission (and j.id once submitted) in place.
+-- input: {job=<status.components.job, changed in place>, spec=<spec.job>, flink=<fc.flink view:
+--   jobs, jobs_time, submissions>, from_savepoint=<path or nil>, now=<unix s>}.
+function restsubmit.step(input)
+  local j, spec, flink, now = input.job, input.spec, input.flink or {}, input.now
+  local out = { intents = {} }
+  local sub = j.submission
+  if not sub or sub.state == "Submitted" then
+    -- a new submission (the previous one, if any, belongs to a job that ended)
+    sub = { jobID = trigger.id(now, sub and sub.jobID), state = "Checking", time = now }
+    j.submission = sub
+    out.intents[1] = { kind = "list_jobs" }
+    out.requeue_after = 1
+    return out
+  end
+  local answers = (flink.submissions or {})[sub.jobID] or {}
+  if sub.state == "Checking" then
+    if (tonumber(flink.jobs_time) or 0) < sub.time then
+      out.intents[1] = { kind = "list_jobs" }
+      out.requeue_after = 1
+      return out
+    end
+    for _, fj in ipairs(flink.jobs or {}) do
+      local id = fj.jid or fj.id
+      if type(id) == "string" and not ENDED[fj.state or fj.status or ""] then
+        -- a job runs already: ours from an earlier submission; follow it, submit nothing
+        j.id = id
+        sub.state = "Submitted"
+        out.submitted = true
+        return out
+      end
+    end
+    sub.state, sub.time = "Uploading", now
+    out.intents[1] = { kind = "upload_jar", id = sub.jobID, jar_url = spec.jarFile }
+    out.requeue_after = restsubmit.RETRY_SECONDS
+    return out
+  end
+  -- Uploading
+  local up = answers.upload
+  if up and up.time >= sub.time and up.jar_id then
+    sub.state, sub.time = "Submitted", now
+    j.id = sub.jobID
+    out.submitted = true
+    out.intents[1] = { kind = "run_jar", id = sub.jobID, jar_id = up.jar_id, entry_class = spec.className,
+      args = spec.args, parallelism = spec.parallelism, savepoint_path = input.from_savepoint,
+      allow_non_restored_state = spec.allowNonRestoredState == true }
+  elseif up and up.time >= sub.time and up.error then
+    j.submission = nil
+    out.failed = failed(up.error)
+  elseif now - sub.time >= restsubmit.RETRY_SECONDS then
+    sub.state, sub.time = "Checking", now
+    out.intents[1] = { kind = "list_jobs" }
+    out.requeue_after = 1
+  else
+    out.requeue_after = restsubmit.RETRY_SECONDS - (now - sub.time)
+  end
+  return out
+end
+
+--- restsubmit.run_error(job, flink) -> reason or nil: why the run request of job.id failed.
+function restsubmit.run_error(j, flink)
+  local sub = j.submission
+  if not (sub and j.id and sub.jobID == j.id) then return nil end
+  local run = (((flink or {}).submissions or {})[j.id] or {}).run
+  if run and run.error then return failed(run.error) end
+  return nil
+end
+
+return restsubmit

@@ -1,0 +1,123 @@
+-- Specs of lua/fc/flink.lua: the one module that knows Flink's REST API. Intents map to
+-- requests (method, path, body, where the answer is recorded, whether it waits for the status
+-- write), and the core's raw answers (Flink 1.20 bodies, as core/run.c records them) decode
+-- into the view the policies read. reconcile_spec runs whole passes through it.
+local flink = require("fc.flink")
+
+local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
+local TID = "6553f164000000000000000000000000"
+local JM = { scheme = "http", namespace = "ns", service = "wc-jobmanager", port = 8081 }
+
+local function answer(intent, status, body, err, time)
+  return { intent = intent, status = status, body = body or "", error = err or "", time = time or 100 }
+end
+
+describe("fc.flink.action", function()
+  it("sends a savepoint with our trigger id, after the status write", function()
+    local a = flink.action({ kind = "savepoint", id = TID, job_id = ID, target_directory = "/sp" }, JM)
+    assert.same({ op = "flink", id = TID, method = "POST", path = "/jobs/" .. ID .. "/savepoints",
+      body = { ["target-directory"] = "/sp", ["cancel-job"] = false, triggerId = TID }, target = JM,
+      after_status = true, intent = { kind = "savepoint", id = TID, job_id = ID, target_directory = "/sp" } }, a)
+  end)
+
+  it("sends a stop-with-savepoint (camelCase body, drain false) under the same id as its polls", function()
+    local a = flink.action({ kind = "stop", id = TID, job_id = ID, target_directory = "/sp" }, JM)
+    assert.same({ "POST", "/jobs/" .. ID .. "/stop", { targetDirectory = "/sp", drain = false, triggerId = TID },
+      TID, true }, { a.method, a.path, a.body, a.id, a.after_status })
+    local poll = flink.action({ kind = "savepoint_status", id = TID, job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/savepoints/" .. TID, TID }, { poll.method, poll.path, poll.id })
+    assert.is_nil(poll.after_status)
+    assert.is_nil(poll.body)
+  end)
+
+  it("maps the job list, the failure cause and a cancel", function()
+    local function req(i)
+      local a = flink.action(i, JM)
+      return a.method .. " " .. a.path .. " -> " .. a.id
+    end
+    assert.equal("GET /jobs/overview -> list_jobs", req({ kind = "list_jobs" }))
+    assert.equal("GET /jobs/" .. ID .. "/exceptions?maxExceptions=1 -> job_exceptions/" .. ID,
+      req({ kind = "job_exceptions", job_id = ID }))
+    assert.equal("PATCH /jobs/" .. ID .. "?mode=cancel -> cancel/" .. ID, req({ kind = "cancel", job_id = ID }))
+  end)
+
+  it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
+    assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
+      .. "upload_jar, run_jar)")
+    assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
+      JM) end, "savepoint intent: id must be 32 hex digits")
+    assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
+      "stop intent: target_directory must be a non-empty string")
+    assert.has_error(function() flink.action({ kind = "cancel", job_id = "../x" }, JM) end,
+      "cancel intent: job_id must be 32 hex digits")
+  end)
+end)
+
+describe("fc.flink.view", function()
+  it("reads the job list; an unanswered or refused list is an unreachable JobManager", function()
+    local v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 200,
+      '{"jobs":[{"jid":"' .. ID .. '","state":"RUNNING","start-time":1700000000000}]}') } })
+    assert.is_true(v.reachable)
+    assert.same({ { jid = ID, state = "RUNNING", ["start-time"] = 1700000000000 } }, v.jobs)
+    v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 200, '{"jobs":[]}') } })
+    assert.same({ true, {} }, { v.reachable, v.jobs })
+    v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 0, "",
+      "JobManager unreachable through the API server: HTTP 503: no endpoints available") } })
+    assert.is_false(v.reachable)
+    v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
+      '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
+    assert.is_false(v.reachable)
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {} },
+      flink.view(nil))
+  end)
+
+  it("decodes a trigger: accepted, refused by Flink, or unanswered", function()
+    local st = { kind = "stop", id = TID, job_id = ID }
+    assert.same({ phase = "accepted", time = 100 },
+      flink.view({ answers = { [TID] = answer(st, 202, '{"request-id":"' .. TID .. '"}') } }).operations[TID])
+    assert.same({ phase = "trigger", http = 404, time = 100,
+      error = "HTTP 404: Job could not be found." },
+      flink.view({ answers = { [TID] = answer(st, 404, '{"errors":["Job could not be found."]}') } }).operations[TID])
+    assert.same({ phase = "trigger", http = 0, time = 100, error = "Timeout was reached" },
+      flink.view({ answers = { [TID] = answer(st, 0, "", "Timeout was reached") } }).operations[TID])
+  end)
+
+  it("decodes a poll: in progress, completed with a location or a failure, unknown id (404)", function()
+    local poll = { kind = "savepoint_status", id = TID, job_id = ID }
+    local function op(status, body)
+      return flink.view({ answers = { [TID] = answer(poll, status, body) } }).operations[TID]
+    end
+    assert.same({ phase = "status", status = "IN_PROGRESS", time = 100 },
+      op(200, '{"status":{"id":"IN_PROGRESS"},"operation":null}'))
+    assert.same({ phase = "status", status = "COMPLETED", location = "file:/sp/savepoint-8c2d6f-1", time = 100 },
+      op(200, '{"status":{"id":"COMPLETED"},"operation":{"location":"file:/sp/savepoint-8c2d6f-1"}}'))
+    local failed = op(200, '{"status":{"id":"COMPLETED"},"operation":{"failure-cause":{"class":"java.util.concurrent.'
+      .. 'CompletionException","stack-trace":"java.util.concurrent.CompletionException: org.apache.flink.runtime.'
+      .. 'checkpoint.CheckpointException: Task has finished\\n\\tat x.y(Z.java:1)"}}}')
+    assert.equal("java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: "
+      .. "Task has finished", failed.failure)
+    assert.same({ phase = "status", not_found = true, http = 404, time = 100,
+      error = "HTTP 404: There is no savepoint operation with triggerId=" .. TID .. " for job " .. ID .. "." },
+      op(404, '{"errors":["There is no savepoint operation with triggerId=' .. TID .. ' for job ' .. ID .. '."]}'))
+    assert.same({ phase = "status", http = 500, time = 100, error = "HTTP 500" }, op(500, "<html>oops</html>"))
+  end)
+
+  it("keeps the newest answer of a trigger id and bounds a failed job's stack trace", function()
+    local v = flink.view({ answers = {
+      [TID] = answer({ kind = "savepoint_status", id = TID, job_id = ID }, 200, '{"status":{"id":"IN_PROGRESS"}}',
+        "", 105),
+      ["job_exceptions/" .. ID] = answer({ kind = "job_exceptions", job_id = ID }, 200,
+        '{"exceptionHistory":{"entries":[{"exceptionName":"java.lang.RuntimeException","stacktrace":"'
+        .. string.rep("\\u00e9", 5000) .. '"}],"truncated":false}}'),
+    } })
+    assert.equal("IN_PROGRESS", v.operations[TID].status)
+    local e = v.exceptions[ID]
+    assert.equal("java.lang.RuntimeException", e.name)
+    assert.equal(flink.EXCEPTION_MAX, #e.stacktrace) -- 2-byte characters: cut between them
+    assert.truthy(utf8.len(e.stacktrace))
+    v = flink.view({ answers = { ["job_exceptions/" .. ID] = answer({ kind = "job_exceptions", job_id = ID }, 200,
+      '{"root-exception":"java.lang.Exception: old style","exceptionHistory":{"entries":[]}}') } })
+    assert.equal("java.lang.Exception: old style", v.exceptions[ID].stacktrace)
+  end)
+end)

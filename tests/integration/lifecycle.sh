@@ -1,0 +1,150 @@
+# shellcheck shell=bash
+# Integration cases of the job lifecycle (issue 9) on the test environment's host Flink
+# (sourced by tests/integration/run.sh after lib.sh and cases.sh: submit_ticker, set_job).
+
+# savepoint_dirs: the savepoint directories the host Flink wrote so far, one per line
+savepoint_dirs() { find "$TESTENV_DIR/flink/savepoints" -maxdepth 1 -name 'savepoint-*' 2>/dev/null | sort; }
+
+# case triggerfind (issue 9 item 3): a controller that died with a savepoint in flight finds it
+# by the trigger id the status holds, instead of reporting TriggerFailed or triggering again.
+#  1. died after Flink took the trigger: the test sends the savepoint with the status's trigger
+#     id (as the dead controller did), the next controller looks the id up and reports that
+#     savepoint Succeeded; Flink wrote exactly one savepoint.
+#  2. died after the status write, before the request went out: the next controller's lookup
+#     gets 404 and sends the trigger with the same id; one savepoint, Succeeded.
+case_triggerfind() {
+  local ns jid
+  ns=$(new_ns triggerfind)
+  jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
+  jid=$(submit_ticker)
+  sed "s/name: wordcount/name: tf/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
+    "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
+  sp() { jp "$ns" flinkcluster/tf "{.status.savepoint.$1}"; }
+  job() { jp "$ns" flinkcluster/tf "{.status.components.job.$1}"; }
+  # in_flight TID: the status of a savepoint of the job in flight under trigger id TID, as the
+  # controller writes it before its request (the controller is stopped meanwhile)
+  in_flight() {
+    kc -n "$ns" patch flinkcluster tf --subresource=status --type=merge -p "{\"status\":{\"savepoint\":{
+      \"state\":\"InProgress\",\"triggerID\":\"$1\",\"jobID\":\"$jid\",\"triggerReason\":\"scheduled\",
+      \"triggerTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\",\"requestTime\":\"$(date -u +%Y-%m-%dT%H:%M:%SZ)\"}}}" >/dev/null
+  }
+  t_tf_running() {
+    [ -n "$jid" ] || { echo "could not submit the Ticker job"; return 1; }
+    start_controller tf1 --namespace "$ns"
+    poll 60 is_state "$ns" tf Running || { echo "cluster: $(state "$ns" tf)"; return 1; }
+    set_job "$ns" tf "$jid" Running || return 1
+    poll 30 eval '[ "$(job state)" = Running ]' || { echo "job: $(job state)"; return 1; }
+    # the Ticker's tasks run (a savepoint needs them RUNNING)
+    poll 30 eval '[ "$(curl -sf "$FLINK_REST_URL/jobs/'"$jid"'" | jget state)" = RUNNING ]'
+    sleep 2
+    stop_controller tf1 >/dev/null
+  }
+  check "triggerfind: the Ticker runs as the cluster's job; the controller stopped" t_tf_running
+  t_tf_found() {
+    local tid before after code
+    tid=$(printf '%08x%024x' "$(date +%s)" 1)
+    before=$(savepoint_dirs | wc -l)
+    in_flight "$tid" || return 1
+    code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+      -d "{\"target-directory\":\"file://$TESTENV_DIR/flink/savepoints\",\"cancel-job\":false,\"triggerId\":\"$tid\"}" \
+      "$FLINK_REST_URL/jobs/$jid/savepoints")
+    expect "the dead controller's trigger" "$code" 202 || return 1
+    FC_LOG_LEVEL=debug start_controller tf2 --namespace "$ns"
+    poll 60 eval '[ "$(sp state)" = Succeeded ]' || { echo "savepoint: $(sp state) $(sp message)"; return 1; }
+    expect "trigger id kept" "$(sp triggerID)" "$tid" || return 1
+    expect "location = Flink's answer for that id" "$(job savepointLocation)" \
+      "$(curl -sf "$FLINK_REST_URL/jobs/$jid/savepoints/$tid" | jget operation.location)" || return 1
+    sleep 3
+    after=$(savepoint_dirs | wc -l)
+    expect "savepoints written" "$((after - before))" 1 || return 1
+    grep -q "GET /jobs/$jid/savepoints/$tid" "$WORK/tf2.log" || { echo "no lookup by the trigger id in the log"; return 1; }
+    ! grep -q "POST /jobs/$jid/savepoints" "$WORK/tf2.log" || { echo "triggered again"; return 1; }
+    stop_controller tf2 >/dev/null
+  }
+  check "triggerfind: died after Flink took the trigger: the next controller looks the id up and reports that savepoint Succeeded, none triggered again" t_tf_found
+  t_tf_resent() {
+    local tid before after
+    tid=$(printf '%08x%024x' "$(date +%s)" 2)
+    before=$(savepoint_dirs | wc -l)
+    in_flight "$tid" || return 1
+    FC_LOG_LEVEL=debug start_controller tf3 --namespace "$ns"
+    poll 60 eval '[ "$(sp state)" = Succeeded ]' || { echo "savepoint: $(sp state) $(sp message)"; return 1; }
+    expect "trigger id kept" "$(sp triggerID)" "$tid" || return 1
+    expect "Flink knows the savepoint by our id" "$(curl -sf "$FLINK_REST_URL/jobs/$jid/savepoints/$tid" | jget status.id)" \
+      COMPLETED || return 1
+    sleep 3
+    after=$(savepoint_dirs | wc -l)
+    expect "savepoints written" "$((after - before))" 1 || return 1
+    stop_controller tf3 >/dev/null
+  }
+  check "triggerfind: died after writing the trigger id, before the request: the lookup's 404 sends the same id again: one savepoint, Succeeded" t_tf_resent
+  curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
+}
+
+# case restsubmit (issue 9 item 6): jarFile an http:// URL (the test jobs jar served by a
+# loopback HTTP server): the controller submits through the host Flink's REST API (download,
+# POST /jars/upload, POST /jars/<id>/run with its own job id), no submitter Job; a jar that
+# cannot be downloaded fails the job with the reason in the status.
+case_restsubmit() {
+  local ns port dir pid
+  ns=$(new_ns restsubmit)
+  jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
+  dir=$WORK/jars
+  mkdir -p "$dir" && cp "$TESTENV_FLINK_JOBS_JAR" "$dir/testenv-jobs.jar"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/jarserver.log" 2>&1 &
+  pid=$!
+  start_controller restsubmit --namespace "$ns"
+  rest_cluster() {
+    sed "s/name: wordcount/name: $1/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|;
+      s|jarFile: .*|jarFile: http://127.0.0.1:$port/$2|; s|className: .*|className: testenv.Ticker|;
+      s|args: .*|args: [\"100\"]|" \
+      "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
+  }
+  rest_cluster rest testenv-jobs.jar
+  job() { jp "$ns" "flinkcluster/$1" "{.status.components.job.$2}"; }
+  t_rest_runs() {
+    local id
+    poll 60 is_state "$ns" rest Running || { echo "cluster: $(state "$ns" rest)"; return 1; }
+    poll 60 eval '[ "$(job rest state)" = Running ]' || { echo "job: $(job rest state) $(job rest failureReason)"; return 1; }
+    id=$(job rest id)
+    expect "job id = the submission's" "$id" "$(job rest submission.jobID)" || return 1
+    expect "Flink runs that id" "$(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)" RUNNING || return 1
+    ! kc -n "$ns" get job rest-job-submitter >/dev/null 2>&1 || { echo "a submitter Job was created"; return 1; }
+    grep -q 'GET /testenv-jobs.jar' "$WORK/jarserver.log" || { echo "the jar was not downloaded"; return 1; }
+    echo "job $id"
+  }
+  check "restsubmit: jarFile http://127.0.0.1/... -> downloaded, POST /jars/upload, /jars/<id>/run with our job id: Flink RUNNING, job Running, no submitter Job" t_rest_runs
+  t_rest_once() {
+    local id
+    id=$(job rest id)
+    sleep 12
+    expect "job id after more passes" "$(job rest id)" "$id" || return 1
+    expect "job state after more passes" "$(job rest state)" Running || return 1
+    expect "downloads of the jar" "$(grep -c 'GET /testenv-jobs.jar' "$WORK/jarserver.log")" 1
+  }
+  check "restsubmit: later passes submit nothing again (one download, the same job id)" t_rest_once
+  t_rest_cancel() {
+    local id
+    id=$(job rest id)
+    kc -n "$ns" patch flinkcluster rest --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null || return 1
+    poll 60 is_state "$ns" rest Stopped || { echo "state $(state "$ns" rest), job $(job rest state)"; return 1; }
+    expect "job state" "$(job rest state)" Cancelled || return 1
+    expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)" FINISHED
+  }
+  check "restsubmit: cancelRequested stops the REST-submitted job with a savepoint (FINISHED, Cancelled)" t_rest_cancel
+  rest_cluster restbad missing.jar
+  t_rest_missing() {
+    poll 60 eval '[ "$(job restbad state)" = Failed ]' || { echo "job: $(job restbad state)"; return 1; }
+    case "$(job restbad failureReason)" in
+      "submission failed: download http://127.0.0.1:$port/missing.jar: HTTP 404"*) ;;
+      *) echo "failureReason: $(job restbad failureReason)"; return 1 ;;
+    esac
+    kc -n "$ns" get events --field-selector involvedObject.name=restbad,reason=JobStateChanged,type=Warning \
+      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "submission failed: download" ||
+      { echo "no Warning JobStateChanged with the reason"; return 1; }
+  }
+  check "restsubmit: a jar URL that answers 404: job Failed, 'submission failed: download ...: HTTP 404' in status and a Warning Event" t_rest_missing
+  stop_controller restsubmit >/dev/null
+  kill "$pid" 2>/dev/null
+}
