@@ -35,9 +35,10 @@ end
 -- A small world: the cluster, its children, the Flink answers, the clock; pass() runs one
 -- reconcile and plays the API server for its actions; returns the actions as "op Kind name".
 local function world(c)
-  local w = { cluster = c, children = { Pod = {} }, flink = {}, now = T0, events = {} }
+  local w = { cluster = c, children = { Pod = {} }, flink = {}, now = T0, events = {}, dry_runs = {} }
   function w.pass()
-    local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now })
+    local r = reconcile.run({ cluster = w.cluster, children = w.children, flink = w.flink, now = w.now,
+      dry_runs = w.dry_runs })
     local out = {}
     for _, a in ipairs(r.actions) do
       if a.op == "apply" then
@@ -54,6 +55,8 @@ local function world(c)
         w.children[a.kind][a.name] = nil
       elseif a.op == "flink" then
         out[#out + 1] = "flink " .. a.method .. " " .. a.path
+      elseif a.op == "dry_run" then -- the update gate's dry runs: accepted
+        w.dry_runs[a.object.kind .. "/" .. a.object.metadata.name] = { hash = a.hash, status = 200, message = "" }
       end
     end
     for _, e in ipairs(r.events) do w.events[#w.events + 1] = e end
@@ -220,6 +223,19 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     w.pass()
     local tms = w.cluster.status.components.taskManagers
     assert.same({ 2, 3 }, { tms.pods, tms.demand })
+  end)
+
+  it("back to mode StatefulSet: deletes the Native pods, and the StatefulSet comes", function()
+    local w = world(cluster())
+    w.pass()
+    w.pass()
+    w.cluster.spec.taskManager = { replicas = 2 }
+    w.cluster.metadata.generation = 2
+    w.pass() -- the update gate's dry runs
+    local o = w.pass()
+    assert.same({ "delete Pod wc-taskmanager-1", "delete Pod wc-taskmanager-2", "delete Pod wc-taskmanager-3",
+      "delete Pod wc-taskmanager-4" }, grep(o, "Pod"))
+    assert.same({ "apply StatefulSet wc-taskmanager" }, grep(o, "StatefulSet wc%-taskmanager"))
   end)
 
   it("wants no slots while a cleanup removes the TaskManagers", function()

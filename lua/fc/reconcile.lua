@@ -478,6 +478,13 @@ function run(host, snapshot, hold)
   -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
   -- be copied into every policy call)
   local for_policies = native and taskmanagers.without_pods(children) or children
+  if not native then
+    -- back to mode StatefulSet: the Native TaskManager pods go (the StatefulSet replaces them)
+    for _, n in ipairs(taskmanagers.leftovers(children)) do
+      result.actions[#result.actions + 1] = { op = "delete", kind = "Pod", name = n }
+    end
+    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
+  end
 
   -- 3. job and savepoint decisions (job clusters)
   local components = call(host, "status", "components",

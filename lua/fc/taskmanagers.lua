@@ -69,6 +69,17 @@ local function listed_pods(children)
   return out
 end
 
+--- taskmanagers.leftovers(children) -> sorted names of the Native TaskManager pods (with a
+-- `priority` label) not being deleted: what a cluster switched back to mode StatefulSet deletes.
+function taskmanagers.leftovers(children)
+  local out = {}
+  for _, p in ipairs(listed_pods(children)) do
+    local md = p[2].metadata or {}
+    if (md.labels or {})[taskmanagers.PRIORITY_LABEL] ~= nil and not md.deletionTimestamp then out[#out + 1] = p[1] end
+  end
+  return out
+end
+
 --- taskmanagers.without_pods(children) -> children without the Native TaskManager pods (a
 -- shallow copy; the other kinds and pods are shared).
 function taskmanagers.without_pods(children)
