@@ -1071,7 +1071,8 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
     /* distinct priorities, ascending */
     for (size_t i = 0; i < n; i++)
         refs[i] = (struct rec_ref){pods[i].priority, i};
-    qsort(refs, n, sizeof *refs, cmp_ref);
+    if (n > 0) /* qsort wants a non-NULL array even for 0 elements */
+        qsort(refs, n, sizeof *refs, cmp_ref);
     enum slots_status st;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && refs[i].key == refs[i - 1].key)
@@ -1109,7 +1110,8 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
     /* pods, ascending id so each pending FIFO is oldest first */
     for (size_t i = 0; i < n; i++)
         refs[i] = (struct rec_ref){pods[i].id, i};
-    qsort(refs, n, sizeof *refs, cmp_ref);
+    if (n > 0) /* qsort wants a non-NULL array even for 0 elements */
+        qsort(refs, n, sizeof *refs, cmp_ref);
     for (size_t i = 0; i < n; i++) {
         const struct slots_pod_record *r = &pods[refs[i].idx];
         if (i > 0 && refs[i].key == refs[i - 1].key) {

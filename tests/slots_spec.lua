@@ -577,6 +577,14 @@ describe("fc.slots: the controller's pass", function()
     assert.same({ "wc-taskmanager-6" }, names((a:demand(P, 4)), "request"))
   end)
 
+  it("recovers from no pods at all (a new cluster)", function()
+    local a = acct()
+    a:begin_pass(10)
+    a:recover {}
+    assert.same({ 0, 0 }, { a:snapshot().max_pod_id, a:snapshot().failed_attempts })
+    assert.equal(2, #(a:demand(P, 3)))
+  end)
+
   it("raises slots.<function>: <reason> on bad input", function()
     local a = acct()
     raises("slots.demand: demand must be an integer >= 0", a.demand, a, P, -1)

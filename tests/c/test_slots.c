@@ -389,6 +389,9 @@ static void test_pass(void)
     ok(t.failed_attempts == 1 && t.max_pod_id == 4, "recover: a Failed pod counts as a failed attempt");
     ok(demand_all(a, &p, 4, &req, &can, &o) == SLOTS_NONE && req == 0 && can == 0,
        "recover: the recovered pods serve the demand: nothing created");
+    struct slots_acct *e = slots_new(&cfg, &err);
+    ok(slots_recover(e, NULL, 0, &err) == SLOTS_OK, "recover: no pods at all (a new cluster) is fine");
+    slots_free(e);
     struct slots_pod_record bad = {NULL, 1, 0, SLOTS_PHASE_RUNNING, NULL, -5};
     struct slots_acct *b = slots_new(&cfg, &err);
     ok(slots_recover(b, &bad, 1, &err) == SLOTS_EINVAL, "recover: a negative created time is SLOTS_EINVAL");
