@@ -50,6 +50,7 @@
  * acct:observe_pod(name, priority|nil, phase, created) -> "keep" | "stale" | "malformed" |
  *   "terminated" (the last three: delete that pod; nil priority = a malformed label)
  * acct:tm_registered(name) -> bool    the JobManager lists TaskManager `name`
+ * acct:add_failed(n)                  failed attempts carried over (a restarted controller)
  * acct:sweep([answered_at]) -> { {kind = "gone" | "start_failed" | "timeout", pod_name,
  *   priority, failed_attempts, stopped, wait_until (start_failed)}, ... }  (timeout: delete it)
  * acct:demand(resource, slots) -> actions, final
@@ -604,6 +605,19 @@ static int l_observe_pod(lua_State *L)
     return 1;
 }
 
+static int l_add_failed(lua_State *L)
+{
+    struct slots_acct *a = check_acct(L);
+    int ok = 0;
+    lua_Integer n = lua_tointegerx(L, 2, &ok);
+    if (!ok || n < 0 || n > 0x7fffffff)
+        return luaL_error(L, "slots.add_failed: n must be an integer 0..2147483647");
+    struct slots_err err;
+    if (slots_add_failed(a, (int)n, &err) != SLOTS_OK)
+        return raise_status(L, "add_failed", &err);
+    return 0;
+}
+
 static int l_tm_registered(lua_State *L)
 {
     struct slots_acct *a = check_acct(L);
@@ -698,6 +712,7 @@ int luaopen_fc_slots(lua_State *L)
         {"pod_name", l_pod_name},         {"begin_pass", l_begin_pass},
         {"observe_pod", l_observe_pod},   {"tm_registered", l_tm_registered},
         {"sweep", l_sweep},               {"demand", l_demand},
+        {"add_failed", l_add_failed},
         {NULL, NULL}};
     static const luaL_Reg meta[] = {{"__gc", l_gc}, {"__close", l_gc}, {"__tostring", l_tostring},
                                     {NULL, NULL}};

@@ -1236,7 +1236,16 @@ void slots_begin_pass(struct slots_acct *a, double now)
     a->sweep = 0;
 }
 
-/* The priority label's profile index, or -1 for a malformed or unknown priority. */
+enum slots_status slots_add_failed(struct slots_acct *a, int n, struct slots_err *err)
+{
+    if (n < 0) {
+        set_err(err, "failed attempts must be >= 0, got %d", n);
+        return SLOTS_EINVAL;
+    }
+    a->failed = n > INT_MAX - a->failed ? INT_MAX : a->failed + n;
+    return SLOTS_OK;
+}
+
 enum slots_status slots_observe_pod(struct slots_acct *a, const char *name, int prio,
                                     enum slots_phase phase, double created,
                                     enum slots_verdict *verdict, struct slots_err *err)

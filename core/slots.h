@@ -337,6 +337,14 @@ int slots_pending_ids(const struct slots_acct *a, int prio, int64_t *ids, int ca
  */
 void slots_begin_pass(struct slots_acct *a, double now);
 
+/*
+ * Failed attempts carried over from an earlier accounting of the same cluster (the count a
+ * previous controller wrote into the FlinkCluster's status): added to the count, which
+ * saturates at INT_MAX, so a restart does not lift the maxFailedAttempts stop.  n < 0 is
+ * SLOTS_EINVAL.
+ */
+enum slots_status slots_add_failed(struct slots_acct *a, int n, struct slots_err *err);
+
 enum slots_verdict {
     SLOTS_KEEP = 0,
     SLOTS_DELETE_STALE,       /* not tracked (cancelled, a previous owner's, foreign) */

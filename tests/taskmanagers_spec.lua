@@ -142,6 +142,19 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     assert.same({ "apply Pod wc-taskmanager-5" }, grep(w.pass(), "Pod"))
   end)
 
+  it("keeps the maxFailedAttempts stop across a restart (the count from the status)", function()
+    local w = world(cluster({ maxFailedAttempts = 2, slots = 2 }))
+    w.pass()
+    w.children.Pod["wc-taskmanager-1"].status.phase = "Failed"
+    w.pass()
+    w.children.Pod["wc-taskmanager-2"].status.phase = "Failed"
+    w.pass()
+    assert.equal("True", condition(w.cluster.status, "TaskManagersStopped").status)
+    taskmanagers.forget(KEY)
+    assert.same({}, grep(w.pass(), "apply Pod"))
+    assert.equal("True", condition(w.cluster.status, "TaskManagersStopped").status)
+  end)
+
   it("counts pods that ended while no controller ran, on start", function()
     local w = world(cluster())
     w.pass()

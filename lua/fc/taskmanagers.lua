@@ -6,7 +6,8 @@
 -- each cluster is an fc.slots accounting (core/slots.c: the rules, slots.h "The controller's
 -- pass") kept here for the life of the process, keyed by "<namespace>/<name>"; after a
 -- controller restart (or a new FlinkCluster uid, or changed limits) it is rebuilt from the pods
--- the cache lists: their names (ids), `priority` labels, creation times and resource annotations.
+-- the cache lists: their names (ids), `priority` labels, creation times and resource annotations,
+-- plus the failed attempts the status recorded (status.components.taskManagers.failedAttempts).
 --
 -- A pass:
 --   local st = taskmanagers.observe(key, cluster, children, flink, now)  -- before the policies
@@ -196,6 +197,12 @@ function taskmanagers.observe(key, cluster, children, flink, now, demand)
   local st = { profile = p, delete = {}, events = {} }
   if not entry or entry.uid ~= uid or entry.sig ~= sig then
     local acct, n = recovered(cfg, prefix, pods, now)
+    -- the count the previous accounting wrote into the status goes on (a restart does not lift
+    -- the maxFailedAttempts stop); pods that ended meanwhile were counted by the recovery
+    local before = (((cluster.status or {}).components or {}).taskManagers or {}).failedAttempts
+    if type(before) == "number" and before > 0 and before == math.floor(before) and before < 2 ^ 31 then
+      acct:add_failed(math.tointeger(before))
+    end
     entry = { uid = uid, sig = sig, acct = acct }
     registry[key] = entry
     st.recovered = n

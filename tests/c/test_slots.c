@@ -391,6 +391,11 @@ static void test_pass(void)
        "recover: the recovered pods serve the demand: nothing created");
     struct slots_acct *e = slots_new(&cfg, &err);
     ok(slots_recover(e, NULL, 0, &err) == SLOTS_OK, "recover: no pods at all (a new cluster) is fine");
+    ok(slots_add_failed(e, -1, &err) == SLOTS_EINVAL, "add_failed: a negative count is SLOTS_EINVAL");
+    slots_add_failed(e, 2, &err);
+    slots_add_failed(e, 2147483647, &err);
+    slots_totals(e, &t);
+    ok(t.failed_attempts == 2147483647 && t.stopped, "add_failed: carried over, saturating at INT_MAX");
     slots_free(e);
     struct slots_pod_record bad = {NULL, 1, 0, SLOTS_PHASE_RUNNING, NULL, -5};
     struct slots_acct *b = slots_new(&cfg, &err);
