@@ -70,8 +70,8 @@ static const luaL_Reg lhost_cmodules[] = {
 };
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
-static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.yaml", "fc.crd",
-                                                    NULL};
+static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
+                                                    "fc.crd", NULL};
 
 static struct lhost *lhost_of(lua_State *L)
 {
@@ -777,7 +777,7 @@ static int lhost_sb_require(lua_State *L)
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
-                             "fc.util, fc.quantity, fc.slots, fc.yaml, fc.crd, lib.<name>)", name);
+                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", name);
     }
     if (lhost_push_file(L, path, err, sizeof err))
         return luaL_error(L, "require: %s", err);

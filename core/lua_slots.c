@@ -42,6 +42,22 @@
  *   max_failed_attempts = n, stopped = bool, max_pod_id = n, next_priority = n, profiles = n }
  * acct:pod_name(id) -> "<prefix><id>"
  *
+ * The controller's pass (slots.h, "The controller's pass", has the rules); new options
+ * registration_timeout_seconds (0 = none), start_backoff_seconds (5), start_backoff_max_seconds
+ * (300); recover records take created = <unix s>; snapshot adds start_failures,
+ * backoff_seconds, wait_until. "pending" = not registered with the JobManager yet.
+ * acct:begin_pass(now)
+ * acct:observe_pod(name, priority|nil, phase, created) -> "keep" | "stale" | "malformed" |
+ *   "terminated" (the last three: delete that pod; nil priority = a malformed label)
+ * acct:tm_registered(name) -> bool    the JobManager lists TaskManager `name`
+ * acct:add_failed(n)                  failed attempts carried over (a restarted controller)
+ * acct:sweep([answered_at]) -> { {kind = "gone" | "start_failed" | "timeout", pod_name,
+ *   priority, failed_attempts, stopped, wait_until (start_failed)}, ... }  (timeout: delete it)
+ * acct:demand(resource, slots) -> actions, final
+ *   actions = { {action = "request" | "cancel", pod_name, pod_id, priority, slots, spare,
+ *   was_registered (cancel)}, ... } in order; final = {action = "none" | "stopped" | "wait",
+ *   priority, slots, spare, wait_until (wait)}
+ *
  * Errors raise "slots.<function>: <reason>" (bad input, unknown priority, limits).
  */
 #include <lauxlib.h>
@@ -56,7 +72,8 @@ struct acct_ud {
     struct slots_acct *a;
 };
 
-static const char *const ACTIONS[] = {"none", "request", "use_spare", "spare_back", "cancel", "stopped"};
+static const char *const ACTIONS[] = {"none", "request", "use_spare", "spare_back", "cancel", "stopped",
+                                      "wait"};
 
 /* Reads the resource table at index idx into r (strings stay owned by that table). */
 static void read_resources(lua_State *L, int idx, const char *fn, const char *what,
@@ -171,6 +188,19 @@ static int push_outcome(lua_State *L, struct slots_acct *a, const struct slots_o
     return 1;
 }
 
+/* t[k] = v for the table on top of the stack. */
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_bool(lua_State *L, const char *k, bool v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
 static int raise_status(lua_State *L, const char *fn, const struct slots_err *err)
 {
     return luaL_error(L, "slots.%s: %s", fn, err->msg);
@@ -204,6 +234,32 @@ static int opt_int_field(lua_State *L, int t, const char *k, const char *fn, int
     return v;
 }
 
+static double opt_seconds_field(lua_State *L, int t, const char *k, const char *fn)
+{
+    int ty = lua_getfield(L, t, k);
+    double v = 0;
+    if (ty != LUA_TNIL) {
+        v = lua_tonumber(L, -1);
+        if (ty != LUA_TNUMBER || !(v >= 0 && v < 1e9))
+            luaL_error(L, "slots.%s: %s must be a number of seconds 0..1e9", fn, k);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* An optional unix time argument (number >= 0, or nil -> dflt). */
+static double opt_time(lua_State *L, int idx, const char *fn, const char *what, double dflt)
+{
+    if (lua_isnoneornil(L, idx))
+        return dflt;
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        luaL_error(L, "slots.%s: %s must be a number (unix seconds)", fn, what);
+    double v = lua_tonumber(L, idx);
+    if (!(v >= 0 && v < 1e12))
+        luaL_error(L, "slots.%s: %s must be 0..1e12 (unix seconds)", fn, what);
+    return v;
+}
+
 static int l_new(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -213,7 +269,8 @@ static int l_new(lua_State *L)
     while (lua_next(L, 1)) {
         const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
         if (strcmp(k, "max") && strcmp(k, "max_failed_attempts") && strcmp(k, "name_prefix") &&
-            strcmp(k, "max_profiles") && strcmp(k, "max_pods"))
+            strcmp(k, "max_profiles") && strcmp(k, "max_pods") && strcmp(k, "registration_timeout_seconds") &&
+            strcmp(k, "start_backoff_seconds") && strcmp(k, "start_backoff_max_seconds"))
             luaL_error(L, "slots.new: unknown option '%s'", k);
         lua_pop(L, 1);
     }
@@ -226,6 +283,9 @@ static int l_new(lua_State *L)
     lua_pop(L, 1);
     cfg.max_profiles = opt_int_field(L, 1, "max_profiles", "new", 0);
     cfg.max_pods = opt_int_field(L, 1, "max_pods", "new", 0);
+    cfg.registration_timeout_s = opt_seconds_field(L, 1, "registration_timeout_seconds", "new");
+    cfg.start_backoff_s = opt_seconds_field(L, 1, "start_backoff_seconds", "new");
+    cfg.start_backoff_max_s = opt_seconds_field(L, 1, "start_backoff_max_seconds", "new");
     int ty = lua_getfield(L, 1, "name_prefix");
     if (ty != LUA_TNIL && ty != LUA_TSTRING)
         luaL_error(L, "slots.new: name_prefix must be a string");
@@ -371,18 +431,14 @@ static int l_pod_removed(lua_State *L)
     if (slots_pod_removed(a, name, failed, &r, &err) != SLOTS_OK)
         return raise_status(L, "pod_removed", &err);
     lua_createtable(L, 0, 5);
-    lua_pushboolean(L, r.removed);
-    lua_setfield(L, -2, "removed");
+    set_bool(L, "removed", r.removed);
     if (r.removed) {
         lua_pushstring(L, r.was_pending ? "pending" : "registered");
         lua_setfield(L, -2, "was");
-        lua_pushinteger(L, r.priority);
-        lua_setfield(L, -2, "priority");
+        set_int(L, "priority", r.priority);
     }
-    lua_pushinteger(L, r.failed_attempts);
-    lua_setfield(L, -2, "failed_attempts");
-    lua_pushboolean(L, r.stopped);
-    lua_setfield(L, -2, "stopped");
+    set_int(L, "failed_attempts", r.failed_attempts);
+    set_bool(L, "stopped", r.stopped);
     return 1;
 }
 
@@ -436,6 +492,10 @@ static int l_recover(lua_State *L)
         if (ty != LUA_TNIL && ty != LUA_TSTRING)
             return luaL_error(L, "slots.recover: pods[%I].name must be a string", (LUAI_UACINT)i);
         r->name = ty == LUA_TSTRING ? lua_tostring(L, -1) : NULL; /* kept alive by pods[i] */
+        ty = lua_getfield(L, t, "created");
+        if (ty != LUA_TNIL && ty != LUA_TNUMBER)
+            return luaL_error(L, "slots.recover: pods[%I].created must be a number (unix seconds)", (LUAI_UACINT)i);
+        r->created = lua_tonumber(L, -1);
         if (lua_getfield(L, t, "resource") == LUA_TTABLE) {
             read_resources(L, -1, "recover", "resource", &res[ri]);
             r->resource = &res[ri++];
@@ -492,19 +552,132 @@ static int l_snapshot(lua_State *L)
         lua_rawseti(L, -2, pi.priority);
         lua_pop(L, 1);
     }
-    lua_pushinteger(L, t.failed_attempts);
-    lua_setfield(L, -2, "failed_attempts");
-    lua_pushinteger(L, t.max_failed_attempts);
-    lua_setfield(L, -2, "max_failed_attempts");
-    lua_pushboolean(L, t.stopped);
-    lua_setfield(L, -2, "stopped");
-    lua_pushinteger(L, (lua_Integer)t.max_pod_id);
-    lua_setfield(L, -2, "max_pod_id");
-    lua_pushinteger(L, t.next_priority);
-    lua_setfield(L, -2, "next_priority");
-    lua_pushinteger(L, t.profiles);
-    lua_setfield(L, -2, "profiles");
+    set_int(L, "failed_attempts", t.failed_attempts);
+    set_int(L, "max_failed_attempts", t.max_failed_attempts);
+    set_bool(L, "stopped", t.stopped);
+    set_int(L, "max_pod_id", (lua_Integer)t.max_pod_id);
+    set_int(L, "next_priority", t.next_priority);
+    set_int(L, "profiles", t.profiles);
+    set_int(L, "start_failures", t.start_failures);
+    lua_pushnumber(L, t.backoff_s);
+    lua_setfield(L, -2, "backoff_seconds");
+    lua_pushnumber(L, t.wait_until);
+    lua_setfield(L, -2, "wait_until");
     return 1;
+}
+
+/* ---- the controller's pass ---------------------------------------------------------------- */
+
+static const char *const PHASE_NAMES[] = {"Pending", "Running", "Unknown", "Succeeded", "Failed", NULL};
+
+static int l_begin_pass(lua_State *L)
+{
+    struct slots_acct *a = check_acct(L);
+    slots_begin_pass(a, opt_time(L, 2, "begin_pass", "now", -1));
+    return 0;
+}
+
+static int l_observe_pod(lua_State *L)
+{
+    static const char *const VERDICTS[] = {"keep", "stale", "malformed", "terminated"};
+    struct slots_acct *a = check_acct(L);
+    const char *name = luaL_checkstring(L, 2);
+    int prio = -1;
+    if (lua_type(L, 3) == LUA_TNUMBER) {
+        int ok = 0;
+        lua_Integer p = lua_tointegerx(L, 3, &ok);
+        prio = ok && p >= 0 && p <= SLOTS_MAX_PRIORITY ? (int)p : -1;
+    } else if (!lua_isnoneornil(L, 3)) {
+        return luaL_error(L, "slots.observe_pod: priority must be an integer or nil (malformed label)");
+    }
+    const char *ph = luaL_optstring(L, 4, "Pending");
+    int k = 0;
+    while (PHASE_NAMES[k] && strcmp(PHASE_NAMES[k], ph) != 0)
+        k++;
+    if (!PHASE_NAMES[k])
+        return luaL_error(L, "slots.observe_pod: phase must be Pending, Running, Unknown, Succeeded or Failed");
+    double created = opt_time(L, 5, "observe_pod", "created", 0);
+    struct slots_err err;
+    enum slots_verdict v;
+    if (slots_observe_pod(a, name, prio, (enum slots_phase)k, created, &v, &err) != SLOTS_OK)
+        return raise_status(L, "observe_pod", &err);
+    lua_pushstring(L, VERDICTS[v]);
+    return 1;
+}
+
+static int l_add_failed(lua_State *L)
+{
+    struct slots_acct *a = check_acct(L);
+    int ok = 0;
+    lua_Integer n = lua_tointegerx(L, 2, &ok);
+    if (!ok || n < 0 || n > 0x7fffffff)
+        return luaL_error(L, "slots.add_failed: n must be an integer 0..2147483647");
+    struct slots_err err;
+    if (slots_add_failed(a, (int)n, &err) != SLOTS_OK)
+        return raise_status(L, "add_failed", &err);
+    return 0;
+}
+
+static int l_tm_registered(lua_State *L)
+{
+    struct slots_acct *a = check_acct(L);
+    lua_pushboolean(L, slots_tm_registered(a, luaL_checkstring(L, 2)));
+    return 1;
+}
+
+static int l_sweep(lua_State *L)
+{
+    static const char *const KINDS[] = {"", "gone", "start_failed", "timeout"};
+    struct slots_acct *a = check_acct(L);
+    double at = opt_time(L, 2, "sweep", "answered_at", -1);
+    lua_newtable(L);
+    struct slots_event ev;
+    for (int n = 1; slots_sweep(a, at, &ev); n++) {
+        lua_createtable(L, 0, 6);
+        lua_pushstring(L, KINDS[ev.kind]);
+        lua_setfield(L, -2, "kind");
+        push_pod_name(L, a, ev.pod_id);
+        lua_setfield(L, -2, "pod_name");
+        set_int(L, "priority", ev.priority);
+        set_int(L, "failed_attempts", ev.failed_attempts);
+        set_bool(L, "stopped", ev.stopped);
+        if (ev.kind == SLOTS_EV_START_FAILED) {
+            lua_pushnumber(L, ev.wait_until);
+            lua_setfield(L, -2, "wait_until");
+        }
+        lua_rawseti(L, -2, n);
+    }
+    return 1;
+}
+
+static int l_demand(lua_State *L)
+{
+    struct slots_acct *a = check_acct(L);
+    struct slots_resources r;
+    read_resources(L, 2, "demand", "resource", &r);
+    int ok = 0;
+    lua_Integer d = lua_tointegerx(L, 3, &ok);
+    if (!ok || d < 0)
+        return luaL_error(L, "slots.demand: demand must be an integer >= 0 (slots)");
+    lua_newtable(L);
+    struct slots_err err;
+    struct slots_outcome o;
+    for (int n = 1;; n++) {
+        if (slots_demand_step(a, &r, (int64_t)d, &o, &err) != SLOTS_OK)
+            return raise_status(L, "demand", &err);
+        if (o.action != SLOTS_REQUEST && o.action != SLOTS_CANCEL)
+            break;
+        push_outcome(L, a, &o);
+        if (o.action == SLOTS_CANCEL)
+            set_bool(L, "was_registered", o.was_registered);
+        lua_rawseti(L, -2, n);
+    }
+    push_outcome(L, a, &o);
+    if (o.action == SLOTS_WAIT) {
+        lua_pushnumber(L, o.wait_until);
+        lua_setfield(L, -2, "wait_until");
+    }
+    return 2;
 }
 
 static int l_pod_name(lua_State *L)
@@ -536,7 +709,11 @@ int luaopen_fc_slots(lua_State *L)
         {"cancel_worker", l_cancel_worker}, {"replace_worker", l_replace_worker},
         {"pod_added", l_pod_added},       {"pod_removed", l_pod_removed},
         {"recover", l_recover},           {"snapshot", l_snapshot},
-        {"pod_name", l_pod_name},         {NULL, NULL}};
+        {"pod_name", l_pod_name},         {"begin_pass", l_begin_pass},
+        {"observe_pod", l_observe_pod},   {"tm_registered", l_tm_registered},
+        {"sweep", l_sweep},               {"demand", l_demand},
+        {"add_failed", l_add_failed},
+        {NULL, NULL}};
     static const luaL_Reg meta[] = {{"__gc", l_gc}, {"__close", l_gc}, {"__tostring", l_tostring},
                                     {NULL, NULL}};
     if (luaL_newmetatable(L, ACCT_MT)) {

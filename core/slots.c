@@ -22,9 +22,13 @@ enum pod_state { POD_FREE = 0, POD_PENDING, POD_REGISTERED };
 
 struct pod {
     int64_t id;
+    double deadline;    /* registration deadline (unix s) while pending; 0: none */
+    uint32_t mark;      /* the pass that last listed (or requested) it */
+    uint32_t req_pass;  /* the pass that requested it (0: recovered) */
     int32_t prof;       /* index into profs */
     int32_t prev, next; /* pending FIFO links, or free-list link in `next` */
     uint8_t state;
+    uint8_t seen;       /* listed by some pass (or recovered) */
 };
 
 struct prof {
@@ -68,6 +72,16 @@ struct slots_acct {
     int64_t max_pod_id;
     int failed;
     int pending_total, registered_total;
+
+    /* the controller's pass */
+    double timeout, backoff_first, backoff_max;
+    double now;           /* slots_begin_pass */
+    uint32_t pass;
+    int32_t sweep;        /* next slab index slots_sweep looks at */
+    double backoff;       /* the last cool-down (0: none) */
+    int last_prof;        /* profile index lookup found last (-1: none), see same_as_last */
+    double wait_until;
+    int start_failures;
 };
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -351,6 +365,12 @@ struct slots_acct *slots_new(const struct slots_config *cfg, struct slots_err *e
         set_err(err, "max_profiles must be 1..%d, got %d", SLOTS_PROFILES_LIMIT, cfg->max_profiles);
         return NULL;
     }
+    if (!(cfg->registration_timeout_s >= 0 && cfg->registration_timeout_s < 1e9) ||
+        !(cfg->start_backoff_s >= 0 && cfg->start_backoff_s < 1e9) ||
+        !(cfg->start_backoff_max_s >= 0 && cfg->start_backoff_max_s < 1e9)) {
+        set_err(err, "registration_timeout_s, start_backoff_s and start_backoff_max_s must be 0..1e9");
+        return NULL;
+    }
     int max_pods = cfg->max_pods ? cfg->max_pods : SLOTS_PODS_DEFAULT;
     if (max_pods < 1 || max_pods > SLOTS_PODS_LIMIT) {
         set_err(err, "max_pods must be 1..%d, got %d", SLOTS_PODS_LIMIT, cfg->max_pods);
@@ -384,6 +404,12 @@ struct slots_acct *slots_new(const struct slots_config *cfg, struct slots_err *e
     a->max_profiles = max_profiles;
     a->max_pods = max_pods;
     a->free_pod = -1;
+    a->last_prof = -1;
+    a->timeout = cfg->registration_timeout_s;
+    a->backoff_first = cfg->start_backoff_s > 0 ? cfg->start_backoff_s : 5;
+    a->backoff_max = cfg->start_backoff_max_s > 0 ? cfg->start_backoff_max_s : 300;
+    if (a->backoff_max < a->backoff_first)
+        a->backoff_max = a->backoff_first;
     return a;
 }
 
@@ -512,8 +538,41 @@ static enum slots_status prof_bind(struct slots_acct *a, int idx, const struct s
 }
 
 /* Priority index for a checked profile; assigns one when `assign`.  -1 when not found. */
+static enum slots_status lookup_slow(struct slots_acct *a, const struct slots_resources *profile,
+                                     bool assign, int *idx, struct slots_err *err);
+
+/* The fast path of lookup: `profile` is exactly (same order, same bytes) the canonical resource
+ * of the profile found last, the common case of a caller asking for one profile again and again. */
+static bool same_as_last(const struct slots_acct *a, const struct slots_resources *in)
+{
+    if (a->last_prof < 0 || a->last_prof >= a->nprofs)
+        return false;
+    const struct slots_resources *c = &a->profs[a->last_prof].res;
+    if (!a->profs[a->last_prof].bound || in->cpu_cores != c->cpu_cores || in->memory_mib != c->memory_mib ||
+        in->n_extended != c->n_extended)
+        return false;
+    for (size_t i = 0; i < in->n_extended; i++)
+        if (in->extended[i].amount != c->extended[i].amount || in->extended[i].name_len != c->extended[i].name_len ||
+            memcmp(in->extended[i].name, c->extended[i].name, c->extended[i].name_len) != 0)
+            return false;
+    return true;
+}
+
 static enum slots_status lookup(struct slots_acct *a, const struct slots_resources *profile,
                                 bool assign, int *idx, struct slots_err *err)
+{
+    if (profile && same_as_last(a, profile)) {
+        *idx = a->last_prof;
+        return SLOTS_OK;
+    }
+    enum slots_status st = lookup_slow(a, profile, assign, idx, err);
+    if (st == SLOTS_OK && *idx >= 0)
+        a->last_prof = *idx;
+    return st;
+}
+
+static enum slots_status lookup_slow(struct slots_acct *a, const struct slots_resources *profile,
+                                     bool assign, int *idx, struct slots_err *err)
 {
     enum slots_status st = slots_check(profile, err);
     if (st != SLOTS_OK)
@@ -694,6 +753,9 @@ static void pod_insert(struct slots_acct *a, int64_t id, int prof, bool pending)
     pd->id = id;
     pd->prof = prof;
     pd->prev = pd->next = -1;
+    pd->deadline = 0;
+    pd->mark = pd->req_pass = a->pass;
+    pd->seen = 0;
     struct prof *p = &a->profs[prof];
     if (pending) {
         pd->state = POD_PENDING;
@@ -787,6 +849,8 @@ int slots_pod_name(const struct slots_acct *a, int64_t id, char *buf, size_t len
 
 static void outcome_init(struct slots_outcome *o, enum slots_action act, const struct prof *p)
 {
+    o->was_registered = false;
+    o->wait_until = 0;
     o->action = act;
     o->priority = p ? p->priority : -1;
     o->slots = p ? p->slots : 0;
@@ -995,6 +1059,10 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
                 return SLOTS_EINVAL;
             }
         }
+        if (!(r->created >= 0 && r->created < 1e12)) {
+            set_err(err, "pods[%zu]: created must be 0..1e12 (unix seconds)", i + 1);
+            return SLOTS_EINVAL;
+        }
         if (r->resource && slots_check(r->resource, &e2) != SLOTS_OK) {
             set_err(err, "pods[%zu].resource: %s", i + 1, e2.msg);
             return SLOTS_EINVAL;
@@ -1003,7 +1071,8 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
     /* distinct priorities, ascending */
     for (size_t i = 0; i < n; i++)
         refs[i] = (struct rec_ref){pods[i].priority, i};
-    qsort(refs, n, sizeof *refs, cmp_ref);
+    if (n > 0) /* qsort wants a non-NULL array even for 0 elements */
+        qsort(refs, n, sizeof *refs, cmp_ref);
     enum slots_status st;
     for (size_t i = 0; i < n; i++) {
         if (i > 0 && refs[i].key == refs[i - 1].key)
@@ -1041,7 +1110,8 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
     /* pods, ascending id so each pending FIFO is oldest first */
     for (size_t i = 0; i < n; i++)
         refs[i] = (struct rec_ref){pods[i].id, i};
-    qsort(refs, n, sizeof *refs, cmp_ref);
+    if (n > 0) /* qsort wants a non-NULL array even for 0 elements */
+        qsort(refs, n, sizeof *refs, cmp_ref);
     for (size_t i = 0; i < n; i++) {
         const struct slots_pod_record *r = &pods[refs[i].idx];
         if (i > 0 && refs[i].key == refs[i - 1].key) {
@@ -1050,11 +1120,19 @@ static enum slots_status recover_into(struct slots_acct *t, const struct slots_p
         }
         if (r->id > t->max_pod_id)
             t->max_pod_id = r->id;
-        if (r->phase == SLOTS_PHASE_SUCCEEDED || r->phase == SLOTS_PHASE_FAILED)
+        if (r->phase == SLOTS_PHASE_SUCCEEDED || r->phase == SLOTS_PHASE_FAILED) {
+            if (t->failed < INT_MAX)
+                t->failed++;
             continue;
+        }
         if ((st = reserve_pod(t, err)) != SLOTS_OK)
             return st;
+        int32_t s = t->free_pod;
         pod_insert(t, r->id, prof_index(t, r->priority), r->phase == SLOTS_PHASE_PENDING);
+        t->pods[s].seen = 1;
+        t->pods[s].req_pass = 0;
+        if (r->phase == SLOTS_PHASE_PENDING && t->timeout > 0)
+            t->pods[s].deadline = (r->created > 0 ? r->created : t->now) + t->timeout;
     }
     return SLOTS_OK;
 }
@@ -1116,6 +1194,9 @@ void slots_totals(const struct slots_acct *a, struct slots_totals *out)
     out->failed_attempts = a->failed;
     out->max_failed_attempts = a->max_failed;
     out->stopped = a->failed >= a->max_failed;
+    out->start_failures = a->start_failures;
+    out->backoff_s = a->backoff;
+    out->wait_until = a->wait_until;
 }
 
 bool slots_priority_at(const struct slots_acct *a, int i, struct slots_priority_info *out)
@@ -1142,4 +1223,205 @@ int slots_pending_ids(const struct slots_acct *a, int prio, int64_t *ids, int ca
         if (n < cap && ids)
             ids[n] = a->pods[s].id;
     return n;
+}
+
+/* ---- the controller's pass ---------------------------------------------------------------- */
+
+void slots_begin_pass(struct slots_acct *a, double now)
+{
+    a->now = now;
+    a->pass++;
+    if (a->pass == 0) /* wrapped: 0 is "recovered"; marks of older passes stay older */
+        a->pass = 1;
+    a->sweep = 0;
+}
+
+enum slots_status slots_add_failed(struct slots_acct *a, int n, struct slots_err *err)
+{
+    if (n < 0) {
+        set_err(err, "failed attempts must be >= 0, got %d", n);
+        return SLOTS_EINVAL;
+    }
+    a->failed = n > INT_MAX - a->failed ? INT_MAX : a->failed + n;
+    return SLOTS_OK;
+}
+
+enum slots_status slots_observe_pod(struct slots_acct *a, const char *name, int prio,
+                                    enum slots_phase phase, double created,
+                                    enum slots_verdict *verdict, struct slots_err *err)
+{
+    if (!name) {
+        set_err(err, "no pod name");
+        return SLOTS_EINVAL;
+    }
+    int64_t id;
+    if (!parse_name(a, name, &id) || prio < 0 || prio > SLOTS_MAX_PRIORITY) {
+        *verdict = SLOTS_DELETE_MALFORMED;
+        if (parse_name(a, name, &id) && id > a->max_pod_id)
+            a->max_pod_id = id;
+        return SLOTS_OK;
+    }
+    int32_t s = pmap_get(a, id);
+    if (s < 0 || a->profs[a->pods[s].prof].priority != prio) {
+        if (id > a->max_pod_id)
+            a->max_pod_id = id;
+        *verdict = SLOTS_DELETE_STALE;
+        return SLOTS_OK;
+    }
+    struct pod *pd = &a->pods[s];
+    if (phase == SLOTS_PHASE_SUCCEEDED || phase == SLOTS_PHASE_FAILED) {
+        pod_drop(a, s);
+        if (a->failed < INT_MAX)
+            a->failed++;
+        *verdict = SLOTS_DELETE_TERMINATED;
+        return SLOTS_OK;
+    }
+    if (!pd->seen) {
+        /* a start succeeded: the cool-down starts from the beginning next time */
+        pd->seen = 1;
+        a->backoff = 0;
+        a->start_failures = 0;
+        if (pd->state == POD_PENDING && a->timeout > 0 && created > 0)
+            pd->deadline = created + a->timeout;
+    }
+    pd->mark = a->pass;
+    *verdict = SLOTS_KEEP;
+    return SLOTS_OK;
+}
+
+bool slots_tm_registered(struct slots_acct *a, const char *name)
+{
+    int64_t id;
+    if (!parse_name(a, name, &id))
+        return false;
+    int32_t s = pmap_get(a, id);
+    if (s < 0 || a->pods[s].state != POD_PENDING)
+        return false;
+    unlink_pending(a, s);
+    a->pods[s].state = POD_REGISTERED;
+    a->pods[s].deadline = 0;
+    a->profs[a->pods[s].prof].registered++;
+    a->registered_total++;
+    return true;
+}
+
+static void count_failed(struct slots_acct *a)
+{
+    if (a->failed < INT_MAX)
+        a->failed++;
+}
+
+bool slots_sweep(struct slots_acct *a, double answered_at, struct slots_event *ev)
+{
+    for (; a->sweep < a->cap_pods; a->sweep++) {
+        int32_t s = a->sweep;
+        struct pod *pd = &a->pods[s];
+        if (pd->state == POD_FREE)
+            continue;
+        enum slots_event_kind kind = 0;
+        if (pd->mark != a->pass && pd->seen)
+            kind = SLOTS_EV_GONE;
+        else if (pd->mark != a->pass && pd->req_pass != a->pass)
+            kind = SLOTS_EV_START_FAILED;
+        else if (pd->mark == a->pass && pd->state == POD_PENDING && pd->deadline > 0 && answered_at >= 0 &&
+                 answered_at >= pd->deadline)
+            kind = SLOTS_EV_TIMEOUT;
+        if (!kind)
+            continue;
+        ev->kind = kind;
+        ev->pod_id = pd->id;
+        ev->priority = a->profs[pd->prof].priority;
+        ev->wait_until = 0;
+        pod_drop(a, s);
+        if (kind == SLOTS_EV_START_FAILED) {
+            a->backoff = a->backoff > 0 ? a->backoff * 2 : a->backoff_first;
+            if (a->backoff > a->backoff_max)
+                a->backoff = a->backoff_max;
+            a->wait_until = a->now + a->backoff;
+            if (a->start_failures < INT_MAX)
+                a->start_failures++;
+            ev->wait_until = a->wait_until;
+        } else {
+            count_failed(a);
+        }
+        ev->failed_attempts = a->failed;
+        ev->stopped = a->failed >= a->max_failed;
+        a->sweep++;
+        return true;
+    }
+    return false;
+}
+
+/* The newest registered pod of prof idx (slab index), -1 when none. */
+static int32_t newest_registered(const struct slots_acct *a, int idx)
+{
+    int32_t best = -1;
+    for (int32_t s = 0; s < a->cap_pods; s++)
+        if (a->pods[s].state == POD_REGISTERED && a->pods[s].prof == idx &&
+            (best < 0 || a->pods[s].id > a->pods[best].id))
+            best = s;
+    return best;
+}
+
+/* Cancels one pod of prof idx: the oldest pending, else the newest registered. */
+static void cancel_one(struct slots_acct *a, int idx, struct slots_outcome *out)
+{
+    struct prof *p = &a->profs[idx];
+    int32_t s = p->head >= 0 ? p->head : newest_registered(a, idx);
+    bool reg = a->pods[s].state == POD_REGISTERED;
+    int64_t id = a->pods[s].id;
+    pod_drop(a, s);
+    outcome_init(out, SLOTS_CANCEL, p);
+    out->pod_id = id;
+    out->was_registered = reg;
+}
+
+enum slots_status slots_demand_step(struct slots_acct *a, const struct slots_resources *profile,
+                                    int64_t demand, struct slots_outcome *out, struct slots_err *err)
+{
+    if (demand < 0 || demand > (int64_t)SLOTS_PODS_LIMIT * SLOTS_MAX_PER_TM) {
+        set_err(err, "demand must be 0..%lld slots", (long long)SLOTS_PODS_LIMIT * SLOTS_MAX_PER_TM);
+        return SLOTS_EINVAL;
+    }
+    int idx;
+    enum slots_status st = lookup(a, profile, true, &idx, err);
+    if (st != SLOTS_OK)
+        return st;
+    /* pods of other priorities (an older profile) are no longer wanted */
+    for (int j = 0; j < a->nprofs; j++)
+        if (j != idx && a->profs[j].pending + a->profs[j].registered > 0) {
+            cancel_one(a, j, out);
+            return SLOTS_OK;
+        }
+    struct prof *p = &a->profs[idx];
+    int64_t want = (demand + p->slots - 1) / p->slots;
+    int64_t have = (int64_t)p->pending + p->registered;
+    if (have > want) {
+        cancel_one(a, idx, out);
+        return SLOTS_OK;
+    }
+    if (have == want) {
+        p->spare = (int)(want * p->slots - demand);
+        outcome_init(out, SLOTS_NONE, p);
+        return SLOTS_OK;
+    }
+    if (a->failed >= a->max_failed) {
+        outcome_init(out, SLOTS_STOPPED, p);
+        return SLOTS_OK;
+    }
+    if (a->now < a->wait_until) {
+        outcome_init(out, SLOTS_WAIT, p);
+        out->wait_until = a->wait_until;
+        return SLOTS_OK;
+    }
+    int64_t id;
+    if ((st = request_pod(a, idx, &id, err)) != SLOTS_OK)
+        return st;
+    p = &a->profs[idx];
+    int32_t s = pmap_get(a, id);
+    if (a->timeout > 0)
+        a->pods[s].deadline = a->now + a->timeout;
+    outcome_init(out, SLOTS_REQUEST, p);
+    out->pod_id = id;
+    return SLOTS_OK;
 }

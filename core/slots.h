@@ -93,6 +93,10 @@ struct slots_config {
     int max_pods;                    /* 0 -> default; 1..SLOTS_PODS_LIMIT */
     slots_alloc_fn alloc;            /* NULL -> realloc/free */
     void *alloc_ud;
+    /* the controller's pass (slots_begin_pass ... slots_demand_step), seconds: */
+    double registration_timeout_s;   /* from a pod's creation to its registration; 0 -> none */
+    double start_backoff_s;          /* first cool-down after a failed start; 0 -> 5 */
+    double start_backoff_max_s;      /* doubling stops here; 0 -> 300 */
 };
 
 struct slots_acct;
@@ -153,7 +157,8 @@ enum slots_action {
     SLOTS_USE_SPARE,    /* a spare slot of a pending pod serves the request */
     SLOTS_SPARE_BACK,   /* a cancelled slot went back to the spare count */
     SLOTS_CANCEL,       /* delete pending pod `pod_id`: all its slots are now unneeded */
-    SLOTS_STOPPED       /* failed attempts reached the maximum: no new pods */
+    SLOTS_STOPPED,      /* failed attempts reached the maximum: no new pods */
+    SLOTS_WAIT          /* a start failed recently: no new pod before `wait_until` */
 };
 
 struct slots_outcome {
@@ -162,6 +167,8 @@ struct slots_outcome {
     int slots;          /* slots per TaskManager of that priority */
     int spare;          /* spare slots of that priority after the call */
     int64_t pod_id;     /* SLOTS_REQUEST / SLOTS_CANCEL, else -1 */
+    bool was_registered; /* SLOTS_CANCEL by slots_demand_step: the pod had registered */
+    double wait_until;  /* SLOTS_WAIT: unix seconds */
 };
 
 /*
@@ -240,14 +247,20 @@ struct slots_pod_record {
     int priority;                            /* 0..SLOTS_MAX_PRIORITY */
     enum slots_phase phase;
     const struct slots_resources *resource;  /* NULL, or binds priority <-> resource */
+    double created;                          /* unix seconds of creation; 0: unknown (now) */
 };
 
 /*
  * Rebuilds the state from existing pods (seed: getWorkerNodesFromPreviousAttempts): pending and
  * registered pods per priority, max pod id = max recovered id, next priority = max recovered
  * priority + 1, and the priority <-> resource map for records that carry a resource.  Spare
- * slots and failed attempts start at 0 (they are not recorded in pods; Flink's job master
- * re-requests its slots after a failover).  Only on an accounting with no pod and no priority.
+ * slots start at 0 (they are not recorded in pods; Flink's job master re-requests its slots after
+ * a failover).  Failed attempts start at the number of Succeeded/Failed records: a TaskManager
+ * pod that ended while no controller watched is counted on start (ours; the seed lost them).
+ * Pending records stay pending with a registration deadline of created + timeout (the
+ * controller's pass passes every live pod as Pending: whether it registered is known from the
+ * JobManager's next answer); recovered pods count as seen.  Only on an accounting with no pod and
+ * no priority.
  * Errors: SLOTS_ESTATE, SLOTS_EINVAL (duplicate id, name/id mismatch, a priority bound to two
  * resources or a resource to two priorities), SLOTS_ELIMIT, SLOTS_ENOMEM.  All or nothing.
  */
@@ -266,6 +279,9 @@ struct slots_totals {
     int failed_attempts;
     int max_failed_attempts;
     bool stopped;
+    int start_failures;         /* starts that failed since the last pod was seen */
+    double backoff_s;           /* the cool-down the last failed start began (0: none) */
+    double wait_until;          /* no new pod before this (unix seconds); 0: none */
 };
 
 void slots_totals(const struct slots_acct *a, struct slots_totals *out);
@@ -290,5 +306,94 @@ bool slots_priority_at(const struct slots_acct *a, int i, struct slots_priority_
  * are in total (may exceed cap), or -1 for an unknown priority.
  */
 int slots_pending_ids(const struct slots_acct *a, int prio, int64_t *ids, int cap);
+
+/*
+ * ---- The controller's pass -------------------------------------------------------------------
+ * One pass per reconcile of a Native cluster, on an accounting that lives as long as the
+ * controller (or is rebuilt by slots_recover after a restart).  Here "pending" means requested
+ * and not yet registered with the JobManager, "registered" that the JobManager lists its
+ * TaskManager (resource id = pod name).  A pass is:
+ *   slots_begin_pass(now)
+ *   slots_observe_pod(...) for every TaskManager pod listed (the cache)
+ *   slots_tm_registered(name) for every TaskManager the JobManager lists (when it answered)
+ *   slots_sweep(...) until false: what happened to pods that were not listed, or timed out
+ *   slots_demand_step(...) until SLOTS_NONE / SLOTS_STOPPED / SLOTS_WAIT: pods to create/delete
+ * Rules (seed: addWorkerNode, removeWorkerNode, checkTMRegistered, startNewWorker,
+ * cancelNewWorker; item 4 of issue 10 for the start cool-down and per-priority demand):
+ *   - a listed pod we do not track, or whose priority label differs: delete (stale); one with a
+ *     malformed name or priority label: delete (malformed); ids still raise the id counter;
+ *   - a tracked pod in phase Succeeded/Failed: dropped, failed attempts + 1, delete it;
+ *   - a tracked pod seen before and no longer listed (deleted by someone): failed attempts + 1;
+ *   - a requested pod never listed by the next pass: its create failed (e.g. HTTP 403 exceeded
+ *     quota): dropped without a failed attempt, and no pod is requested for a cool-down of
+ *     start_backoff_s, doubled per failure up to start_backoff_max_s, reset once a pod is seen;
+ *   - a pending pod whose deadline (creation + registration timeout) is not after the time the
+ *     JobManager answered without listing it: dropped, failed attempts + 1, delete it (a
+ *     JobManager that did not answer times nobody out);
+ *   - demand: pods for the priority of `profile` = ceil(demand / slots per TaskManager), every
+ *     other priority 0; missing pods are requested (unless stopped or cooling down), excess pods
+ *     cancelled, pending ones first (oldest first), then registered ones (newest first).
+ * Failed and missing pods need no separate replacement: the next demand step requests them.
+ */
+void slots_begin_pass(struct slots_acct *a, double now);
+
+/*
+ * Failed attempts carried over from an earlier accounting of the same cluster (the count a
+ * previous controller wrote into the FlinkCluster's status): added to the count, which
+ * saturates at INT_MAX, so a restart does not lift the maxFailedAttempts stop.  n < 0 is
+ * SLOTS_EINVAL.
+ */
+enum slots_status slots_add_failed(struct slots_acct *a, int n, struct slots_err *err);
+
+enum slots_verdict {
+    SLOTS_KEEP = 0,
+    SLOTS_DELETE_STALE,       /* not tracked (cancelled, a previous owner's, foreign) */
+    SLOTS_DELETE_MALFORMED,   /* name not prefix + id, or priority label not 0..max */
+    SLOTS_DELETE_TERMINATED   /* tracked, ended (Succeeded/Failed): counted as failed */
+};
+
+/*
+ * A TaskManager pod listed in this pass: `prio` its priority label (-1 when missing or not a
+ * number), `created` its creation time (unix s, 0 unknown).  *verdict: keep or delete.
+ * Never fails on a bad pod (that is a verdict); errors only for a NULL name (SLOTS_EINVAL).
+ */
+enum slots_status slots_observe_pod(struct slots_acct *a, const char *name, int prio,
+                                    enum slots_phase phase, double created,
+                                    enum slots_verdict *verdict, struct slots_err *err);
+
+/* The JobManager lists the TaskManager `name`: a pending pod becomes registered (true); false
+ * when it is not a pending pod of ours (already registered, unknown, malformed). */
+bool slots_tm_registered(struct slots_acct *a, const char *name);
+
+enum slots_event_kind {
+    SLOTS_EV_GONE = 1,        /* seen before, no longer listed: counted as failed */
+    SLOTS_EV_START_FAILED,    /* requested, never listed: cool-down started */
+    SLOTS_EV_TIMEOUT          /* not registered in time: counted as failed, delete it */
+};
+
+struct slots_event {
+    enum slots_event_kind kind;
+    int64_t pod_id;
+    int priority;
+    int failed_attempts;      /* after the event */
+    bool stopped;
+    double wait_until;        /* SLOTS_EV_START_FAILED: end of the cool-down */
+};
+
+/*
+ * The next event of this pass (see the rules above) into *ev; false when there is none left.
+ * `answered_at`: when the JobManager's TaskManager list used by slots_tm_registered was
+ * fetched (unix s); < 0 when there is none (no timeouts then).
+ */
+bool slots_sweep(struct slots_acct *a, double answered_at, struct slots_event *ev);
+
+/*
+ * One step toward `demand` slots of `profile` (>= 0): SLOTS_REQUEST (pod_id), SLOTS_CANCEL
+ * (pod_id, was_registered), SLOTS_STOPPED, SLOTS_WAIT (wait_until) or SLOTS_NONE (done; spare
+ * is then pods x slots - demand).  Call until it returns one of the last three.
+ * Errors: as slots_priority, SLOTS_EINVAL for a negative demand, SLOTS_ELIMIT.
+ */
+enum slots_status slots_demand_step(struct slots_acct *a, const struct slots_resources *profile,
+                                    int64_t demand, struct slots_outcome *out, struct slots_err *err);
 
 #endif

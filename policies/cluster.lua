@@ -9,7 +9,8 @@
 --   StatefulSet <n>-jobmanager      1 replica, container `jobmanager`
 --   Service     <n>-jobmanager      type from jobManager.accessScope
 --   Ingress     <n>-jobmanager      only with jobManager.ingress
---   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management
+--   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management (mode
+--                                   StatefulSet; mode Native has none: see taskmanager_pod)
 --   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
 -- Every object: labels app=flink, cluster=<n>, the cluster's namespace (when it has one) and a
 -- controller ownerReference to the FlinkCluster, so Kubernetes deletes them with it.
@@ -22,6 +23,7 @@
 -- accessScope, a flinkProperties option that cannot be written to the legacy flink-conf.yaml.
 -- The ControllerRevision history is the reconciler's, not this policy's.
 local util = require("fc.util")
+local profile = require("fc.profile")
 local confighash = require("lib.confighash")
 local names = require("lib.names")
 local flinkconf = require("lib.flinkconf")
@@ -87,30 +89,41 @@ local function pod_annotations(user, config_hash)
   return util.merge(user, { [confighash.ANNOTATION] = config_hash })
 end
 
---- StatefulSet of a component ("jobmanager" with spec.jobManager, "taskmanager" with
--- spec.taskManager). Pods: init containers (inheriting the component's volumeMounts), the
--- Flink container, then the sidecars; the selector is the fixed component labels.
--- `config_hash`: the hash of the ConfigMap files the Flink processes read.
-local function component_statefulset(c, component, comp, config_hash)
+--- Pod template of a component ("jobmanager" with spec.jobManager, "taskmanager" with
+-- spec.taskManager): init containers (inheriting the component's volumeMounts), the Flink
+-- container (`adjust(container)` may change it), then the sidecars; labels = the fixed
+-- component labels plus podLabels. `config_hash`: the hash of the ConfigMap files the Flink
+-- processes read. `extra`: more pod spec fields.
+local function component_template(c, component, comp, config_hash, adjust, extra)
   local n, spec = c.metadata.name, c.spec
-  local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
   local shared = pods.shared(n, spec)
-  local selector = names.component_labels(n, component)
-  local containers = { flink_container(c, component, comp, shared) }
+  local flink = flink_container(c, component, comp, shared)
+  if adjust then adjust(flink) end
+  local containers = { flink }
   for _, s in ipairs(comp.sidecars or {}) do containers[#containers + 1] = s end
-  local template = pods.template {
+  local fields = {
+    nodeSelector = util.nonempty(comp.nodeSelector),
+    tolerations = util.nonempty(comp.tolerations),
+    securityContext = util.nonempty(comp.securityContext),
+  }
+  for k, v in pairs(extra or {}) do fields[k] = v end
+  return pods.template {
     cluster_spec = spec,
-    labels = names.pod_labels(selector, comp.podLabels),
+    labels = names.pod_labels(names.component_labels(n, component), comp.podLabels),
     annotations = pod_annotations(comp.podAnnotations, config_hash),
     init = pods.init_containers(comp.initContainers, comp.volumeMounts),
     containers = containers,
     volumes = pods.merge_by("name", shared.volumes, comp.volumes),
-    extra = {
-      nodeSelector = util.nonempty(comp.nodeSelector),
-      tolerations = util.nonempty(comp.tolerations),
-      securityContext = util.nonempty(comp.securityContext),
-    },
+    extra = fields,
   }
+end
+
+--- StatefulSet of a component; the selector is the fixed component labels.
+local function component_statefulset(c, component, comp, config_hash)
+  local n, spec = c.metadata.name, c.spec
+  local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
+  local selector = names.component_labels(n, component)
+  local template = component_template(c, component, comp, config_hash)
   local sts_spec = {
     replicas = comp.replicas,
     serviceName = name,
@@ -253,27 +266,74 @@ local function job_submitter(c, config_hash)
   }
 end
 
+-- The hash of the ConfigMap files the Flink processes read: every file but the submit script
+-- (which changes with each submission's fromSavepoint and must not restart them).
+local function flink_config_hash(cm)
+  return confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
+end
+
 --- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy).
 function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
   local c = values.without_nulls(input.cluster)
   local spec = c.spec
   local cm = configmap(c)
-  -- the Flink processes read every file but the submit script (only the submitter runs it: a
-  -- change of noLoggingToStdout must not restart them)
-  local flink_hash = confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
+  local flink_hash = flink_config_hash(cm)
   local objects = {
     cm,
     component_statefulset(c, "jobmanager", spec.jobManager, flink_hash),
     jobmanager_service(c),
   }
   if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c) end
-  objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash)
+  if spec.taskManager.mode ~= "Native" then
+    objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash)
+  end
   if spec.job then objects[#objects + 1] = job_submitter(c, confighash.of(cm.data)) end
   -- One copy at the end, so the pieces above may share tables (selector labels, the user's
   -- envFrom, module constants): no table appears twice in the output, and none is the
   -- input's or this module's, since callers may normalize the output in place.
   return { objects = util.deepcopy(objects) }
+end
+
+--- Environment variable with the pod's own name (downward API, metadata.name): the TaskManager's
+-- resource id, so that the JobManager's /taskmanagers lists it under its pod name.
+cluster_policy.POD_NAME_ENV = "FLINK_POD_NAME"
+
+--- Hook for mode Native: the pod of one TaskManager.
+-- taskmanager_pod({cluster = <defaulted FlinkCluster>, slots = <slots per TaskManager>,
+--   resource = <one slot's resource, fc.slots shape: {cpu_cores, memory_mib, extended}>})
+--   -> {object = <Pod>}
+-- The framework (lua/fc/taskmanagers.lua) names each pod <n>-taskmanager-<id> and adds the
+-- `priority` label and the resource annotation it rebuilds its state from after a restart; the
+-- rest is this pod: the TaskManager container of the StatefulSet's template with
+--   - resources = slots x the profile (fc.profile.container_resources; extended resources such
+--     as nvidia.com/gpu as limits), replacing taskManager.resources;
+--   - args: taskmanager.resource-id = the pod's name (Kubernetes expands $(FLINK_POD_NAME) in
+--     args), taskmanager.numberOfTaskSlots = slots, and Flink's external-resource options for
+--     the extended resources (fc.profile.flink_external), as -D dynamic options, which override
+--     flink-conf.yaml;
+--   - restartPolicy Never: a TaskManager that exits leaves a Failed pod, which the framework
+--     counts and replaces (as Flink's native Kubernetes mode does);
+-- labels app, cluster, component=taskmanager, owned by the FlinkCluster.
+function cluster_policy.taskmanager_pod(input)
+  local c = values.without_nulls(input.cluster)
+  local n, tm = c.metadata.name, c.spec.taskManager
+  local slots, res = input.slots, input.resource
+  local function adjust(container)
+    container.resources = profile.container_resources(res, slots)
+    container.env = container.env or {}
+    table.insert(container.env, 1, { name = cluster_policy.POD_NAME_ENV,
+      valueFrom = { fieldRef = { fieldPath = "metadata.name" } } })
+    local args = { "taskmanager",
+      "-Dtaskmanager.resource-id=$(" .. cluster_policy.POD_NAME_ENV .. ")",
+      "-Dtaskmanager.numberOfTaskSlots=" .. math.tointeger(slots) }
+    for _, kv in ipairs(profile.flink_external(res, slots)) do args[#args + 1] = "-D" .. kv[1] .. "=" .. kv[2] end
+    container.args = args
+  end
+  local template = component_template(c, "taskmanager", tm, flink_config_hash(configmap(c)), adjust,
+    { restartPolicy = "Never" })
+  local meta = names.metadata(c, names.taskmanager(n), template.metadata.labels, template.metadata.annotations)
+  return { object = util.deepcopy({ apiVersion = "v1", kind = "Pod", metadata = meta, spec = template.spec }) }
 end
 
 return cluster_policy

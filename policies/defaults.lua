@@ -32,6 +32,13 @@ local is_null, is_object = values.is_null, values.is_object
 --   hadoopConfig, only when present{mountPath /etc/hadoop/conf (the original operator's)},
 --   revisionHistoryLimit 10, recreateOnUpdate true.
 defaults.SPEC_SCHEMA = require("fc.crd").schema.properties.spec
+--- Native TaskManagers (spec.taskManager.mode Native) only, so not a CRD `default:` (the CRD
+-- cannot default by another field's value): failed pods (terminated, or not registered in time)
+-- before no more are started (ours; Flink's old resource manager had such a limit, without a
+-- fixed default here), and seconds from a pod's creation to its registration with the
+-- JobManager, Flink's own `taskmanager.registration.timeout` default (5 min).
+defaults.NATIVE_MAX_FAILED_ATTEMPTS = 10
+defaults.NATIVE_REGISTRATION_TIMEOUT_SECONDS = 300
 
 -- t[k] = v when t[k] is unset (absent or null).
 local function fill(t, k, v)
@@ -76,7 +83,9 @@ end
 -- becomes {} (so that validate names the required field inside it); a null spec.job is
 -- removed (a session cluster). metadata (name, namespace) is not defaulted: kubectl and the
 -- API server fill the namespace from the request. A non-object `cluster` or `spec` comes back
--- unchanged.
+-- unchanged. With spec.taskManager.mode Native also maxFailedAttempts 10 and
+-- registrationTimeoutSeconds 300 (mode itself is not filled: an absent mode is StatefulSet, and an
+-- existing manifest keeps its defaulted spec, hence its revision, unchanged).
 function defaults.apply(cluster)
   local out = util.deepcopy(cluster)
   if not is_object(out) then return out end
@@ -92,6 +101,12 @@ function defaults.apply(cluster)
   local image = spec.image
   if is_object(image) and type(image.name) == "string" and image.name ~= "" then
     fill(image, "pullPolicy", defaults.pull_policy(image.name))
+  end
+
+  local tm = spec.taskManager
+  if is_object(tm) and tm.mode == "Native" then
+    fill(tm, "maxFailedAttempts", defaults.NATIVE_MAX_FAILED_ATTEMPTS)
+    fill(tm, "registrationTimeoutSeconds", defaults.NATIVE_REGISTRATION_TIMEOUT_SECONDS)
   end
   return out
 end

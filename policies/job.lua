@@ -273,7 +273,7 @@ end
 local function all_ready(components)
   local function ready(c) return c and c.state == "Ready" end
   return ready(components.jobManagerStatefulSet) and ready(components.jobManagerService)
-    and ready(components.taskManagerStatefulSet)
+    and ready(components.taskManagers or components.taskManagerStatefulSet)
 end
 
 --- job.decide(input) -> decision

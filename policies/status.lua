@@ -7,15 +7,27 @@ local names = require("lib.names")
 
 local status = {}
 
---- The three components whose readiness makes the cluster state (API "Behaviour").
+--- The three components whose readiness makes the cluster state (API "Behaviour"); with
+-- taskManager.mode Native the TaskManagers are `taskManagers` instead of the StatefulSet.
 status.COUNTED = { "jobManagerStatefulSet", "jobManagerService", "taskManagerStatefulSet" }
+status.COUNTED_NATIVE = { "jobManagerStatefulSet", "jobManagerService", "taskManagers" }
 
 -- Components each cleanup action removes.
 local CLEANED = {
   DeleteCluster = { configMap = true, jobManagerStatefulSet = true, jobManagerService = true,
-    jobManagerIngress = true, taskManagerStatefulSet = true },
-  DeleteTaskManager = { taskManagerStatefulSet = true },
+    jobManagerIngress = true, taskManagerStatefulSet = true, taskManagers = true },
+  DeleteTaskManager = { taskManagerStatefulSet = true, taskManagers = true },
 }
+
+--- status.native_state(tms, cleaned) -> "Ready" | "NotReady" | "Deleted" for mode Native's
+-- TaskManagers (`tms` = the framework's counts, see components): Ready when the TaskManagers
+-- registered with the JobManager offer every slot of the demand; Deleted when a cleanup removed
+-- them and no pod is left.
+function status.native_state(tms, cleaned)
+  if cleaned and tms.pods == 0 then return "Deleted" end
+  if tms.demand > 0 and tms.registered * tms.slotsPerTaskManager >= tms.demand then return "Ready" end
+  return "NotReady"
+end
 
 --- status.statefulset_state(obj) -> "Ready" | "Updating" | "NotReady".
 -- Ready when status.readyReplicas == spec.replicas (default 1; readyReplicas is omitted when 0)
@@ -71,11 +83,14 @@ local function ingress_urls(ing)
 end
 
 --- status.components(input) -> {configMap=, jobManagerStatefulSet=, jobManagerService=,
---   jobManagerIngress= (only when an Ingress is desired or observed), taskManagerStatefulSet=},
+--   jobManagerIngress= (only when an Ingress is desired or observed), taskManagerStatefulSet= or,
+--   with taskManager.mode Native, taskManagers=},
 -- each {name=, state="NotReady"|"Ready"|"Updating"|"Deleted"} (+ nodePort for the Service,
--- urls for the Ingress).
+-- urls for the Ingress; taskManagers adds the framework's counts: pods, registered,
+-- slotsPerTaskManager, demand, failedAttempts, maxFailedAttempts).
 -- input: {cluster=<defaulted>, children=<observed {kind={name=obj}}>, desired=<{kind={name=obj}}>,
---   cleanup=<"DeleteCluster"|"DeleteTaskManager"|"">}.
+--   cleanup=<"DeleteCluster"|"DeleteTaskManager"|"">, taskmanagers=<mode Native: {pods=,
+--   registered=, slotsPerTaskManager=, demand=, failedAttempts=, maxFailedAttempts=}>}.
 -- A component the cleanup removes is Deleted once it is gone; otherwise an absent one is NotReady.
 function status.components(input)
   local n = input.cluster.metadata.name
@@ -97,7 +112,13 @@ function status.components(input)
   end
   one("configMap", "ConfigMap", names.configmap(n), function() return "Ready" end)
   one("jobManagerStatefulSet", "StatefulSet", names.jobmanager(n), status.statefulset_state)
-  one("taskManagerStatefulSet", "StatefulSet", names.taskmanager(n), status.statefulset_state)
+  if input.taskmanagers then
+    local c = util.deepcopy(input.taskmanagers)
+    c.name, c.state = names.taskmanager(n), status.native_state(input.taskmanagers, cleaned.taskManagers)
+    out.taskManagers = c
+  else
+    one("taskManagerStatefulSet", "StatefulSet", names.taskmanager(n), status.statefulset_state)
+  end
   local svc = one("jobManagerService", "Service", names.jobmanager(n), status.service_state)
   if svc then out.jobManagerService.nodePort = node_port(svc) end
   local ing_name = names.jobmanager(n)
@@ -127,7 +148,8 @@ function status.compute(input)
   local comps = util.deepcopy(input.components)
   comps.job = input.job
   local ready, remaining, missing, rolling = 0, 0, {}, false
-  for _, key in ipairs(status.COUNTED) do
+  local counted = comps.taskManagers and status.COUNTED_NATIVE or status.COUNTED
+  for _, key in ipairs(counted) do
     local c = comps[key]
     if c.state == "Ready" then ready = ready + 1 else missing[#missing + 1] = key .. " " .. c.state end
     if c.state ~= "Deleted" then remaining = remaining + 1 end
@@ -135,7 +157,7 @@ function status.compute(input)
   end
   local state
   if input.cleanup and input.cleanup ~= "" then
-    if remaining == #status.COUNTED then
+    if remaining == #counted then
       state = "Stopping"
     elseif remaining > 0 then
       state = "PartiallyStopped"
@@ -144,7 +166,7 @@ function status.compute(input)
     end
   elseif input.updating or (rolling and old.state ~= nil and old.state ~= "Creating") then
     state = "Updating"
-  elseif ready == #status.COUNTED then
+  elseif ready == #counted then
     state = "Running"
   elseif old.state == nil or old.state == "Creating" then
     state = "Creating"

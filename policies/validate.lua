@@ -12,6 +12,7 @@
 -- lowercase. Unknown fields of the FlinkCluster's own structure are warnings; embedded
 -- Kubernetes types (volumes, containers, resources, securityContext, tolerations, ...) are
 -- checked only for their JSON type, except the quantities in `resources`.
+local profile = require("fc.profile")
 local quantity = require("fc.quantity")
 local util = require("fc.util")
 local values = require("lib.values")
@@ -27,6 +28,9 @@ local is_null, is_integer, is_object, is_list = values.is_null, values.is_intege
 
 validate.API_VERSION = "flinkoperator.k8s.io/v1beta1"
 validate.KIND = "FlinkCluster"
+--- Fields of spec.taskManager that only mode Native reads.
+validate.NATIVE_FIELDS = { "resourceProfile", "maxPerTaskManager", "maxFailedAttempts",
+  "registrationTimeoutSeconds", "slots" }
 --- Kubernetes' limit for DNS labels and label values (apimachinery util/validation).
 validate.MAX_LABEL = 63
 --- A StatefulSet's pods carry `controller-revision-hash: <statefulset>-<hash>` with a hash of
@@ -360,6 +364,44 @@ local function check_job(job, creating, add)
   end
 end
 
+-- Mode Native: the slot demand (spec.taskManager.slots for a session cluster; a job cluster's
+-- is spec.job.parallelism) and resource shapes fc.profile can read; extended resources must
+-- come out whole per pod (Kubernetes takes no fractional extended resources). Types, the mode's
+-- enum and the minimums are the schema's (deploy/crd.yaml).
+local function check_native(tm, is_job, add, warn)
+  if is_job and not is_null(tm.slots) then
+    add("spec.taskManager.slots", "only for a session cluster: a job cluster's demand is spec.job.parallelism")
+  elseif not is_job and is_null(tm.slots) then
+    add("spec.taskManager.slots", "is required with mode Native for a session cluster")
+  end
+  if not is_null(tm.replicas) then
+    warn("spec.taskManager.replicas", "ignored with mode Native: the slot demand sets the pods")
+  end
+  -- only shapes whose parts have the right JSON types (the type walk reports the others)
+  for _, k in ipairs({ "resourceProfile", "maxPerTaskManager" }) do
+    local shape = tm[k]
+    if not is_null(shape) and (not is_object(shape) or not quantity.valid(shape.cpu or 0)
+        or not quantity.valid(shape.memory or 0)) then
+      return
+    end
+  end
+  local p, errors = profile.of(tm)
+  for _, e in ipairs(errors or {}) do
+    -- the type walk already reports malformed and negative quantities
+    if not (e.message:find("^invalid quantity") or e.message == "must not be negative") then
+      add(e.path, e.message)
+    end
+  end
+  if not p then return end
+  for name, a in pairs(p.profile.extended) do
+    local total = a * p.slots
+    if math.abs(total - math.floor(total + 0.5)) > 1e-9 then
+      add("spec.taskManager.resourceProfile.extendedResources[" .. name .. "]",
+        string.format("%s per slot x %d slots per TaskManager is not a whole number", show(a), p.slots))
+    end
+  end
+end
+
 -- spec.flinkVersion and the flinkProperties the version no longer knows (lib.flinkversion,
 -- lib.flinkremoved): an unreadable version is an error; a version that contradicts the image
 -- tag, and each flinkProperties key Flink 2 removed (left out of config.yaml), a warning.
@@ -397,6 +439,18 @@ local function check_spec(spec, creating, add, warn)
       check_memory(comp, "spec." .. c[1], add, warn)
     end
   end
+
+  local tm = obj(spec.taskManager)
+  if tm and tm.mode == "Native" then
+    check_native(tm, obj(spec.job) ~= nil, add, warn)
+  elseif tm then
+    -- the CRD's CEL rule says the same: replicas is required in mode StatefulSet only
+    if is_null(tm.replicas) then add("spec.taskManager.replicas", "is required") end
+    for _, k in ipairs(validate.NATIVE_FIELDS) do
+      if not is_null(tm[k]) then warn("spec.taskManager." .. k, "used only with mode Native: ignored") end
+    end
+  end
+
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
   -- GCP: mountPath is the directory the key Secret is mounted at (the original operator refuses

@@ -88,8 +88,10 @@ describe("deploy/rbac.yaml", function()
     for _, e in ipairs(kinds.CHILDREN) do
       -- "apps/v1" -> "apps", "v1" -> "" (the core group)
       local group = e.apiVersion:match("^(.+)/[^/]+$") or ""
-      -- policies may produce it: the whole lifecycle; else read and watch only
-      children[#children + 1] = expand(group, { e.resource }, e.apply and CRUD or { "get", "list", "watch" })
+      -- policies may produce it: the whole lifecycle; the framework creates (by apply: patch) and
+      -- deletes it (native): those; else read and watch only
+      children[#children + 1] = expand(group, { e.resource }, e.apply and CRUD
+        or e.native and { "get", "list", "watch", "create", "patch", "delete" } or { "get", "list", "watch" })
     end
     local want = concat(
       expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
@@ -99,7 +101,7 @@ describe("deploy/rbac.yaml", function()
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(60, #want)
+    assert.are.equal(63, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 

@@ -401,3 +401,212 @@ describe("slots accounting", function()
     end)
   end)
 end)
+
+-- The controller's pass (slots.h, "The controller's pass"): what fc.taskmanagers calls on every
+-- reconcile of a Native cluster.
+describe("fc.slots: the controller's pass", function()
+  local P = { cpu_cores = 1, memory_mib = 2048 } -- 2 slots per TaskManager under PMAX
+  local PMAX = { cpu_cores = 2, memory_mib = 4096 }
+  local function acct(opts)
+    local o = { max = PMAX, name_prefix = "wc-taskmanager-", max_failed_attempts = 3,
+      registration_timeout_seconds = 60, start_backoff_seconds = 5, start_backoff_max_seconds = 20 }
+    for k, v in pairs(opts or {}) do o[k] = v end
+    return slots.new(o)
+  end
+  local function names(actions, kind)
+    local out = {}
+    for _, a in ipairs(actions) do
+      if a.action == kind then out[#out + 1] = a.pod_name end
+    end
+    return out
+  end
+  -- one pass listing `pods` ({name, priority, phase, created}) with an optional JobManager answer
+  local function pass(a, now, pods, registered, answered_at)
+    a:begin_pass(now)
+    local verdicts = {}
+    for _, p in ipairs(pods) do verdicts[p[1]] = a:observe_pod(p[1], p[2], p[3] or "Running", p[4] or now) end
+    for _, n in ipairs(registered or {}) do a:tm_registered(n) end
+    return verdicts, a:sweep(answered_at)
+  end
+
+  it("requests ceil(demand / slots) pods and keeps the odd slot spare", function()
+    local a = acct()
+    a:begin_pass(100)
+    local actions, final = a:demand(P, 7)
+    assert.same({ "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3", "wc-taskmanager-4" },
+      names(actions, "request"))
+    assert.same({ action = "none", priority = 0, slots = 2, spare = 1 }, final)
+    assert.equal(0, actions[1].priority)
+  end)
+
+  it("cancels pending pods first, oldest first, then registered ones newest first", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 8)
+    pass(a, 101, { { "wc-taskmanager-1", 0 }, { "wc-taskmanager-2", 0 }, { "wc-taskmanager-3", 0 },
+      { "wc-taskmanager-4", 0 } }, { "wc-taskmanager-1", "wc-taskmanager-4" }, 101)
+    local actions = a:demand(P, 3)
+    assert.same({ "wc-taskmanager-2", "wc-taskmanager-3" }, names(actions, "cancel"))
+    assert.is_false(actions[1].was_registered)
+    actions = a:demand(P, 0)
+    assert.same({ "wc-taskmanager-4", "wc-taskmanager-1" }, names(actions, "cancel"))
+    assert.is_true(actions[1].was_registered)
+  end)
+
+  it("gives verdicts on listed pods: keep, stale, malformed, terminated", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 4)
+    local v, events = pass(a, 101, {
+      { "wc-taskmanager-1", 0 }, { "wc-taskmanager-2", 0, "Failed" },
+      { "wc-taskmanager-7", 0 },          -- never requested (a previous controller's, cancelled)
+      { "wc-taskmanager-1x", 0 },         -- not prefix + id
+      { "wc-taskmanager-8", nil },        -- priority label missing or not a number
+      { "wc-taskmanager-1", 5 } })        -- a priority nobody gave it: listed again, stale
+    assert.equal("terminated", v["wc-taskmanager-2"])
+    assert.equal("stale", v["wc-taskmanager-7"])
+    assert.equal("malformed", v["wc-taskmanager-1x"])
+    assert.equal("malformed", v["wc-taskmanager-8"])
+    assert.equal("stale", v["wc-taskmanager-1"])
+    assert.same({}, events)
+    local snap = a:snapshot()
+    assert.equal(1, snap.failed_attempts)
+    assert.equal(8, snap.max_pod_id)      -- ids of stale and malformed pods are never reused
+    local actions = a:demand(P, 4)
+    assert.same({ "wc-taskmanager-9" }, names(actions, "request"))
+  end)
+
+  it("replaces a pod that disappeared and counts it as failed", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 4)
+    pass(a, 101, { { "wc-taskmanager-1", 0 }, { "wc-taskmanager-2", 0 } })
+    local _, events = pass(a, 102, { { "wc-taskmanager-2", 0 } })
+    assert.same({ { kind = "gone", pod_name = "wc-taskmanager-1", priority = 0, failed_attempts = 1,
+      stopped = false } }, events)
+    assert.same({ "wc-taskmanager-3" }, names((a:demand(P, 4)), "request"))
+  end)
+
+  it("times out a pod not registered by creation + timeout, only against a JobManager answer", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 4)
+    local pods = { { "wc-taskmanager-1", 0, "Running", 100 }, { "wc-taskmanager-2", 0, "Running", 130 } }
+    local _, events = pass(a, 170, pods)
+    assert.same({}, events)                         -- no answer: nobody is timed out
+    _, events = pass(a, 171, pods, {}, 159)
+    assert.same({}, events)                         -- the answer predates the deadline (160)
+    _, events = pass(a, 172, pods, { "wc-taskmanager-2" }, 171)
+    assert.equal(1, #events)
+    assert.same({ "timeout", "wc-taskmanager-1", 1 }, { events[1].kind, events[1].pod_name, events[1].failed_attempts })
+    _, events = pass(a, 400, { pods[2] }, {}, 399)  -- registered: no deadline any more
+    assert.same({}, events)
+  end)
+
+  it("cools down after a failed start, doubling to the maximum, and resets once a pod is seen", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 2)                                        -- pod 1: its create is refused
+    local _, events = pass(a, 101, {})
+    assert.same({ { kind = "start_failed", pod_name = "wc-taskmanager-1", priority = 0, failed_attempts = 0,
+      stopped = false, wait_until = 106 } }, events)
+    local actions, final = a:demand(P, 2)
+    assert.same({}, actions)
+    assert.same({ "wait", 106 }, { final.action, final.wait_until })
+    local waits = {}
+    for i, now in ipairs({ 106, 117, 138, 159 }) do
+      a:begin_pass(now)
+      a:demand(P, 2)                                      -- pod 1 + i, refused again
+      _, events = pass(a, now + 1, {})
+      waits[i] = events[1].wait_until - (now + 1)
+    end
+    assert.same({ 10, 20, 20, 20 }, waits)
+    assert.equal(5, a:snapshot().start_failures)
+    a:begin_pass(200)
+    a:demand(P, 2)
+    pass(a, 201, { { "wc-taskmanager-6", 0 } })
+    local snap = a:snapshot()
+    assert.same({ 0, 0 }, { snap.start_failures, snap.backoff_seconds })
+    assert.equal(0, snap.failed_attempts)                 -- refused creates are not failed pods
+  end)
+
+  it("stops starting pods at max_failed_attempts and says so", function()
+    local a = acct({ max_failed_attempts = 2 })
+    a:begin_pass(100)
+    a:demand(P, 2)
+    local _, events = pass(a, 101, { { "wc-taskmanager-1", 0, "Failed" } })
+    assert.same({}, events)
+    a:demand(P, 2)
+    _, events = pass(a, 102, { { "wc-taskmanager-2", 0, "Succeeded" } })
+    assert.same({}, events)
+    local actions, final = a:demand(P, 2)
+    assert.same({}, actions)
+    assert.equal("stopped", final.action)
+    assert.is_true(a:snapshot().stopped)
+  end)
+
+  it("moves to a new priority when the profile changes: the old pods go", function()
+    local a = acct()
+    a:begin_pass(100)
+    a:demand(P, 2)
+    pass(a, 101, { { "wc-taskmanager-1", 0 } })
+    local actions = a:demand({ cpu_cores = 2, memory_mib = 4096 }, 2)
+    assert.same({ "wc-taskmanager-1" }, names(actions, "cancel"))
+    assert.same({ "wc-taskmanager-2", "wc-taskmanager-3" }, names(actions, "request"))
+    assert.equal(1, actions[2].priority)
+  end)
+
+  it("recovers after a restart: creates nothing that exists, counts pods that ended, keeps priorities", function()
+    local a = acct()
+    a:begin_pass(1000)
+    a:recover {
+      { name = "wc-taskmanager-3", id = 3, priority = 4, phase = "Pending", created = 900, resource = P },
+      { name = "wc-taskmanager-5", id = 5, priority = 4, phase = "Pending", created = 990, resource = P },
+      { name = "wc-taskmanager-4", id = 4, priority = 4, phase = "Failed", created = 950, resource = P },
+    }
+    local snap = a:snapshot()
+    assert.same({ 1, 5, 5 }, { snap.failed_attempts, snap.max_pod_id, snap.next_priority })
+    local actions, final = a:demand(P, 4)
+    assert.same({}, actions)                              -- priority 4 is P's: the pods serve it
+    assert.same({ "none", 4 }, { final.action, final.priority })
+    -- pending (as the controller recovers every live pod) until the JobManager lists them;
+    -- deadline = created + 60
+    local _, events = pass(a, 1001, { { "wc-taskmanager-3", 4, "Running", 900 },
+      { "wc-taskmanager-5", 4, "Running", 990 } }, { "wc-taskmanager-5" }, 1000)
+    assert.same({ "timeout", "wc-taskmanager-3" }, { events[1].kind, events[1].pod_name })
+    assert.same({ "wc-taskmanager-6" }, names((a:demand(P, 4)), "request"))
+  end)
+
+  it("recovers from no pods at all (a new cluster)", function()
+    local a = acct()
+    a:begin_pass(10)
+    a:recover {}
+    assert.same({ 0, 0 }, { a:snapshot().max_pod_id, a:snapshot().failed_attempts })
+    assert.equal(2, #(a:demand(P, 3)))
+  end)
+
+  it("carries failed attempts over with add_failed", function()
+    local a = acct({ max_failed_attempts = 3 })
+    a:add_failed(2)
+    assert.same({ 2, false }, { a:snapshot().failed_attempts, a:snapshot().stopped })
+    a:add_failed(1)
+    assert.is_true(a:snapshot().stopped)
+    a:begin_pass(1)
+    assert.equal("stopped", select(2, a:demand(P, 1)).action)
+    raises("slots.add_failed: n must be an integer", a.add_failed, a, -1)
+  end)
+
+  it("raises slots.<function>: <reason> on bad input", function()
+    local a = acct()
+    raises("slots.demand: demand must be an integer >= 0", a.demand, a, P, -1)
+    raises("slots.demand: resource must be a table", a.demand, a, nil, 1)
+    raises("slots.observe_pod: phase must be", a.observe_pod, a, "wc-taskmanager-1", 0, "Gone")
+    raises("slots.observe_pod: priority must be an integer or nil", a.observe_pod, a, "wc-taskmanager-1", "0")
+    raises("slots.begin_pass: now must be a number", a.begin_pass, a, "now")
+    raises("slots.sweep: answered_at must be 0..1e12", a.sweep, a, -3)
+    raises("slots.new: registration_timeout_seconds must be a number of seconds", slots.new,
+      { max = PMAX, registration_timeout_seconds = -1 })
+    raises("slots.recover: pods[1].created must be a number", a.recover, a,
+      { { id = 1, priority = 0, phase = "Running", created = "yesterday" } })
+  end)
+end)

@@ -22,6 +22,7 @@
 --                                              {"targetDirectory", "drain": false, "triggerId": id}
 --   savepoint_status id, job_id                GET /jobs/<job_id>/savepoints/<id> (savepoint or stop)
 --   cancel          job_id                     PATCH /jobs/<job_id>?mode=cancel
+--   list_taskmanagers                          GET /taskmanagers (Native TaskManagers: who registered)
 --   upload_jar      id, jar_url [, max_bytes, timeout_seconds]
 --                                              POST /jars/upload: the core downloads jar_url
 --                                              (http or https, at most max_bytes, within
@@ -111,6 +112,9 @@ local REQUEST = {
     local jid = need(i, "job_id", HEX32)
     return "cancel/" .. jid, "PATCH", "/jobs/" .. jid .. "?mode=cancel"
   end,
+  list_taskmanagers = function()
+    return "list_taskmanagers", "GET", "/taskmanagers"
+  end,
   upload_jar = function(i)
     local id, url = need(i, "id", HEX32), need(i, "jar_url", HTTP_URL)
     local timeout = opt_int(i, "timeout_seconds") or flink.JAR_TIMEOUT_SECONDS
@@ -196,7 +200,8 @@ local function utf8_cut(s, n)
 end
 
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
---   operations={<trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}}}
+--   operations={<trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}},
+--   taskmanagers={ids=, time=} (only once answered)}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}}}.
 --   list_jobs: 2xx with a `jobs` list -> reachable=true, jobs=that list; else reachable=false.
@@ -213,6 +218,8 @@ end
 --     exceptionName>, stacktrace=<its stacktrace, else root-exception, at most EXCEPTION_MAX
 --     bytes>, time}; else {error, time}.
 --   cancel: nothing (the job list tells).
+--   list_taskmanagers: 2xx with a `taskmanagers` list -> taskmanagers = {ids=<their `id`s, the
+--     TaskManagers' resource ids>, time}; else nothing (a registration is judged only from an answer).
 --   upload_jar / run_jar: submissions[id] = {upload={jar_id=<last path component of the
 --     answer's filename> | error=, http=, time}, run={job_id=<the answer's jobid> | error=, http=,
 --     time}}.
@@ -268,6 +275,14 @@ function flink.view(raw)
         e.error = error_text(a, doc)
       end
       v.exceptions[intent.job_id] = e
+    elseif kind == "list_taskmanagers" then
+      if ok and doc and type(doc.taskmanagers) == "table" then
+        local tm_ids = {}
+        for _, t in ipairs(doc.taskmanagers) do
+          if type(t) == "table" and type(t.id) == "string" then tm_ids[#tm_ids + 1] = t.id end
+        end
+        v.taskmanagers = { ids = tm_ids, time = time }
+      end
     elseif (kind == "upload_jar" or kind == "run_jar") and type(intent.id) == "string" then
       local sub = v.submissions[intent.id] or {}
       local step = { time = time }

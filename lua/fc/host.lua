@@ -13,8 +13,8 @@ local BASE = {
   "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal", "rawget", "rawlen",
   "rawset", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION",
 }
-local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true, ["fc.yaml"] = true,
-  ["fc.crd"] = true }
+local MODULES = { ["fc.util"] = true, ["fc.quantity"] = true, ["fc.slots"] = true, ["fc.profile"] = true,
+  ["fc.yaml"] = true, ["fc.crd"] = true }
 -- Framework modules that run as trusted code (the C host preloads them): loaded by the real
 -- require, not inside the policy's environment.
 local TRUSTED = { ["fc.yaml"] = true }
@@ -95,7 +95,7 @@ local function new_env(label)
       chunkname = "@lib/" .. name:sub(5) .. ".lua"
     else
       error("require: module '" .. name .. "' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.yaml, fc.crd, lib.<name>)", 2)
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", 2)
     end
     local text, err = read_file(path)
     if not text then error("require: cannot open " .. tostring(err), 2) end

@@ -19,7 +19,9 @@
 --     batch/v1 Job's pod template, apps/v1 ControllerRevision's data);
 --   pods = true: its pod template runs the Flink processes (recreateOnUpdate, held templates);
 --   by_label = true: found by the `cluster` label rather than by ownerReference (pods belong to
---     their StatefulSet or Job).
+--     their StatefulSet or Job);
+--   native = true: the framework itself creates (server-side apply) and deletes them: Native
+--     TaskManager pods (lua/fc/taskmanagers.lua); policies still may not produce them.
 local kinds = {}
 
 kinds.CHILDREN = {
@@ -31,7 +33,7 @@ kinds.CHILDREN = {
   { kind = "Job", apiVersion = "batch/v1", resource = "jobs", apply = true, delete = true, create_only = true },
   { kind = "ControllerRevision", apiVersion = "apps/v1", resource = "controllerrevisions", apply = true,
     create_only = true },
-  { kind = "Pod", apiVersion = "v1", resource = "pods", by_label = true },
+  { kind = "Pod", apiVersion = "v1", resource = "pods", by_label = true, native = true },
 }
 
 --- kinds.find(kind [, apiVersion]) -> the entry of CHILDREN, or nil (apiVersion nil: by kind alone).

@@ -8,6 +8,7 @@ local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
+local taskmanagers = require("fc.taskmanagers")
 local fcflink = require("fc.flink")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
@@ -293,6 +294,44 @@ local function held_status(hold, new, old_status, gen, now, result)
   end
 end
 
+-- Native TaskManagers, the last step of a pass (nothing after it can fail, so the accounting
+-- never counts a pod whose create is dropped): pods to create (the cluster policy's
+-- taskmanager_pod, asked only when pods are missing) and delete, their events, the
+-- TaskManagersStopped condition (True once maxFailedAttempts pods failed: no more are started,
+-- with a Warning event when it becomes True) and the requeue while pods wait for registration
+-- or a start cool-down.
+local function native_actions(host, native, cluster, cleanup, now, result, new, old_status, gen)
+  local demand = taskmanagers.demand(cluster, cleanup)
+  local p = native.profile
+  local template
+  if native.summary.pods * p.slots < demand then
+    local res = call(host, "cluster", "taskmanager_pod", { cluster = cluster, slots = p.slots, resource = p.profile })
+    expect(is_table(res) and is_table(res.object) and res.object.kind == "Pod" and is_table(res.object.metadata),
+      "cluster", "taskmanager_pod", "must return {object=<Pod>}")
+    template = res.object
+  end
+  local out = taskmanagers.decide(native, demand, template, now)
+  -- deletes first: they free the quota the creates may need
+  for _, n in ipairs(out.delete) do result.actions[#result.actions + 1] = { op = "delete", kind = "Pod", name = n } end
+  for _, pod in ipairs(out.create) do result.actions[#result.actions + 1] = { op = "apply", object = pod } end
+  for _, e in ipairs(out.events) do result.events[#result.events + 1] = e end
+  local s = out.summary
+  local cond = out.stopped
+    and { type = "TaskManagersStopped", status = "True", reason = "MaxFailedAttempts",
+      message = string.format("%d TaskManager pods failed (maxFailedAttempts %d): no more are started",
+        s.failedAttempts, s.maxFailedAttempts) }
+    or { type = "TaskManagersStopped", status = "False", reason = "BelowMaxFailedAttempts",
+      message = string.format("%d of at most %d TaskManager pods failed", s.failedAttempts, s.maxFailedAttempts) }
+  local prev = find_condition(old_status, cond.type)
+  if out.stopped and not (prev and prev.status == "True") then
+    result.events[#result.events + 1] = { type = "Warning", reason = "TaskManagersStopped", message = cond.message }
+  end
+  reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  if out.requeue_after and (result.requeue_after == nil or out.requeue_after < result.requeue_after) then
+    result.requeue_after = out.requeue_after
+  end
+end
+
 -- The condition PolicyError=True reason UndeclaredKind and its Warning event (once per message)
 -- for objects cluster.desired produced of kinds fc.kinds does not declare (`undeclared`, from
 -- kinds.refused): the rest of the pass went on without them.
@@ -385,6 +424,7 @@ function run(host, snapshot, hold)
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
     -- being deleted: the garbage collector removes the children (controller ownerReferences)
+    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
     return result
   end
 
@@ -431,21 +471,37 @@ function run(host, snapshot, hold)
   local old_from = is_table(old.spec) and is_table(old.spec.job) and old.spec.job.fromSavepoint or nil
   if new_from ~= nil and new_from ~= old_from then update.from_savepoint_changed = true end
 
+  -- Native TaskManagers (fc.taskmanagers): what the pods and the JobManager say, before the policies
+  local native = taskmanagers.is_native(defaulted)
+    and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(md.name), defaulted, children,
+      flink, now, taskmanagers.demand(defaulted, "")) or nil
+  -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
+  -- be copied into every policy call)
+  local for_policies = native and taskmanagers.without_pods(children) or children
+  if not native then
+    -- back to mode StatefulSet: the Native TaskManager pods go (the StatefulSet replaces them)
+    for _, n in ipairs(taskmanagers.leftovers(children)) do
+      result.actions[#result.actions + 1] = { op = "delete", kind = "Pod", name = n }
+    end
+    taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
+  end
+
   -- 3. job and savepoint decisions (job clusters)
   local components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = {}, cleanup = "" })
+    { cluster = defaulted, children = for_policies, desired = {}, cleanup = "",
+      taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
   local jd, sd, obs = {}, {}, {}
   if is_job then
-    obs = call(host, "job", "observe", { cluster = defaulted, children = children, flink = flink, now = now })
+    obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
       flink = flink, update = update, now = now })
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
-      flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = children,
+      flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
       components = components, update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policy's own events (e.g. a restart with its attempt number), before the state events
@@ -570,6 +626,14 @@ function run(host, snapshot, hold)
       result.actions[#result.actions + 1] = a
     end
   end
+  if native and components.jobManagerService and components.jobManagerService.state == "Ready"
+      and native.summary.pods > 0 then
+    -- who registered (Native TaskManagers): the JobManager's REST Service of this cluster
+    local jm = { service = tostring(md.name) .. "-jobmanager",
+      port = ((defaulted.spec.jobManager or {}).ports or {}).ui or 8081 }
+    result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" },
+      target or flink_target(tostring(md.namespace or "default"), jm))
+  end
   if jd.remove_annotation ~= nil then
     expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")
     result.actions[#result.actions + 1] = { op = "patch_annotations", remove = { jd.remove_annotation } }
@@ -579,7 +643,8 @@ function run(host, snapshot, hold)
   local new_current = current
   if not is_job or jd.update_done then new_current = next_rev end
   local final_components = call(host, "status", "components",
-    { cluster = defaulted, children = children, desired = by_kind, cleanup = cleanup })
+    { cluster = defaulted, children = for_policies, desired = by_kind, cleanup = cleanup,
+      taskmanagers = native and native.summary })
   expect(is_table(final_components), "status", "components", "must return a table")
   local st = call(host, "status", "compute", {
     cluster = defaulted, components = final_components, job = is_job and jd.job or nil,
@@ -604,6 +669,7 @@ function run(host, snapshot, hold)
       message = "policies ran without error" }, now, gen, old_status.conditions)
   end
   new.observedGeneration = gen
+  if native then native_actions(host, native, for_desired, cleanup, now, result, new, old_status, gen) end
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
   new.lastUpdateTime = old_status.lastUpdateTime

@@ -1,12 +1,15 @@
 --- fc.render: the offline dry-run behind `flink-controller render` (docs/contracts.md, "Render").
 --
 -- For every FlinkCluster document of the input: defaults.apply -> validate.check ->
--- cluster.desired, each through fc.host.call (sandboxed and budgeted in the binary), with the
+-- cluster.desired (and, for taskManager.mode Native, cluster.taskmanager_pod: the pods a new
+-- cluster starts with), each through fc.host.call (sandboxed and budgeted in the binary), with the
 -- output shapes checked here. Every document is processed even when an earlier one failed;
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
+local profile = require("fc.profile")
 local shape = require("fc.shape")
 local kinds = require("fc.kinds")
+local taskmanagers = require("fc.taskmanagers")
 
 local render = {}
 
@@ -97,7 +100,25 @@ function render.document(doc, index, host)
         bad:sub(1, 6) == "<root>" and bad:sub(7) or "." .. bad))
     end
   end
-  if #out.errors > 0 then out.objects = nil end
+  if #out.errors > 0 then
+    out.objects = nil
+    return out
+  end
+  if taskmanagers.is_native(cluster) then
+    -- mode Native: the TaskManager pods the controller would start for this cluster, created
+    -- empty (pods <name>-taskmanager-1 .. N for the spec's slot demand)
+    local p = profile.of(cluster.spec.taskManager)
+    local pres
+    ok, pres = host.call("cluster", "taskmanager_pod", { cluster = cluster, slots = p.slots, resource = p.profile })
+    if ok and not (type(pres) == "table" and type(pres.object) == "table" and pres.object.kind == "Pod") then
+      ok, pres = false, "cluster.lua: taskmanager_pod: must return {object=<Pod>}"
+    end
+    if not ok then
+      out.objects = nil
+      return fail("policy", pres)
+    end
+    for _, pod in ipairs(taskmanagers.render(cluster, pres.object)) do out.objects[#out.objects + 1] = pod end
+  end
   return out
 end
 

@@ -2,6 +2,7 @@
 -- cluster's Flink version reads, the memory keys computed from the container limits, the
 -- options Flink 2 no longer knows, and the rendering. Pure functions; used by
 -- policies/cluster.lua and validate.lua.
+local profile = require("fc.profile")
 local quantity = require("fc.quantity")
 local yaml = require("fc.yaml")
 local names = require("lib.names")
@@ -104,6 +105,20 @@ function flinkconf.memory_properties(spec, component, version, props)
   return { [component .. ".heap.size"] = quantity.flink_mib(plan.heap) }
 end
 
+--- The taskManager spec whose resources.limits.memory sizes the TaskManager process: as given
+-- in mode StatefulSet; in mode Native the pod's memory, slots x resourceProfile.memory (every
+-- Native pod of a cluster has the same size; no limit when the profile's memory is unknown).
+function flinkconf.taskmanager_memory_spec(tm)
+  if tm.mode ~= "Native" then return tm end
+  local p = profile.of(tm)
+  local mib = p and p.profile.memory_mib or 0
+  local limits = mib > 0 and { memory = string.format("%dMi", mib * p.slots) } or nil
+  local out = {}
+  for k, v in pairs(tm) do out[k] = v end
+  out.resources = { limits = limits }
+  return out
+end
+
 --- flinkProperties values are strings in the API; YAML may hand us numbers or booleans.
 local function as_string(v)
   if math.type(v) == "float" and v == math.floor(v) then v = math.tointeger(v) end
@@ -147,7 +162,7 @@ function flinkconf.properties(cluster)
     ["taskmanager.data.port"] = tm.ports.data,
   }
   if not flinkversion.known_at_least(version, 2, 0) then props["query.server.port"] = jm.ports.query end
-  for _, c in ipairs({ { jm, "jobmanager" }, { tm, "taskmanager" } }) do
+  for _, c in ipairs({ { jm, "jobmanager" }, { flinkconf.taskmanager_memory_spec(tm), "taskmanager" } }) do
     for k, v in pairs(flinkconf.memory_properties(c[1], c[2], version, user)) do props[k] = v end
   end
   for k, v in pairs(user) do props[k] = v end

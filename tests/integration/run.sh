@@ -7,9 +7,11 @@
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff restart
-#                                        lost triggerfind restsubmit (lifecycle.sh), and on the real node
+#                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota (native.sh;
+#                                        nativescale only when named), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
-#                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail
+#                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
+#                                        nativereal nativetimeout
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -84,9 +86,11 @@ trap cleanup EXIT
 . "$HERE/lifecycle.sh"
 # shellcheck source=reallifecycle.sh
 . "$HERE/reallifecycle.sh"
+# shellcheck source=native.sh
+. "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit native nativequota realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done

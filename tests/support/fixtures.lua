@@ -268,7 +268,7 @@ function M.sandboxed(name, opts)
     return assert(loadfile(path, "t", env))()
   end
   local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua",
-    ["fc.crd"] = M.ROOT .. "/lua/fc/crd.lua" }
+    ["fc.profile"] = M.ROOT .. "/lua/fc/profile.lua", ["fc.crd"] = M.ROOT .. "/lua/fc/crd.lua" }
   env.require = function(m)
     if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
     if loaded[m] ~= nil then return loaded[m] end
