@@ -334,7 +334,7 @@ describe("deploy/crd.yaml", function()
       local allowed = { type = true, description = true, properties = true, items = true,
         additionalProperties = true, required = true, enum = true, minimum = true, maximum = true,
         minLength = true, maxLength = true, pattern = true, format = true, anyOf = true,
-        maxItems = true, default = true, ["x-kubernetes-validations"] = true,
+        maxItems = true, maxProperties = true, default = true, ["x-kubernetes-validations"] = true,
         ["x-kubernetes-preserve-unknown-fields"] = true, ["x-kubernetes-int-or-string"] = true }
       local types = { object = true, array = true, string = true, integer = true, boolean = true,
         number = true }
