@@ -372,6 +372,7 @@ struct run_item {
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
+    json_t *event;    /* the ctx->emitted entry of the Event being written (borrowed) */
     double started; /* ev_time() when taken off the queue */
 };
 
@@ -698,6 +699,7 @@ static void run_item_free(struct run_item *it)
     json_decref(it->result);
     json_decref(it->sent);
     json_decref(it->fresh);
+    json_decref(it->event);
     free(it->key);
     free(it);
 }
@@ -784,8 +786,13 @@ static void run_kube_done(const kube_result *res, void *ud)
         run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, "%s: HTTP %ld%s%s", it->what, res->status, ok ? "" : ": ",
                 ok ? "" : (res->message ? res->message : ""));
     } else if (!ok && it->phase == PHASE_EVENTS) {
-        /* an Event that cannot be written is logged, never a reason to retry the key */
+        /* an Event that cannot be written is logged, never a reason to retry the key; a repeat
+         * whose Event is gone (expired by the API server's event TTL) creates a new one */
         run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+        if (it->event) {
+            json_object_del(it->event, "name");
+            json_object_set_new(it->event, "count", json_integer(0));
+        }
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
         it->conflict = 1;
         it->status_refused = 1;
@@ -804,10 +811,16 @@ static void run_kube_done(const kube_result *res, void *ud)
                        json_pack("{s:s}", "uid", it->del_uid));
         else if (it->phase != PHASE_EVENTS)
             run_expect_written(ctx, it->key, it->write == WRITE_APPLY ? run_kind_of(res->body) : 0, res->body);
+        else if (it->event && json_is_string(json_object_get(json_object_get(res->body, "metadata"), "name")))
+            json_object_set(it->event, "name", json_object_get(json_object_get(res->body, "metadata"), "name"));
         if (it->write == WRITE_STATUS)
             json_object_set_new(ctx->kept, it->key,
                                 json_pack("{s:O, s:O?}", "sent", it->sent,
                                           "kept", json_object_get(res->body, "status")));
+    }
+    if (it->event) {
+        json_decref(it->event);
+        it->event = NULL;
     }
     run_item_step(it);
 }
@@ -1071,9 +1084,13 @@ static int run_start_status(struct run_item *it, json_t *status)
     return 0;
 }
 
-/* 1 when the same Event was emitted for this cluster within RUN_EVENT_DEDUP_S (then skipped). */
-static int run_event_seen(struct run_ctx *ctx, const char *key, const char *type, const char *reason,
-                          const char *message)
+/* The emitted entry of an Event (type, reason, message) for this cluster:
+ * {"time": unix s of the last emission, "count": emissions, "name": the Event object's name
+ * once created}. Entries older than RUN_EVENT_DEDUP_S are forgotten, so a repeat after that
+ * is a new Event. As client-go's EventCorrelator: a repeat within the window is the same Event
+ * with its count raised and lastTimestamp moved, never a second object and never dropped. */
+static json_t *run_event_entry(struct run_ctx *ctx, const char *key, const char *type, const char *reason,
+                               const char *message)
 {
     json_t *m = json_object_get(ctx->emitted, key);
     if (!m) {
@@ -1086,15 +1103,19 @@ static int run_event_seen(struct run_ctx *ctx, const char *key, const char *type
     void *tmp;
     json_object_foreach_safe(m, tmp, k, v)
     {
-        if (now - json_number_value(v) > RUN_EVENT_DEDUP_S)
+        if (now - json_number_value(json_object_get(v, "time")) > RUN_EVENT_DEDUP_S)
             json_object_del(m, k);
     }
     char id[1400];
     snprintf(id, sizeof id, "%s\x1f%s\x1f%.1200s", type, reason, message);
-    if (json_object_get(m, id))
-        return 1;
-    json_object_set_new(m, id, json_real(now));
-    return 0;
+    json_t *e = json_object_get(m, id);
+    if (!e) {
+        e = json_pack("{s:f, s:I}", "time", now, "count", (json_int_t)0);
+        json_object_set_new(m, id, e);
+    }
+    json_object_set_new(e, "time", json_real(now));
+    json_object_set_new(e, "count", json_integer(json_integer_value(json_object_get(e, "count")) + 1));
+    return e;
 }
 
 static int run_start_event(struct run_item *it, json_t *ev)
@@ -1114,17 +1135,35 @@ static int run_start_event(struct run_item *it, json_t *ev)
         metrics_inc(ctx->m.policy_errors_total, pv);
     }
     run_log(strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO, it->key, "event %s %s: %s", type, reason, message);
-    if (run_event_seen(ctx, it->key, type, reason, message))
-        return 0;
+    json_t *e = run_event_entry(ctx, it->key, type, reason, message);
+    json_int_t count = json_integer_value(json_object_get(e, "count"));
+    const char *ev_name = json_string_value(json_object_get(e, "name"));
+    if (count > 1 && !ev_name)
+        return 0; /* the first is still being created (or could not be): nothing to count on */
     char err[512] = "";
-    json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
-    snprintf(it->what, sizeof it->what, "create event %s", reason);
-    it->verb = "POST";
-    it->call = kube_event_create(ctx->kc, inv, type, reason, message, run_kube_done, it, err, sizeof err);
-    json_decref(inv);
+    it->event = json_incref(e); /* kept while the call is in flight (the entry may expire) */
+    if (ev_name) {
+        /* a repeat: the same Event, count and lastTimestamp raised (a merge patch) */
+        char ts[32], patch[128];
+        if (util_format_time((double)time(NULL), 0, ts, sizeof ts) != 0)
+            return 0;
+        snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)count, ts);
+        snprintf(it->what, sizeof it->what, "count event %s (%lld)", reason, (long long)count);
+        it->verb = "PATCH";
+        it->call = kube_patch(ctx->kc, &kube_kind_event, it->ns, ev_name, NULL, "application/merge-patch+json",
+                              patch, run_kube_done, it, err, sizeof err);
+    } else {
+        json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
+        snprintf(it->what, sizeof it->what, "create event %s", reason);
+        it->verb = "POST";
+        it->call = kube_event_create(ctx->kc, inv, type, reason, message, run_kube_done, it, err, sizeof err);
+        json_decref(inv);
+    }
     if (it->call)
         return 1;
-    run_log(LOG_WARN, it->key, "create event: %s", err);
+    json_decref(it->event);
+    it->event = NULL;
+    run_log(LOG_WARN, it->key, "%s: %s", it->what, err);
     return 0;
 }
 

@@ -35,7 +35,7 @@
 #define RUN_FLINK_TIMEOUT_MS 10000 /* one Flink REST call, milliseconds */
 #define RUN_FLINK_ANSWER_MAX ((size_t)1 << 20) /* bytes of one Flink answer kept for the policies */
 #define RUN_FLINK_ANSWER_TTL_S 3600           /* seconds an answer is kept when not asked again */
-#define RUN_EVENT_DEDUP_S 600.0   /* an identical Event for a cluster is not repeated within */
+#define RUN_EVENT_DEDUP_S 600.0   /* an identical Event for a cluster within this is counted on the first (count, lastTimestamp) */
 #define RUN_RESYNC_S 600.0        /* FlinkCluster cache resync period, seconds */
 /* How long a key waits for the cache to show the controller's own writes before its pass runs
  * anyway, seconds. Kubernetes' ControllerExpectations use 5 minutes (pkg/controller

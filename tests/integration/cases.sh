@@ -169,9 +169,16 @@ case_reject() {
     [ "$(echo "$delays" | wc -l)" -ge 3 ] || { echo "fewer than 3 retries"; return 1; }
     # each retry waits at least as long as the one before (per-key exponential backoff)
     echo "$delays" | sort -g -c || { echo "delays do not grow"; return 1; }
+    # every retry fails the same way: one Event, its count raised each time (client-go's
+    # EventCorrelator), neither a new object per retry nor a repeat dropped
+    local sel=involvedObject.name=rejected,reason=ApplyFailed count
+    expect "ApplyFailed Event objects" "$(kc -n "$ns" get events --field-selector "$sel" -o name | wc -l)" 1 || return 1
+    counted() { count=$(kc -n "$ns" get events --field-selector "$sel" -o jsonpath='{.items[0].count}'); [ "${count:-0}" -ge 3 ]; }
+    poll 20 counted || { echo "ApplyFailed count ${count:-none} after 4 retries"; return 1; }
+    echo "ApplyFailed count: $count"
     ctl_alive reject || { echo "controller exited"; return 1; }
   }
-  check "an object the API server refuses (422): ApplyFailed event, growing backoff, the rest applied, the other cluster Running" t_reject
+  check "an object the API server refuses (422): ApplyFailed event counted per retry, growing backoff, the rest applied, the other cluster Running" t_reject
 }
 
 # Flink REST against the test environment's real JobManager (--flink-base-url): a Ticker job
