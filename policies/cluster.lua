@@ -273,6 +273,10 @@ local function flink_config_hash(cm)
 end
 
 --- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy).
+-- Returns {objects = <the child objects, in apply order>, jobmanager = {service, port}}:
+-- `jobmanager` is the REST address of the JobManager Service rendered here (its `ui` port),
+-- where the framework asks who registered when the TaskManagers are Native (mode Native of a
+-- session cluster; a job cluster's comes from job.observe).
 function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
   local c = values.without_nulls(input.cluster)
@@ -292,7 +296,9 @@ function cluster_policy.desired(input)
   -- One copy at the end, so the pieces above may share tables (selector labels, the user's
   -- envFrom, module constants): no table appears twice in the output, and none is the
   -- input's or this module's, since callers may normalize the output in place.
-  return { objects = util.deepcopy(objects) }
+  local jobmanager = { scheme = "http", service = names.jobmanager(c.metadata.name),
+    port = (spec.jobManager.ports or {}).ui or 8081 }
+  return { objects = util.deepcopy(objects), jobmanager = jobmanager }
 end
 
 --- Environment variable with the pod's own name (downward API, metadata.name): the TaskManager's

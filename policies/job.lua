@@ -79,14 +79,16 @@ local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", C
   Lost = "KeepCluster" }
 
 -- The children each cleanupPolicy action removes ({kind=, name=}; no name: every one of that
--- kind). The submitter Job stays (its pod tells the job id and why a submission failed), and so
--- do the ControllerRevisions (the revision history).
+-- kind; kind "Pod": the Native TaskManager pods, whose slot demand becomes 0). The submitter Job
+-- stays (its pod tells the job id and why a submission failed), and so do the
+-- ControllerRevisions (the revision history).
 local CLEANUP_REMOVES = {
   DeleteCluster = function()
-    return { { kind = "StatefulSet" }, { kind = "Service" }, { kind = "Ingress" }, { kind = "ConfigMap" } }
+    return { { kind = "StatefulSet" }, { kind = "Service" }, { kind = "Ingress" }, { kind = "ConfigMap" },
+      { kind = "Pod" } }
   end,
   DeleteTaskManager = function(n)
-    return { { kind = "StatefulSet", name = names.taskmanager(n) } }
+    return { { kind = "StatefulSet", name = names.taskmanager(n) }, { kind = "Pod" } }
   end,
 }
 
@@ -292,7 +294,8 @@ end
 --   cleanup=<"DeleteCluster"|"DeleteTaskManager"|nil> (components to remove as the job ended),
 --   hold=bool (do not change the running components yet: update waits for savepoint/cancel),
 --   update_done=bool (the new revision's job is submitted: current := next),
---   remove={{kind=, name=}...} (the children the cleanup removes; no name: all of that kind),
+--   remove={{kind=, name=}...} (the children the cleanup removes; no name: all of that kind; kind
+--   "Pod": the Native TaskManager pods),
 --   control=<status.control or nil>, remove_annotation=<the user-control annotation key: remove it>,
 --   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt

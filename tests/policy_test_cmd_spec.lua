@@ -42,7 +42,7 @@ describe("flink-controller test #bin", function()
     local dir = policy_copy()
     local text = fx.read(dir .. "/cluster.lua")
     -- the edit: every TaskManager StatefulSet gets one replica more than asked
-    local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%) })",
+    local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%), jobmanager = jobmanager })",
       "\n  for _, o in ipairs(objects) do\n"
         .. "    if o.metadata.name:match('%%-taskmanager$') then o.spec.replicas = o.spec.replicas + 1 end\n"
         .. "  end\n%1", 1)

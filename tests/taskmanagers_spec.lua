@@ -55,6 +55,7 @@ local function world(c)
         w.children[a.kind][a.name] = nil
       elseif a.op == "flink" then
         out[#out + 1] = "flink " .. a.method .. " " .. a.path
+        w.flink_target = a.target
       elseif a.op == "dry_run" then -- the update gate's dry runs: accepted
         w.dry_runs[a.object.kind .. "/" .. a.object.metadata.name] = { hash = a.hash, status = 200, message = "" }
       end
@@ -171,6 +172,8 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     w.pass()
     local o = w.pass()
     assert.same({ "flink GET /taskmanagers" }, grep(o, "taskmanagers"))
+    -- where: the JobManager Service cluster.desired named (a session cluster has no job.observe)
+    assert.same({ scheme = "http", namespace = "default", service = "wc-jobmanager", port = 8081 }, w.flink_target)
     assert.equal(10, w.requeue_after) -- polled while pods wait for their registration
     w.now = T0 + 30
     w.flink = tm_answer({ "wc-taskmanager-1", "wc-taskmanager-2", "wc-taskmanager-3" }, T0 + 30)
@@ -253,8 +256,25 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
 
   it("wants no slots while a cleanup removes the TaskManagers", function()
     local job = cluster({}, { jarFile = "/opt/job.jar", parallelism = 3 })
-    assert.same({ 3, 0, 0, 7 }, { taskmanagers.demand(job, ""), taskmanagers.demand(job, "DeleteCluster"),
-      taskmanagers.demand(job, "DeleteTaskManager"), taskmanagers.demand(cluster(), "") })
+    assert.same({ 3, 0, 7 }, { taskmanagers.demand(job, false), taskmanagers.demand(job, true),
+      taskmanagers.demand(cluster(), false) })
+  end)
+
+  it("deletes the pods once the job succeeded (job.decide's cleanup removes kind Pod)", function()
+    local id = "8c2d6f00000000000000000000000001"
+    local c = cluster({}, { jarFile = "/opt/job.jar", parallelism = 3 })
+    c.spec.taskManager.slots = nil -- a job cluster's demand is its parallelism
+    local w = world(c)
+    w.pass()
+    w.pass()
+    assert.same({ "wc-taskmanager-1", "wc-taskmanager-2" }, pods_of(w))
+    w.cluster.status.components.job = { id = id, state = "Running" }
+    w.flink = require("support.flink_answers").raw({ reachable = true, jobs = { { jid = id, state = "FINISHED" } } },
+      w.now)
+    local o = w.pass()
+    assert.equal("Succeeded", w.cluster.status.components.job.state)
+    assert.same({ "delete Pod wc-taskmanager-1", "delete Pod wc-taskmanager-2" }, grep(o, "Pod"))
+    assert.same({}, pods_of(w))
   end)
 
   it("reads creation times as UTC", function()

@@ -300,8 +300,8 @@ end
 -- TaskManagersStopped condition (True once maxFailedAttempts pods failed: no more are started,
 -- with a Warning event when it becomes True) and the requeue while pods wait for registration
 -- or a start cool-down.
-local function native_actions(host, native, cluster, cleanup, now, result, new, old_status, gen)
-  local demand = taskmanagers.demand(cluster, cleanup)
+local function native_actions(host, native, cluster, removed, now, result, new, old_status, gen)
+  local demand = taskmanagers.demand(cluster, removed)
   local p = native.profile
   local template
   if native.summary.pods * p.slots < demand then
@@ -474,7 +474,7 @@ function run(host, snapshot, hold)
   -- Native TaskManagers (fc.taskmanagers): what the pods and the JobManager say, before the policies
   local native = taskmanagers.is_native(defaulted)
     and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(md.name), defaulted, children,
-      flink, now, taskmanagers.demand(defaulted, "")) or nil
+      flink, now, taskmanagers.demand(defaulted, false)) or nil
   -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
   -- be copied into every policy call)
   local for_policies = native and taskmanagers.without_pods(children) or children
@@ -628,11 +628,11 @@ function run(host, snapshot, hold)
   end
   if native and components.jobManagerService and components.jobManagerService.state == "Ready"
       and native.summary.pods > 0 then
-    -- who registered (Native TaskManagers): the JobManager's REST Service of this cluster
-    local jm = { service = tostring(md.name) .. "-jobmanager",
-      port = ((defaulted.spec.jobManager or {}).ports or {}).ui or 8081 }
-    result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" },
-      target or flink_target(tostring(md.namespace or "default"), jm))
+    -- who registered (Native TaskManagers): the JobManager REST address job.observe named, else
+    -- the one cluster.desired named with the Service it renders (a session cluster)
+    target = target or flink_target(tostring(md.namespace or "default"), des.jobmanager)
+    expect(target ~= nil, "cluster", "desired", "Native TaskManagers need jobmanager {service, port}")
+    result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" }, target)
   end
   if jd.remove_annotation ~= nil then
     expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")
@@ -669,7 +669,9 @@ function run(host, snapshot, hold)
       message = "policies ran without error" }, now, gen, old_status.conditions)
   end
   new.observedGeneration = gen
-  if native then native_actions(host, native, for_desired, cleanup, now, result, new, old_status, gen) end
+  if native then
+    native_actions(host, native, for_desired, removed.Pod ~= nil, now, result, new, old_status, gen)
+  end
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
   new.lastUpdateTime = old_status.lastUpdateTime

@@ -42,11 +42,11 @@ function taskmanagers.is_native(cluster)
   return type(tm) == "table" and tm.mode == "Native"
 end
 
---- taskmanagers.demand(cluster, cleanup) -> slots wanted: spec.job.parallelism for a job
--- cluster, spec.taskManager.slots for a session cluster, 0 while a cleanup removes the
--- TaskManagers (cleanupPolicy DeleteCluster or DeleteTaskManager).
-function taskmanagers.demand(cluster, cleanup)
-  if cleanup == "DeleteCluster" or cleanup == "DeleteTaskManager" then return 0 end
+--- taskmanagers.demand(cluster, removed) -> slots wanted: spec.job.parallelism for a job
+-- cluster, spec.taskManager.slots for a session cluster, 0 when `removed` (job.decide's cleanup
+-- removes the TaskManager pods: its `remove` list names kind "Pod").
+function taskmanagers.demand(cluster, removed)
+  if removed then return 0 end
   local spec = cluster.spec
   if type(spec.job) == "table" then return math.tointeger(spec.job.parallelism) or 1 end
   return math.tointeger(spec.taskManager.slots) or 0
@@ -294,7 +294,7 @@ function taskmanagers.render(cluster, template)
   local st = { acct = slots.new({ max = p.max, name_prefix = prefix_of(name), max_pods = 1 << 20 }),
     profile = p, delete = {}, events = {} }
   st.acct:begin_pass(0)
-  return taskmanagers.decide(st, taskmanagers.demand(cluster, ""), template, 0).create
+  return taskmanagers.decide(st, taskmanagers.demand(cluster, false), template, 0).create
 end
 
 --- taskmanagers.forget(key): drops a cluster's accounting (the FlinkCluster is gone).
