@@ -204,7 +204,7 @@ case_flink() {
   jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
   jid=$(submit_ticker)
   echo "$jid" >"$WORK/flink.jid"
-  start_controller flink --namespace "$ns"
+  FC_LOG_LEVEL=debug start_controller flink --namespace "$ns"
   sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
     "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null
   job() { jp "$ns" flinkcluster/ticker "{.status.components.job.$1}"; }
@@ -223,6 +223,20 @@ case_flink() {
     poll 10 has_event "$ns" ticker SavepointStateChanged || { echo "no SavepointStateChanged event"; return 1; }
   }
   check "flink: savepointGeneration 1 -> POST /jobs/<id>/savepoints, poll, Succeeded with _metadata on disk" t_flink_savepoint
+  t_flink_fresh() {
+    # the pass that asked uses the answer: Flink's COMPLETED answer to the savepoint poll and
+    # the Succeeded status (its Event, sent after the status write) come within a second, not
+    # one poll (5 s while a savepoint is in flight) later
+    local log=$WORK/flink.log ev ans
+    ev=$(grep -m1 'event Normal SavepointStateChanged: "*savepoint Succeeded' "$log" | cut -d' ' -f1)
+    [ -n "$ev" ] || { echo "no SavepointStateChanged Succeeded in the log"; return 1; }
+    ans=$(grep "flink GET /jobs/$jid/savepoints/[^ ]*: HTTP 200" "$log" | awk -v ev="$ev" '$1 <= ev' | tail -n1 | cut -d' ' -f1)
+    [ -n "$ans" ] || { echo "no savepoint status answer before $ev"; return 1; }
+    local ms=$(( $(date -d "$ev" +%s%3N) - $(date -d "$ans" +%s%3N) ))
+    echo "answer $ans -> Succeeded $ev: $ms ms"
+    [ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
+  }
+  check "flink: the savepoint's COMPLETED answer is used in the pass it starts (status Succeeded < 1 s after it)" t_flink_fresh
   t_flink_control() {
     local first
     first=$(job savepointLocation)
