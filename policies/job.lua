@@ -58,6 +58,9 @@ end
 
 --- Longest failureReason kept in the status (bytes; longer text is cut).
 job.FAILURE_REASON_MAX = 300
+-- An answer to GET /jobs/<id>/exceptions that named no cause (the call failed, or Flink had no
+-- history entry yet) is asked again on a pass at least this many seconds later.
+job.EXCEPTIONS_RETRY_SECONDS = 5
 
 --- Flink JobStatus (flink-core api/common/JobStatus.java) -> FlinkCluster job state, as the
 -- API defines it: every non-terminal state is Running; SUSPENDED is only locally terminal.
@@ -193,7 +196,8 @@ end
 --   start_time=<unix seconds the job started in Flink, 0 when unknown>,
 --   jobmanager={scheme=, service=, port=} (where the JobManager's REST API is: every intent of
 --   this cluster goes there),
---   intents={{kind="job_exceptions", job_id=}} (once for a FAILED job: its failure cause)}
+--   intents={{kind="job_exceptions", job_id=}} (for a FAILED job: its failure cause; asked once,
+--   again after EXCEPTIONS_RETRY_SECONDS while the answer named none)}
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
 --   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, operations={},
 --   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
@@ -238,7 +242,9 @@ function job.observe(input)
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
       if flink_state == "FAILED" then
         out.failureReason = flink_failure(out.id, flink)
-        if not (flink.exceptions or {})[out.id] then
+        local ex = (flink.exceptions or {})[out.id]
+        if not ex or (not ex.name and not ex.stacktrace
+            and input.now - (tonumber(ex.time) or 0) >= job.EXCEPTIONS_RETRY_SECONDS) then
           asks[1] = { kind = "job_exceptions", job_id = out.id }
         end
       end
