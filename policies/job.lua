@@ -58,8 +58,9 @@ end
 
 --- Longest failureReason kept in the status (bytes; longer text is cut).
 job.FAILURE_REASON_MAX = 300
--- An answer to GET /jobs/<id>/exceptions that named no cause (the call failed, or Flink had no
--- history entry yet) is asked again on a pass at least this many seconds later.
+-- A 2xx answer to GET /jobs/<id>/exceptions with no entry (Flink had not yet archived the
+-- failure in its exception history) is asked again on a pass at least this many seconds later;
+-- a failed call is not (a 404: Flink no longer knows the job).
 job.EXCEPTIONS_RETRY_SECONDS = 5
 
 --- Flink JobStatus (flink-core api/common/JobStatus.java) -> FlinkCluster job state, as the
@@ -197,7 +198,7 @@ end
 --   jobmanager={scheme=, service=, port=} (where the JobManager's REST API is: every intent of
 --   this cluster goes there),
 --   intents={{kind="job_exceptions", job_id=}} (for a FAILED job: its failure cause; asked once,
---   again after EXCEPTIONS_RETRY_SECONDS while the answer named none)}
+--   again after EXCEPTIONS_RETRY_SECONDS while Flink answered with no entry)}
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
 --   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, operations={},
 --   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
@@ -243,7 +244,7 @@ function job.observe(input)
       if flink_state == "FAILED" then
         out.failureReason = flink_failure(out.id, flink)
         local ex = (flink.exceptions or {})[out.id]
-        if not ex or (not ex.name and not ex.stacktrace
+        if not ex or (not ex.name and not ex.stacktrace and not ex.error
             and input.now - (tonumber(ex.time) or 0) >= job.EXCEPTIONS_RETRY_SECONDS) then
           asks[1] = { kind = "job_exceptions", job_id = out.id }
         end
