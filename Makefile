@@ -28,7 +28,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench testenv-build demo test-policies
+.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench bench-live testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -95,6 +95,10 @@ $(BUILD)/bench/slots_bench: bench/slots_bench.c $(BUILD)/obj/slots.o core/slots.
 
 bench: $(BUILD)/bench/slots_bench
 	$(BUILD)/bench/slots_bench
+
+# the live path of Native TaskManagers on the test environment's kwok node (1,000 pods)
+bench-live: all
+	bench/native_live.sh
 
 lint:
 	luacheck --no-color -q lua policies tests

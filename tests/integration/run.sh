@@ -7,8 +7,8 @@
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff restart
-#                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota (native.sh;
-#                                        nativescale only when named), and on the real node
+#                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
+#                                        (native.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
 #                                        nativereal nativetimeout
@@ -90,7 +90,7 @@ trap cleanup EXIT
 . "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit native nativequota realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit native nativequota nativescale realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
