@@ -570,8 +570,9 @@ static int run_kind_of(json_t *obj)
 }
 
 /* Records that the key's next pass waits until the cache shows `want` for object `name` of
- * kind index `k` ({"rv": <resourceVersion or newer>} or {"uid": <gone, or another uid>});
- * steals `want`. Each write restarts the key's RUN_EXPECT_TTL_S. */
+ * kind index `k` ({"rv": <resourceVersion or newer>}, {"uid": <gone, or another uid>} or
+ * {"not_rv": <any resourceVersion but this one>}); steals `want`. Each write restarts the
+ * key's RUN_EXPECT_TTL_S. */
 static void run_expect(struct run_ctx *ctx, const char *key, int k, const char *name, json_t *want)
 {
     json_t *e = json_object_get(ctx->expect, key);
@@ -619,9 +620,11 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
         json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
-        int met = uid ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
-                      : have && run_rv_at_least(json_string_value(json_object_get(hm, "resourceVersion")),
-                                                json_string_value(json_object_get(want, "rv")));
+        const char *not_rv = json_string_value(json_object_get(want, "not_rv"));
+        const char *have_rv = json_string_value(json_object_get(hm, "resourceVersion"));
+        int met = uid      ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
+                  : not_rv ? !have || !have_rv || strcmp(have_rv, not_rv) != 0
+                           : have && run_rv_at_least(have_rv, json_string_value(json_object_get(want, "rv")));
         if (met)
             json_object_del(objs, id);
     }
@@ -796,6 +799,13 @@ static void run_kube_done(const kube_result *res, void *ud)
     } else if (!ok && it->phase == PHASE_STATUS && res->status == 409) {
         it->conflict = 1;
         it->status_refused = 1;
+        /* someone else wrote the FlinkCluster after the version this pass read (a user's edit
+         * or annotation the lagging watch has not brought yet): the next pass waits until the
+         * cache shows another version, instead of retrying against the same stale one */
+        const char *read_rv =
+            json_string_value(json_object_get(json_object_get(it->cluster, "metadata"), "resourceVersion"));
+        if (read_rv)
+            run_expect(ctx, it->key, 0, it->name, json_pack("{s:s}", "not_rv", read_rv));
     } else if (!ok) {
         ctx->action_errors++;
         it->failed = 1;
