@@ -372,7 +372,7 @@ struct run_item {
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
-    json_t *event;    /* the ctx->emitted entry of the Event being written (borrowed) */
+    json_t *event;    /* the ctx->emitted entry of the Event being written (a reference) */
     double started; /* ev_time() when taken off the queue */
 };
 
