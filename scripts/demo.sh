@@ -62,6 +62,7 @@ cleanup() {
   fi
   "${K[@]}" delete namespace "$NS" --wait=false >/dev/null 2>&1 && say "namespace $NS deleted"
   if [ "$started_env" -eq 1 ]; then say "stopping the test environment"; make -s testenv-down >/dev/null; fi
+  say "done"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -114,5 +115,5 @@ sp=$(field "flinkcluster/$NAME" '{.status.components.job.savepointLocation}')
 [ -z "$sp" ] || say "savepoint: $sp"
 say "events:"
 "${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" --sort-by=.lastTimestamp \
-  -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
+  -o custom-columns=TYPE:.type,REASON:.reason,COUNT:.count,MESSAGE:.message
 exit 0
