@@ -365,8 +365,7 @@ case_lost() {
     [ $(($(date +%s) - t0)) -ge 29 ] || { echo "Lost before the 30 s grace"; return 1; }
     case "$(job failureReason)" in "job $ghost not listed by the JobManager for "*) ;;
       *) echo "failureReason: $(job failureReason)"; return 1 ;; esac
-    kc -n "$ns" get events --field-selector involvedObject.name=ghost,reason=JobStateChanged,type=Warning \
-      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "job state Pending -> Lost (job $ghost): job $ghost not listed" ||
+    warning_says "$ns" ghost JobStateChanged "job state Pending -> Lost (job $ghost): job $ghost not listed" ||
       { echo "no Warning JobStateChanged with the reason"; return 1; }
     poll 30 eval '! kc -n "$ns" get statefulset ghost-taskmanager >/dev/null 2>&1' ||
       { echo "TaskManager StatefulSet kept: Lost did not count as failed"; return 1; }

@@ -158,3 +158,13 @@ has_event() {
   "${K[@]}" -n "$1" get events --field-selector "involvedObject.kind=FlinkCluster,involvedObject.name=$2,reason=$3" \
     -o name 2>/dev/null | grep -q .
 }
+# warning_says NS NAME REASON TEXT: within 10 s, a Warning Event about FlinkCluster NAME with that
+# reason whose message contains TEXT (Events go out after the status patch that a test saw)
+warning_says() {
+  local ns=$1 name=$2 reason=$3 text=$4
+  said() {
+    "${K[@]}" -n "$ns" get events --field-selector "involvedObject.name=$name,reason=$reason,type=Warning" \
+      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null | grep -qF "$text"
+  }
+  poll 10 said
+}

@@ -141,8 +141,7 @@ case_restsubmit() {
       "submission failed: download http://127.0.0.1:$port/missing.jar: HTTP 404"*) ;;
       *) echo "failureReason: $(job restbad failureReason)"; return 1 ;;
     esac
-    kc -n "$ns" get events --field-selector involvedObject.name=restbad,reason=JobStateChanged,type=Warning \
-      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "submission failed: download" ||
+    warning_says "$ns" restbad JobStateChanged "submission failed: download" ||
       { echo "no Warning JobStateChanged with the reason"; return 1; }
   }
   check "restsubmit: a jar URL that answers 404: job Failed, 'submission failed: download ...: HTTP 404' in status and a Warning Event" t_rest_missing

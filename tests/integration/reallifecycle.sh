@@ -159,8 +159,7 @@ case_realsubmitfail() {
     printf '%s' "$msg" | grep -qF "${reason#submission failed: }" ||
       { echo "failureReason '$reason' is not from the termination message: $msg"; return 1; }
     echo "failureReason: $reason"
-    kc -n "$ns" get events --field-selector involvedObject.name=nojar,reason=JobStateChanged,type=Warning \
-      -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "$reason" ||
+    warning_says "$ns" nojar JobStateChanged "$reason" ||
       { echo "no Warning JobStateChanged with the reason"; return 1; }
   }
   check "$desc" t_realsubmitfail
