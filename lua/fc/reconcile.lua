@@ -474,7 +474,7 @@ function run(host, snapshot, hold)
   -- Native TaskManagers (fc.taskmanagers): what the pods and the JobManager say, before the policies
   local native = taskmanagers.is_native(defaulted)
     and taskmanagers.observe(tostring(md.namespace or "default") .. "/" .. tostring(md.name), defaulted, children,
-      flink, now, taskmanagers.demand(defaulted, false)) or nil
+      flink, now, taskmanagers.demand(defaulted)) or nil
   -- the policies see the TaskManager pods as native.summary, not one by one (1,000 pods would
   -- be copied into every policy call)
   local for_policies = native and taskmanagers.without_pods(children) or children

@@ -42,9 +42,9 @@ function taskmanagers.is_native(cluster)
   return type(tm) == "table" and tm.mode == "Native"
 end
 
---- taskmanagers.demand(cluster, removed) -> slots wanted: spec.job.parallelism for a job
+--- taskmanagers.demand(cluster[, removed]) -> slots wanted: spec.job.parallelism for a job
 -- cluster, spec.taskManager.slots for a session cluster, 0 when `removed` (job.decide's cleanup
--- removes the TaskManager pods: its `remove` list names kind "Pod").
+-- removes the TaskManager pods: its `remove` list names kind "Pod"; nil: no cleanup).
 function taskmanagers.demand(cluster, removed)
   if removed then return 0 end
   local spec = cluster.spec
@@ -294,7 +294,7 @@ function taskmanagers.render(cluster, template)
   local st = { acct = slots.new({ max = p.max, name_prefix = prefix_of(name), max_pods = 1 << 20 }),
     profile = p, delete = {}, events = {} }
   st.acct:begin_pass(0)
-  return taskmanagers.decide(st, taskmanagers.demand(cluster, false), template, 0).create
+  return taskmanagers.decide(st, taskmanagers.demand(cluster), template, 0).create
 end
 
 --- taskmanagers.forget(key): drops a cluster's accounting (the FlinkCluster is gone).
