@@ -136,9 +136,7 @@ end
 -- The id of the job our submitter ran, from the JobManager when the submitter's pod cannot say
 -- (its termination message not in the cache): the submitter Job `submitter` succeeded and the
 -- JobManager of this job cluster lists one job and no other, not ended, started after the
--- second in which the submitter was created (creationTimestamp has whole seconds; a submitter
--- pod takes longer than that to start `flink run`): a fresh JobManager after a first submission
--- or a restart. nil
+-- submitter was created (a fresh JobManager after a first submission or a restart). nil
 -- otherwise: with any other job listed, which one is ours cannot be told.
 local function listed_id(flink, submitter)
   local st = submitter and submitter.status or {}
@@ -148,7 +146,7 @@ local function listed_id(flink, submitter)
   local j = jobs[1]
   local mapped = job.FLINK_STATES[j.state or j.status or ""]
   if not mapped or job.TERMINAL[mapped] or mapped == "Suspended"
-      or (tonumber(j["start-time"]) or 0) / 1000 < created + 1 then
+      or (tonumber(j["start-time"]) or 0) / 1000 < created then
     return nil
   end
   local id = j.jid or j.id
