@@ -135,22 +135,21 @@ end
 
 -- The id of the job our submitter ran, from the JobManager when the submitter's pod cannot say
 -- (its termination message not in the cache): the submitter Job `submitter` succeeded and the
--- JobManager of this job cluster lists one job and no other, not ended, started after the
--- submitter was created (a fresh JobManager after a first submission or a restart). nil
--- otherwise: with any other job listed, which one is ours cannot be told.
+-- JobManager of this job cluster lists exactly one job that has not ended, started after the
+-- submitter was created. nil otherwise.
 local function listed_id(flink, submitter)
   local st = submitter and submitter.status or {}
   local created = clock.parse((submitter and submitter.metadata or {}).creationTimestamp)
-  local jobs = flink.jobs or {}
-  if not flink.reachable or (tonumber(st.succeeded) or 0) < 1 or not created or #jobs ~= 1 then return nil end
-  local j = jobs[1]
-  local mapped = job.FLINK_STATES[j.state or j.status or ""]
-  if not mapped or job.TERMINAL[mapped] or mapped == "Suspended"
-      or (tonumber(j["start-time"]) or 0) / 1000 < created then
-    return nil
+  if not flink.reachable or (tonumber(st.succeeded) or 0) < 1 or not created then return nil end
+  local found
+  for _, j in ipairs(flink.jobs or {}) do
+    local mapped = job.FLINK_STATES[j.state or j.status or ""]
+    if mapped and not job.TERMINAL[mapped] and mapped ~= "Suspended" then
+      if found or (tonumber(j["start-time"]) or 0) / 1000 < created then return nil end
+      found = j.jid or j.id
+    end
   end
-  local id = j.jid or j.id
-  return type(id) == "string" and id or nil
+  return type(found) == "string" and found or nil
 end
 
 -- The observed submitter Job of cluster `n` (nil when absent) and whether it is the stale one:
@@ -225,8 +224,7 @@ end
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message, else (the submitter succeeded but its pod's message is not at hand) the
--- only job the JobManager lists, when it has not ended and started after the submitter was
--- created;
+-- one job the JobManager lists that has not ended and started after the submitter was created;
 -- with the JobManager reachable, the Flink state maps through
 -- FLINK_STATES; an id absent from the JobManager's list, whether seen live before or never
 -- listed at all, keeps its state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
