@@ -133,25 +133,6 @@ local function submitted_id(children, submitter)
   return nil
 end
 
--- The id of the job our submitter ran, from the JobManager when the submitter's pod cannot say
--- (its termination message not in the cache): the submitter Job `submitter` succeeded and the
--- JobManager of this job cluster lists exactly one job that has not ended, started after the
--- submitter was created. nil otherwise.
-local function listed_id(flink, submitter)
-  local st = submitter and submitter.status or {}
-  local created = clock.parse((submitter and submitter.metadata or {}).creationTimestamp)
-  if not flink.reachable or (tonumber(st.succeeded) or 0) < 1 or not created then return nil end
-  local found
-  for _, j in ipairs(flink.jobs or {}) do
-    local mapped = job.FLINK_STATES[j.state or j.status or ""]
-    if mapped and not job.TERMINAL[mapped] and mapped ~= "Suspended" then
-      if found or (tonumber(j["start-time"]) or 0) / 1000 < created then return nil end
-      found = j.jid or j.id
-    end
-  end
-  return type(found) == "string" and found or nil
-end
-
 -- The observed submitter Job of cluster `n` (nil when absent) and whether it is the stale one:
 -- deleted for a resubmission (its uid kept in job.staleSubmitterUID) but still in the cache.
 local function observed_submitter(children, n, j)
@@ -223,9 +204,7 @@ end
 --   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
 --   now=<unix seconds>}.
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
--- termination message, else (the submitter succeeded but its pod's message is not at hand) the
--- one job the JobManager lists that has not ended and started after the submitter was created;
--- with the JobManager reachable, the Flink state maps through
+-- termination message; with the JobManager reachable, the Flink state maps through
 -- FLINK_STATES; an id absent from the JobManager's list, whether seen live before or never
 -- listed at all, keeps its state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
 -- records the first absence), then is Lost; a job already ended keeps its state; without the
@@ -245,10 +224,10 @@ function job.observe(input)
   out.restartCount = out.restartCount or 0
   local submitter, stale = observed_submitter(input.children, n, out)
   if stale then submitter = nil end -- its pods tell the old job's id
-  local flink = input.flink or {}
   if not out.id then
-    out.id = submitted_id(input.children, submitter) or listed_id(flink, submitter)
+    out.id = submitted_id(input.children, submitter)
   end
+  local flink = input.flink or {}
   local flink_state, start_time, asks = "", 0, {}
   out.missingSince = nil -- set again below while the grace period runs
   if out.id then
