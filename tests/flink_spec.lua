@@ -87,6 +87,12 @@ describe("fc.flink.action", function()
 end)
 
 describe("fc.flink.view", function()
+  it("leaves JSON nulls out of the job list (Flink 2.3: schedulerType null while initializing)", function()
+    local v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 200,
+      '{"jobs":[{"jid":"' .. ID .. '","state":"INITIALIZING","schedulerType":null,"start-time":1700000000000}]}') } })
+    assert.same({ { jid = ID, state = "INITIALIZING", ["start-time"] = 1700000000000 } }, v.jobs)
+  end)
+
   it("reads the job list; an unanswered or refused list is an unreachable JobManager", function()
     local v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 200,
       '{"jobs":[{"jid":"' .. ID .. '","state":"RUNNING","start-time":1700000000000}]}') } })

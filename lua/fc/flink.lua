@@ -240,7 +240,19 @@ function flink.view(raw)
     local doc = type(a) == "table" and decode(a.body) or nil
     if kind == "list_jobs" then
       if ok and doc and type(doc.jobs) == "table" then
-        v.reachable, v.jobs, v.jobs_time = true, doc.jobs, time
+        -- JSON nulls left out (Flink 2.3 answers "schedulerType": null for a job that is still
+        -- initializing; a null is no value a policy may be handed)
+        local jobs = {}
+        for _, j in ipairs(doc.jobs) do
+          if type(j) == "table" then
+            local c = {}
+            for k, x in pairs(j) do
+              if type(x) ~= "userdata" then c[k] = x end
+            end
+            jobs[#jobs + 1] = c
+          end
+        end
+        v.reachable, v.jobs, v.jobs_time = true, jobs, time
       end
     elseif kind == "savepoint" or kind == "stop" or kind == "savepoint_status" then
       local op = { time = time, phase = kind == "savepoint_status" and "status" or "trigger" }
