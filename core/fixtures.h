@@ -17,7 +17,7 @@
  * `pattern` (NULL: all) keeps the cases whose "<policy>/<case>" contains it. `update`
  * ("<policy>/<case>", NULL: none) first rewrites that case's expected.yaml from the policy's
  * output. Prints one line per case to `out` ("ok <policy>/<case>" or "FAIL <policy>/<case>:
- * <first difference or error>"), a policy without cases as a FAIL line, then
+ * <every difference or the error>", several differences one indented line each), a policy without cases as a FAIL line, then
  * "<n> passed, <n> failed". Returns 0 when all passed, 1 when one failed (or `update` named no
  * case), -1 with a message in err on an I/O error (the policy directory unreadable). */
 int fixtures_run(struct lhost *h, const char *pattern, const char *update, FILE *out, char *err, size_t errlen);

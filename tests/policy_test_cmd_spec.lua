@@ -1,5 +1,5 @@
 -- `flink-controller test` (core/fixtures.c, lua/fc/fixtures.lua): every policy's fixture cases
--- run in the production sandbox, a readable first difference on a mismatch, a policy without
+-- run in the production sandbox, every difference of a mismatch listed, a policy without
 -- cases failing, --update writing expected.yaml (#bin: the binary from FC_BIN).
 local fx = require("support.fixtures")
 
@@ -38,22 +38,41 @@ describe("flink-controller test #bin", function()
       .. "ok cluster/access-vpc\n4 passed, 0 failed\n", r.stdout)
   end)
 
-  it("fails a broken policy with the first difference, and a policy without fixtures", function()
+  -- a copy of policies/ whose cluster.desired runs `edit` (Lua statements on `o`) on every
+  -- TaskManager StatefulSet before it returns (removed by the caller)
+  local function taskmanager_edit(edit)
     local dir = policy_copy()
     local text = fx.read(dir .. "/cluster.lua")
-    -- the edit: every TaskManager StatefulSet gets one replica more than asked
     local edited, n = text:gsub("\n(  return { objects = util%.deepcopy%(objects%), jobmanager = jobmanager })",
       "\n  for _, o in ipairs(objects) do\n"
-        .. "    if o.metadata.name:match('%%-taskmanager$') then o.spec.replicas = o.spec.replicas + 1 end\n"
+        .. "    if o.metadata.name:match('%%-taskmanager$') then " .. edit .. " end\n"
         .. "  end\n%1", 1)
     assert.equal(1, n)
     fx.write(dir .. "/cluster.lua", edited)
+    return dir
+  end
+
+  it("fails a broken policy with the first difference, and a policy without fixtures", function()
+    -- the edit: every TaskManager StatefulSet gets one replica more than asked
+    local dir = taskmanager_edit("o.spec.replicas = o.spec.replicas + 1")
     fx.write(dir .. "/alerts.lua", "return { hook = function() return {} end }\n")
     local r = run({ "test", "--policy-dir", dir, "cluster/wordcount" })
     assert.equal(1, r.code)
     assert.equal("FAIL alerts: no fixtures (no case directory in testdata/alerts/)\n"
       .. "FAIL cluster/wordcount: [3].spec.replicas: expected 1, got 2\n"
       .. "0 passed, 2 failed\n", r.stdout)
+    os.execute("rm -rf " .. fx.quote(dir))
+  end)
+
+  it("lists every difference of a case, one per line, in key order", function()
+    -- two edits of the TaskManager StatefulSet: one replica more and a label of its own
+    local dir = taskmanager_edit("o.spec.replicas = o.spec.replicas + 1; o.metadata.labels.extra = 'x'")
+    local r = run({ "test", "--policy-dir", dir, "cluster/wordcount" })
+    assert.equal(1, r.code)
+    assert.equal("FAIL cluster/wordcount: 2 differences:\n"
+      .. "    [3].metadata.labels.extra: expected absent, got \"x\"\n"
+      .. "    [3].spec.replicas: expected 1, got 2\n"
+      .. "0 passed, 1 failed\n", r.stdout)
     os.execute("rm -rf " .. fx.quote(dir))
   end)
 

@@ -39,49 +39,77 @@ local function call(host, policy, hook, input)
   return res
 end
 
--- "<path>: <a> ~= <b>" for the first difference of two decoded values in sorted key order, nil
--- when equal (path from the top, `.key` and `[i]` from 0).
-local function first_diff(want, got, path)
+-- The most differences one case reports (the rest are counted, not listed).
+fixtures.MAX_DIFFERENCES = 40
+
+local function shown(v)
+  if v == nil then return "absent" end
+  return codec.encode_json(v)
+end
+
+local function sub_path(path, k)
+  if type(k) == "number" then return path .. "[" .. (k - 1) .. "]" end
+  return path == "" and k or path .. "." .. k
+end
+
+-- Appends "<path>: expected <a>, got <b>" to `out` for every leaf where two decoded values differ
+-- (sorted key order; path from the top, `.key` and `[i]` from 0; "<root>" for the top itself).
+local function all_diffs(want, got, path, out)
   if type(want) ~= "table" or type(got) ~= "table" then
-    if want == got then return nil end
-    return string.format("%s: expected %s, got %s", path ~= "" and path or "<root>",
-      codec.encode_json(want), codec.encode_json(got))
+    if want ~= got then
+      out[#out + 1] = string.format("%s: expected %s, got %s", path ~= "" and path or "<root>", shown(want), shown(got))
+    end
+    return out
   end
   for _, k in ipairs(util.sorted_keys(util.merge(want, got))) do
-    local sub = type(k) == "number" and (path .. "[" .. (k - 1) .. "]") or (path == "" and k or path .. "." .. k)
-    local d = first_diff(want[k], got[k], sub)
-    if d then return d end
+    all_diffs(want[k], got[k], sub_path(path, k), out)
   end
-  return nil
+  return out
+end
+
+-- Appends to `out` every way `got` fails the partial expectation `want` (see the top of this
+-- file; `~` read as lyaml.null), as "<path>: <what differs>".
+local function all_mismatches(want, got, path, out)
+  local where = path ~= "" and path or "<root>"
+  if want == lyaml.null then
+    if got ~= nil then out[#out + 1] = where .. ": expected absent, got " .. codec.encode_json(got) end
+  elseif type(want) == "table" then
+    if next(want) == nil then
+      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then
+        out[#out + 1] = where .. ": expected empty, got " .. codec.encode_json(got)
+      end
+    elseif type(got) ~= "table" then
+      out[#out + 1] = where .. ": expected a table, got " .. shown(got)
+    elseif #want > 0 and #want ~= #got then
+      out[#out + 1] = where .. ": " .. #got .. " items, expected " .. #want
+    else
+      for _, k in ipairs(util.sorted_keys(want)) do all_mismatches(want[k], got[k], sub_path(path, k), out) end
+    end
+  elseif want ~= got then
+    out[#out + 1] = where .. ": expected " .. codec.encode_json(want) .. ", got " .. shown(got)
+  end
+  return out
 end
 
 --- fixtures.mismatch(want, got, path) -> nil when `got` matches the partial expectation `want`
--- (see the top of this file; `~` read as lyaml.null), else "<path>: <what differs>" (`path`: the
--- prefix, "" at the top; `.key` and `[i]` from 0).
+-- (see the top of this file; `~` read as lyaml.null), else "<path>: <what differs>" for the
+-- first difference (`path`: the prefix, "" at the top; `.key` and `[i]` from 0).
 function fixtures.mismatch(want, got, path)
-  local where = path ~= "" and path or "<root>"
-  if want == lyaml.null then
-    if got ~= nil then return where .. ": expected absent, got " .. codec.encode_json(got) end
-    return nil
+  return all_mismatches(want, got, path, {})[1]
+end
+
+--- fixtures.report(lines) -> nil for no difference; the one line; or, for several,
+-- "<n> differences:" followed by one indented line each (at most MAX_DIFFERENCES, then
+-- "... and <k> more"), the text `flink-controller test` prints after "FAIL <policy>/<case>: ".
+function fixtures.report(lines)
+  if #lines == 0 then return nil end
+  if #lines == 1 then return lines[1] end
+  local out = { #lines .. " differences:" }
+  for i = 1, math.min(#lines, fixtures.MAX_DIFFERENCES) do out[#out + 1] = "    " .. lines[i] end
+  if #lines > fixtures.MAX_DIFFERENCES then
+    out[#out + 1] = "    ... and " .. (#lines - fixtures.MAX_DIFFERENCES) .. " more"
   end
-  if type(want) == "table" then
-    if next(want) == nil then
-      if got ~= nil and (type(got) ~= "table" or next(got) ~= nil) then return where .. ": expected empty" end
-      return nil
-    end
-    if type(got) ~= "table" then return where .. ": expected a table, got " .. codec.encode_json(got) end
-    if #want > 0 and #want ~= #got then return where .. ": " .. #got .. " items, expected " .. #want end
-    for _, k in ipairs(util.sorted_keys(want)) do
-      local sub = type(k) == "number" and (path .. "[" .. (k - 1) .. "]") or (path == "" and k or path .. "." .. k)
-      local m = fixtures.mismatch(want[k], got[k], sub)
-      if m then return m end
-    end
-    return nil
-  end
-  if want ~= got then
-    return where .. ": expected " .. codec.encode_json(want) .. ", got " .. codec.encode_json(got)
-  end
-  return nil
+  return table.concat(out, "\n")
 end
 
 --- fixtures.sorted_findings(list) -> validate's findings {path, message} in a stable order (a copy).
@@ -144,9 +172,9 @@ function fixtures.run_case(case)
     want = { errors = fixtures.sorted_findings(want.errors), warnings = fixtures.sorted_findings(want.warnings) }
   end
   if how == "partial" then
-    result.message = fixtures.mismatch(want, got, "")
+    result.message = fixtures.report(all_mismatches(want, got, "", {}))
   else
-    result.message = first_diff(want, codec.normalize(got), "")
+    result.message = fixtures.report(all_diffs(want, codec.normalize(got), "", {}))
   end
   result.ok = result.message == nil
   return result
