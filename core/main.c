@@ -6,7 +6,7 @@
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
  *   flink-controller diff [--kubeconfig F] [--policy-dir DIR] [budgets] (NS/NAME | -A)
- *   flink-controller reconcile --snapshot FILE|- [--policy-dir DIR] [budgets]
+ *   flink-controller reconcile -f|--snapshot FILE|- [--policy-dir DIR] [budgets]
  *   flink-controller run [options]            (core/run.c)
  *   flink-controller webhook [options]        (core/webhook.c)
  *   flink-controller version
@@ -140,9 +140,9 @@ static void main_bad_option(const char *cmd, char **argv)
 
 /* Parses the options of a command that runs policies: the host options (--policy-dir and the
  * budgets), -h/--help (prints `usage` to stdout) and one more string option `extra` (its value
- * into *extra_value). Returns 0 with optind at the first operand, 1 after --help, -1 after a
- * message on a bad option. */
-static int main_parse_host_command(const char *cmd, int argc, char **argv, const char *extra,
+ * into *extra_value; also `-<extra_short>` when extra_short is not 0). Returns 0 with optind at
+ * the first operand, 1 after --help, -1 after a message on a bad option. */
+static int main_parse_host_command(const char *cmd, int argc, char **argv, const char *extra, char extra_short,
                                    const char **extra_value, void (*usage)(FILE *), struct lhost_opts *o)
 {
     const struct option longopts[] = {
@@ -152,14 +152,17 @@ static int main_parse_host_command(const char *cmd, int argc, char **argv, const
         {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    char shortopts[4] = "h";
+    if (extra_short)
+        snprintf(shortopts, sizeof shortopts, "h%c:", extra_short);
     int c;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         if (c == 'h') {
             usage(stdout);
             return 1;
-        } else if (c == OPT_INPUT) {
+        } else if (c == OPT_INPUT || (extra_short && c == extra_short)) {
             *extra_value = optarg;
         } else if (c == '?' || c == ':') {
             main_bad_option(cmd, argv);
@@ -315,7 +318,7 @@ static int cmd_sandbox_run(int argc, char **argv)
 {
     struct lhost_opts o = {0};
     const char *input = NULL;
-    int p = main_parse_host_command("sandbox-run", argc, argv, "input", &input, sandbox_usage, &o);
+    int p = main_parse_host_command("sandbox-run", argc, argv, "input", 0, &input, sandbox_usage, &o);
     if (p)
         return p > 0 ? EXIT_OK : EXIT_USAGE;
     if (optind >= argc) {
@@ -376,7 +379,7 @@ static int cmd_test(int argc, char **argv)
 {
     struct lhost_opts o = {0};
     const char *update = NULL, *pattern = NULL;
-    int p = main_parse_host_command("test", argc, argv, "update", &update, test_usage, &o);
+    int p = main_parse_host_command("test", argc, argv, "update", 0, &update, test_usage, &o);
     if (p)
         return p > 0 ? EXIT_OK : EXIT_USAGE;
     if (optind < argc)
@@ -405,7 +408,7 @@ static int cmd_test(int argc, char **argv)
 static void reconcile_usage(FILE *out)
 {
     fprintf(out,
-            "usage: flink-controller reconcile --snapshot FILE|- [--policy-dir DIR]\n"
+            "usage: flink-controller reconcile -f|--snapshot FILE|- [--policy-dir DIR]\n"
             "                                  [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "Runs the whole reconcile of one FlinkCluster from a recorded snapshot (JSON or YAML:\n"
             "{cluster, children, flink, now, dry_runs}, as `run --debug-snapshot-dir` writes them),\n"
@@ -418,7 +421,7 @@ static int cmd_reconcile(int argc, char **argv)
 {
     struct lhost_opts o = {0};
     const char *file = NULL;
-    int p = main_parse_host_command("reconcile", argc, argv, "snapshot", &file, reconcile_usage, &o);
+    int p = main_parse_host_command("reconcile", argc, argv, "snapshot", 'f', &file, reconcile_usage, &o);
     if (p)
         return p > 0 ? EXIT_OK : EXIT_USAGE;
     if (optind < argc || !file) {

@@ -122,8 +122,10 @@ describe("flink-controller reconcile --snapshot #bin", function()
     local f = os.tmpname()
     snapshot(f)
     local r = run({ "reconcile", "--snapshot", f })
+    local short = run({ "reconcile", "-f", f })
     os.remove(f)
     assert.equal(0, r.code, r.stderr)
+    assert.equal(r.stdout, short.stdout) -- -f is --snapshot
     local out = lyaml.load(r.stdout)
     local ops = {}
     for _, a in ipairs(out.actions) do ops[#ops + 1] = a.op .. " " .. a.object.kind .. " " .. a.object.metadata.name end
