@@ -93,6 +93,18 @@ describe("fc.flink.view", function()
     assert.same({ { jid = ID, state = "INITIALIZING", ["start-time"] = 1700000000000 } }, v.jobs)
   end)
 
+  it("leaves JSON nulls out of every answer, at any depth and as list items", function()
+    local v = flink.view({ answers = {
+      list_jobs = answer({ kind = "list_jobs" }, 200,
+        '{"jobs":[null,{"jid":"' .. ID .. '","state":"RUNNING","schedulerType":null}]}'),
+      ["job_exceptions/" .. ID] = answer({ kind = "job_exceptions", job_id = ID }, 200,
+        '{"root-exception":null,"exceptionHistory":{"entries":[null,'
+        .. '{"exceptionName":"java.lang.RuntimeException","stacktrace":"boom","taskName":null}]}}'),
+    } })
+    assert.same({ { jid = ID, state = "RUNNING" } }, v.jobs)
+    assert.same({ name = "java.lang.RuntimeException", stacktrace = "boom", time = 100 }, v.exceptions[ID])
+  end)
+
   it("reads the job list; an unanswered or refused list is an unreachable JobManager", function()
     local v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 200,
       '{"jobs":[{"jid":"' .. ID .. '","state":"RUNNING","start-time":1700000000000}]}') } })

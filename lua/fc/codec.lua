@@ -43,7 +43,7 @@ end
 codec.MAX_VALUES = 1000000
 codec.MAX_DEPTH = 100
 
-local function normalize(v, path, budget, depth)
+local function normalize(v, path, budget, depth, lenient)
   if is_null(v) then return nil end
   budget.n = budget.n + 1
   if budget.n > codec.MAX_VALUES then
@@ -69,8 +69,11 @@ local function normalize(v, path, budget, depth)
   local out = {}
   if util.is_array(v) then
     for i, x in ipairs(v) do
-      if is_null(x) then error({ path = path_key(path, i), message = "null is not allowed in a list" }) end
-      out[i] = normalize(x, path_key(path, i), budget, depth + 1)
+      if not is_null(x) then
+        out[#out + 1] = normalize(x, path_key(path, i), budget, depth + 1, lenient)
+      elseif not lenient then
+        error({ path = path_key(path, i), message = "null is not allowed in a list" })
+      end
     end
     return out
   end
@@ -88,15 +91,16 @@ local function normalize(v, path, budget, depth)
     if out[key] ~= nil then
       error({ path = path_key(path, key), message = "duplicate key" })
     end
-    out[key] = normalize(x, path_key(path, key), budget, depth + 1)
+    out[key] = normalize(x, path_key(path, key), budget, depth + 1, lenient)
   end
   return out
 end
 
---- Normalizes a decoded value (see the data rules above).
--- Returns the value, or nil, "<path>: <message>" (path "" is the document itself).
-function codec.normalize(v)
-  local ok, res = pcall(normalize, v, "", { n = 0 }, 0)
+--- Normalizes a decoded value (see the data rules above); `lenient` (for answers of other
+-- programs than the API server, e.g. Flink's REST API) drops a null list item too instead of
+-- refusing it. Returns the value, or nil, "<path>: <message>" (path "" is the document itself).
+function codec.normalize(v, lenient)
+  local ok, res = pcall(normalize, v, "", { n = 0 }, 0, lenient)
   if ok then return res end
   if type(res) == "table" then
     return nil, (res.path ~= "" and res.path or "<root>") .. ": " .. res.message

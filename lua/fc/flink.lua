@@ -41,6 +41,7 @@
 -- same for a submission: the job id is the policy's (JarRunRequestBody.jobId), in the status
 -- before the run request, so the job is known at once and never submitted twice.
 local cjson = require("cjson")
+local codec = require("fc.codec")
 
 local flink = {}
 
@@ -165,11 +166,15 @@ function flink.action(intent, target)
   return a
 end
 
+-- The JSON object or array of a Flink answer's body, normalized as every decoded document
+-- (fc.codec: a null is left out, in a map or a list; Flink 2.3 answers "schedulerType": null
+-- for a job that is still initializing, and a null is no value a policy may be handed), or nil
+-- for no body, invalid JSON, a scalar or a value fc.codec refuses (too deep, not finite).
 local function decode(text)
   if type(text) ~= "string" or text == "" then return nil end
   local ok, v = pcall(cjson.decode, text)
-  if ok and type(v) == "table" then return v end
-  return nil
+  if not ok or type(v) ~= "table" then return nil end
+  return codec.normalize(v, true)
 end
 
 local function str(v)
@@ -240,17 +245,9 @@ function flink.view(raw)
     local doc = type(a) == "table" and decode(a.body) or nil
     if kind == "list_jobs" then
       if ok and doc and type(doc.jobs) == "table" then
-        -- JSON nulls left out (Flink 2.3 answers "schedulerType": null for a job that is still
-        -- initializing; a null is no value a policy may be handed)
         local jobs = {}
         for _, j in ipairs(doc.jobs) do
-          if type(j) == "table" then
-            local c = {}
-            for k, x in pairs(j) do
-              if type(x) ~= "userdata" then c[k] = x end
-            end
-            jobs[#jobs + 1] = c
-          end
+          if type(j) == "table" then jobs[#jobs + 1] = j end
         end
         v.reachable, v.jobs, v.jobs_time = true, jobs, time
       end
