@@ -1555,6 +1555,8 @@ static void run_usage(FILE *out)
             "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
             "auto (default: service in a pod with the service-account config, else proxy).\n"
             "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n"
+            "--qps/--burst: a client-side limit of API requests (token bucket); default none (0):\n"
+            "the API server's priority and fairness and its 429 Retry-After answers pace the writes.\n"
             "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
             "with that certificate pair, re-read when the files change (core/webhook.h).\n");
 }
@@ -1819,8 +1821,8 @@ static int run_check_framework(struct run_ctx *ctx)
 int run_main(int argc, char **argv)
 {
     struct run_ctx ctx_ = {0}, *ctx = &ctx_;
-    ctx->o.qps = KUBE_DEFAULT_QPS;
-    ctx->o.burst = KUBE_DEFAULT_BURST;
+    ctx->o.qps = RUN_DEFAULT_QPS;
+    ctx->o.burst = RUN_DEFAULT_BURST;
     ctx->o.workers = RUN_WORKERS_DEFAULT;
     ctx->o.log_level = LOG_INFO;
     int p = run_parse(argc, argv, &ctx->o);

@@ -29,8 +29,17 @@
 
 /* Keys in flight at once. A key in flight holds only its API writes (Flink calls run apart,
  * the policies run synchronously on the loop), so a worker is a cheap slot: 64 lets a resync of
- * 1,000 clusters go through in 16 rounds, the API write rate being bounded by --qps/--burst. */
+ * 1,000 clusters go through in 16 rounds, the API write rate being bounded by the API server's
+ * pace (or by --qps/--burst when given). */
 #define RUN_WORKERS_DEFAULT 64
+/* The controller's client-side rate limit by default: none (qps 0), as controller-runtime's
+ * since v0.21 (kubernetes-sigs/controller-runtime#3119, on SIG API Machinery's advice): the API
+ * server's priority and fairness (APF, on since Kubernetes 1.20) queues and sheds load, and every
+ * 429/5xx with Retry-After is waited out and retried (core/kube.c). The requests in flight stay
+ * bounded by the workers (RUN_WORKERS_DEFAULT passes, one write at a time each) and the
+ * reflectors. --qps N --burst N sets a token bucket for API servers without APF. */
+#define RUN_DEFAULT_QPS 0.0
+#define RUN_DEFAULT_BURST KUBE_DEFAULT_BURST
 #define RUN_STOP_GRACE_S 9.0      /* seconds between SIGTERM and exit at the latest */
 #define RUN_FLINK_TIMEOUT_MS 10000 /* one Flink REST call, milliseconds */
 #define RUN_FLINK_ANSWER_MAX ((size_t)1 << 20) /* bytes of one Flink answer kept for the policies */

@@ -1,0 +1,481 @@
+#!/usr/bin/env python3
+"""bench/converge.py: how fast and how lightly `flink-controller run` makes N FlinkClusters real on
+the test API server (kwok nodes), beside the API server's own ceiling for the same objects.
+
+Run by bench/converge (it brings the test environment up and sources its env.sh); by hand:
+  . build/testenv-bench/env.sh && python3 bench/converge.py N [options]
+
+Phases, one controller process, its namespace only (--namespace):
+  idle      the controller on an empty namespace: start to ready, RSS after 3 s (then stopped);
+  converge  N FlinkClusters created first, then the controller started: seconds from its start
+            until every child exists (watch ADDED events), until every FlinkCluster has a
+            status, until all are Running; the first reconcile's latency from exec; writes;
+  update    every cluster's spec.taskManager.replicas 1 -> 2 (16 concurrent patches): seconds
+            until every TaskManager StatefulSet says 2, and the writes it took;
+  steady    STEADY seconds of nothing changing: writes and CPU (% of one core);
+  ceiling   with the controller stopped: the same rendered objects applied (server-side apply,
+            16 concurrent clients) into a second namespace, then one status write per cluster:
+            the API server's own time for the same work.
+Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
+asserts nothing but that the run finished.
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FC_BIN = os.environ.get("FC_BIN", os.path.join(ROOT, "build", "flink-controller"))
+CLIENTS = 16  # concurrent clients of the load generator and of the ceiling
+GROUP = "/apis/flinkoperator.k8s.io/v1beta1"
+
+
+class Api:
+    """A small client of the test API server: the admin client certificate, one keep-alive
+    connection per thread. request() -> (status, decoded JSON body or None)."""
+
+    def __init__(self):
+        url = urllib.parse.urlparse(os.environ["KUBE_APISERVER_URL"])
+        self.host, self.port = url.hostname, url.port
+        pki = os.path.join(os.environ["TESTENV_DIR"], "pki")
+        self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
+        self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
+        self.local = threading.local()
+
+    def conn(self):
+        c = getattr(self.local, "c", None)
+        if c is None:
+            c = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=120)
+            self.local.c = c
+        return c
+
+    def request(self, method, path, body=None, ctype="application/json"):
+        data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
+        for attempt in range(5):
+            c = self.conn()
+            try:
+                c.request(method, path, body=data, headers={"Content-Type": ctype, "Accept": "application/json"})
+                r = c.getresponse()
+                raw = r.read()
+            except (http.client.HTTPException, OSError):
+                c.close()
+                self.local.c = None
+                if attempt == 4:
+                    raise
+                continue
+            if r.status == 429:
+                time.sleep(float(r.getheader("Retry-After") or 1))
+                continue
+            try:
+                return r.status, json.loads(raw) if raw else None
+            except ValueError:
+                return r.status, None
+        return 429, None
+
+    def must(self, method, path, body=None, ctype="application/json", ok=(200, 201, 202)):
+        st, doc = self.request(method, path, body, ctype)
+        if st not in ok:
+            raise RuntimeError("%s %s: HTTP %d: %s" % (method, path, st, (doc or {}).get("message", doc)))
+        return doc
+
+    def stream(self, path):
+        """A watch: yields each event (decoded) until the stream ends."""
+        c = http.client.HTTPSConnection(self.host, self.port, context=self.ctx, timeout=3600)
+        c.request("GET", path, headers={"Accept": "application/json"})
+        r = c.getresponse()
+        if r.status != 200:
+            raise RuntimeError("watch %s: HTTP %d" % (path, r.status))
+        while True:
+            line = r.readline()
+            if not line:
+                return
+            yield json.loads(line)
+
+
+# the collection path of each kind the controller writes (namespaced)
+PATHS = {
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "Service": "/api/v1/namespaces/{ns}/services",
+    "StatefulSet": "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
+    "Ingress": "/apis/networking.k8s.io/v1/namespaces/{ns}/ingresses",
+    "FlinkCluster": GROUP + "/namespaces/{ns}/flinkclusters",
+}
+
+
+def manifest(name, variant):
+    """One FlinkCluster: a small session cluster (300Mi, 100m per pod, as the integration cases'
+    small_cluster) or the same with a job (the WordCount jar of the Flink image)."""
+    res = {"limits": {"memory": "300Mi", "cpu": "100m"}}
+    spec = {
+        "image": {"name": "flink:1.20.5"},
+        "jobManager": {"resources": res, "memoryOffHeapMin": "100M"},
+        "taskManager": {"replicas": 1, "resources": res, "memoryOffHeapMin": "100M"},
+    }
+    if variant == "job":
+        spec["job"] = {"jarFile": "./examples/streaming/WordCount.jar", "parallelism": 1}
+    return {"apiVersion": "flinkoperator.k8s.io/v1beta1", "kind": "FlinkCluster",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def names(n):
+    return ["c%05d" % i for i in range(1, n + 1)]
+
+
+def parallel(fn, items):
+    with ThreadPoolExecutor(CLIENTS) as ex:
+        return list(ex.map(fn, items))
+
+
+def make_namespace(api, ns):
+    ann = {}
+    for word in os.environ.get("TESTENV_KWOK_NS_ANNOTATIONS", "").split():
+        k, _, v = word.partition("=")
+        ann[k] = v
+    api.must("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": ns, "annotations": ann}})
+
+
+def delete_namespace(api, ns, wait_s=0):
+    api.request("DELETE", "/api/v1/namespaces/" + ns)
+    end = time.time() + wait_s
+    while time.time() < end:
+        if api.request("GET", "/api/v1/namespaces/" + ns)[0] == 404:
+            return True
+        time.sleep(1)
+    return wait_s == 0
+
+
+def kwok_nodes(api, n_pods, prefix):
+    """Extra kwok nodes (copies of the environment's, 2,000 pods each) so that every pod of the
+    run is scheduled; returns their names."""
+    extra = max(0, -(-n_pods // 1800) - 1)
+    made = []
+    node = api.must("GET", "/api/v1/nodes/" + os.environ.get("TESTENV_KWOK_NODE", "testenv-node-0"))
+    for i in range(extra):
+        name = "%s-%d" % (prefix, i)
+        labels = dict(node["metadata"].get("labels", {}))
+        labels["kubernetes.io/hostname"] = name
+        obj = {"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": labels, "annotations": node["metadata"].get("annotations", {})},
+               "spec": {"taints": node["spec"].get("taints", [])},
+               "status": {"allocatable": node["status"]["allocatable"], "capacity": node["status"]["capacity"]}}
+        api.must("POST", "/api/v1/nodes", obj)
+        made.append(name)
+    return made
+
+
+class Proc:
+    """CPU seconds (utime+stime) and RSS of a pid from /proc; a sampler thread keeps the peak."""
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, pid):
+        self.pid, self.peak_kib, self.stop = pid, 0, False
+        threading.Thread(target=self.sample, daemon=True).start()
+
+    def cpu(self):
+        with open("/proc/%d/stat" % self.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.TICK
+
+    def rss_kib(self, key="VmRSS"):
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return 0
+
+    def sample(self):
+        while not self.stop:
+            try:
+                self.peak_kib = max(self.peak_kib, self.rss_kib("VmHWM"))
+            except OSError:
+                return
+            time.sleep(0.2)
+
+
+class Controller:
+    """`flink-controller run` on one namespace, its log in `log`, its /metrics read by metric()."""
+
+    def __init__(self, ns, log, extra):
+        self.log = log
+        self.t_exec = time.time()
+        self.p = subprocess.Popen(
+            [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", ns,
+             "--flink-base-url", os.environ["FLINK_REST_URL"],
+             "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"] + extra,
+            stdin=subprocess.DEVNULL, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+        self.proc = Proc(self.p.pid)
+        self.port = None
+
+    def metrics_port(self, timeout=10):
+        end = time.time() + timeout
+        while self.port is None and time.time() < end:
+            with open(self.log, errors="replace") as f:
+                m = re.search(r"metrics on port (\d+)", f.read())
+            if m:
+                self.port = int(m.group(1))
+            else:
+                time.sleep(0.005)
+        return self.port
+
+    def metrics(self):
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port(), timeout=10)
+        c.request("GET", "/metrics")
+        text = c.getresponse().read().decode()
+        c.close()
+        return text
+
+    def metric(self, name, text=None, **labels):
+        """Sum of the samples of `name` whose labels include `labels`."""
+        total = 0.0
+        for line in (text or self.metrics()).splitlines():
+            if not line.startswith(name) or line.startswith("#"):
+                continue
+            m = re.match(r"^(\w+)(\{[^}]*\})?\s+(\S+)$", line)
+            if not m or m.group(1) != name:
+                continue
+            got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+            if all(got.get(k) == v for k, v in labels.items()):
+                total += float(m.group(3))
+        return total
+
+    def writes(self, text=None):
+        """API writes by verb (every verb but GET) from flink_controller_api_requests_total."""
+        out = {}
+        for verb in ("POST", "PUT", "PATCH", "DELETE"):
+            v = int(self.metric("flink_controller_api_requests_total", text, verb=verb))
+            if v:
+                out[verb] = v
+        return out
+
+    def close(self):
+        self.proc.stop = True
+        self.p.terminate()
+        try:
+            self.p.wait(15)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+class Watcher:
+    """Watches the kinds of one namespace from a resourceVersion and records, per object, the
+    first time it was seen, the first time its `pred` held, and calls nothing else."""
+
+    def __init__(self, api, ns, kind, rv, pred=None):
+        self.seen, self.held, self.pred = {}, {}, pred
+        self.api, self.path = api, PATHS[kind].format(ns=ns)
+        self.rv = rv
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            try:
+                for ev in self.api.stream(self.path + "?watch=1&allowWatchBookmarks=true&resourceVersion=" + self.rv):
+                    o = ev.get("object", {})
+                    self.rv = o.get("metadata", {}).get("resourceVersion", self.rv)
+                    if ev.get("type") not in ("ADDED", "MODIFIED"):
+                        continue
+                    name, now = o["metadata"]["name"], time.time()
+                    self.seen.setdefault(name, now)
+                    if self.pred and name not in self.held and self.pred(o):
+                        self.held[name] = now
+            except (RuntimeError, OSError, http.client.HTTPException, ValueError):
+                time.sleep(0.5)
+
+
+def wait_for(check, timeout, step=0.2):
+    end = time.time() + timeout
+    while time.time() < end:
+        if check():
+            return True
+        time.sleep(step)
+    return check()
+
+
+def list_rv(api, kind, ns):
+    return api.must("GET", PATHS[kind].format(ns=ns) + "?limit=1")["metadata"]["resourceVersion"]
+
+
+def render(ns, clusters, variant):
+    """The objects `flink-controller render` makes of the clusters (the ceiling's work)."""
+    stream = "".join("---\n" + json.dumps(manifest(n, variant)) + "\n" for n in clusters)
+    out = subprocess.run([FC_BIN, "render", "-f", "-", "-o", "json"], input=stream.encode(),
+                         capture_output=True, check=True).stdout
+    objs = json.loads(out)["items"]
+    for o in objs:
+        o["metadata"]["namespace"] = ns
+    return objs
+
+
+def ceiling(api, ns, clusters, variant):
+    """Seconds the API server takes for the same objects from CLIENTS concurrent clients
+    (server-side apply, as the controller writes), then for one status write per cluster."""
+    parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=ns), manifest(n, variant)), clusters)
+    objs = render(ns, clusters, variant)
+
+    def apply(o):
+        path = PATHS[o["kind"]].format(ns=ns) + "/" + o["metadata"]["name"] + "?fieldManager=bench&force=true"
+        api.must("PATCH", path, json.dumps(o), "application/apply-patch+yaml")
+
+    t0 = time.time()
+    parallel(apply, objs)
+    t_children = time.time() - t0
+
+    def status(n):
+        api.must("PATCH", PATHS["FlinkCluster"].format(ns=ns) + "/" + n + "/status",
+                 {"status": {"state": "Creating"}}, "application/merge-patch+json")
+
+    parallel(status, clusters)
+    return {"objects": len(objs), "children_s": round(t_children, 2), "status_s": round(time.time() - t0, 2)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("n", type=int, nargs="?", default=1000, help="FlinkClusters (default 1000)")
+    ap.add_argument("--variant", choices=("session", "job"), default="session")
+    ap.add_argument("--steady", type=int, default=60, help="seconds of the steady phase (0: none)")
+    ap.add_argument("--no-update", action="store_true", help="skip the update wave")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the API server's ceiling")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
+    ap.add_argument("--log", default=None, help="the controller's log file (default: a temporary one)")
+    ap.add_argument("controller_args", nargs="*", help="after --: flags for `flink-controller run`")
+    a = ap.parse_args()
+    api = Api()
+    tag = "%d-%d" % (os.getpid(), int(time.time()) % 100000)
+    ns, ns_idle, ns_ceiling = "bench-" + tag, "bench-idle-" + tag, "bench-ceiling-" + tag
+    log = a.log or "/tmp/converge-%s.log" % tag
+    clusters = names(a.n)
+    r = {"n": a.n, "variant": a.variant, "controller_args": " ".join(a.controller_args)}
+    nodes = kwok_nodes(api, 2 * a.n, "bench-node-" + tag)
+    try:
+        # idle: start to ready, RSS with nothing to do
+        make_namespace(api, ns_idle)
+        c = Controller(ns_idle, log + ".idle", a.controller_args)
+        c.metrics_port()
+        time.sleep(3)
+        r["idle_rss_mib"] = round(c.proc.rss_kib() / 1024, 1)
+        c.close()
+
+        # converge
+        make_namespace(api, ns)
+        t = time.time()
+        parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=ns), manifest(n, a.variant)), clusters)
+        r["create_s"] = round(time.time() - t, 2)
+        kinds = sorted({o["kind"] for o in render(ns, clusters[:1], a.variant)})
+        per_cluster = len(render(ns, clusters[:1], a.variant))
+        watch = {k: Watcher(api, ns, k, list_rv(api, k, ns)) for k in kinds if k != "FlinkCluster"}
+        fc = Watcher(api, ns, "FlinkCluster", "0",
+                     lambda o: bool(o.get("status", {}).get("state")))
+        running = Watcher(api, ns, "FlinkCluster", "0",
+                          lambda o: o.get("status", {}).get("state") == "Running")
+        c = Controller(ns, log, a.controller_args)
+        t0 = c.t_exec
+        want = per_cluster * a.n
+        children = lambda: sum(len(w.seen) for w in watch.values())
+        wait_for(lambda: children() > 0, a.timeout, 0.001)
+        # start to first reconcile: exec until the API server has the first child it wrote
+        r["first_reconcile_ms"] = round(1000 * (min(t for w in watch.values() for t in w.seen.values()) - t0), 1)
+        ok = wait_for(lambda: children() >= want, a.timeout)
+        r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
+        ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
+        r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
+        ok = wait_for(lambda: len(running.held) >= a.n, a.timeout)
+        r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
+        wait_for(lambda: False, 5)  # the last status writes
+        text = c.metrics()
+        r["writes"] = c.writes(text)
+        r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
+        r["cpu_s"] = round(c.proc.cpu(), 2)
+        r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+
+        if not a.no_update:
+            before = c.writes()
+            sts = Watcher(api, ns, "StatefulSet", list_rv(api, "StatefulSet", ns),
+                          lambda o: o["metadata"]["name"].endswith("-taskmanager") and o["spec"].get("replicas") == 2)
+            t = time.time()
+            parallel(lambda n: api.must("PATCH", PATHS["FlinkCluster"].format(ns=ns) + "/" + n,
+                                        {"spec": {"taskManager": {"replicas": 2}}}, "application/merge-patch+json"),
+                     clusters)
+            ok = wait_for(lambda: len(sts.held) >= a.n, a.timeout)
+            r["update_s"] = round(max(sts.held.values()) - t, 2) if ok else None
+            wait_for(lambda: False, 5)
+            after = c.writes()
+            r["update_writes"] = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
+
+        if a.steady > 0:
+            # quiet first: no write for 10 s (the last status writes of the wave)
+            last, quiet_since = c.writes(), time.time()
+            while time.time() - quiet_since < 10 and time.time() - t0 < a.timeout:
+                time.sleep(1)
+                w = c.writes()
+                if w != last:
+                    last, quiet_since = w, time.time()
+            cpu0, t = c.proc.cpu(), time.time()
+            time.sleep(a.steady)
+            w = c.writes()
+            r["steady_s"] = a.steady
+            r["steady_writes"] = sum(w.values()) - sum(last.values())
+            r["steady_cpu_pct"] = round(100 * (c.proc.cpu() - cpu0) / (time.time() - t), 2)
+            r["steady_passes"] = None
+        r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+        r["rss_end_mib"] = round(c.proc.rss_kib() / 1024, 1)
+        r["cpu_s_total"] = round(c.proc.cpu(), 2)
+        c.close()
+        delete_namespace(api, ns_idle)
+        # the ceiling runs on a quiet API server: the namespace (and its GC) gone first
+        r["namespace_deleted"] = delete_namespace(api, ns, 900)
+
+        if not a.no_ceiling:
+            make_namespace(api, ns_ceiling)
+            r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
+            delete_namespace(api, ns_ceiling)
+    finally:
+        for n in nodes:
+            api.request("DELETE", "/api/v1/nodes/" + n)
+        for n in (ns, ns_idle, ns_ceiling):
+            api.request("DELETE", "/api/v1/namespaces/" + n)
+    if r.get("ceiling") and r.get("children_s"):
+        r["children_vs_ceiling"] = round(r["children_s"] / r["ceiling"]["children_s"], 2)
+        if r.get("status_s"):
+            r["status_vs_ceiling"] = round(r["status_s"] / r["ceiling"]["status_s"], 2)
+    r.pop("steady_passes", None)
+    print("converge-json: " + json.dumps(r, sort_keys=True))
+    rows = [
+        ("FlinkClusters (%s)" % a.variant, a.n),
+        ("controller flags", r["controller_args"] or "(defaults)"),
+        ("all children exist, s", r.get("children_s")),
+        ("every status written, s", r.get("status_s")),
+        ("all Running, s", r.get("running_s")),
+        ("API server ceiling: children, s", (r.get("ceiling") or {}).get("children_s")),
+        ("API server ceiling: + status, s", (r.get("ceiling") or {}).get("status_s")),
+        ("children / ceiling", r.get("children_vs_ceiling")),
+        ("status / ceiling", r.get("status_vs_ceiling")),
+        ("writes by verb", r.get("writes")),
+        ("writes per cluster", r.get("writes_per_cluster")),
+        ("controller CPU to converge, s", r.get("cpu_s")),
+        ("peak RSS, MiB", r.get("peak_rss_mib")),
+        ("update wave (TM replicas 1 -> 2), s", r.get("update_s")),
+        ("update wave writes", r.get("update_writes")),
+        ("steady %s s: writes" % a.steady, r.get("steady_writes")),
+        ("steady: CPU, % of one core", r.get("steady_cpu_pct")),
+        ("start to first child written, ms", r.get("first_reconcile_ms")),
+        ("idle RSS (no clusters), MiB", r.get("idle_rss_mib")),
+    ]
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print("%-*s  %s" % (w, k, "-" if v is None else v))
+    return 0 if r.get("children_s") is not None and r.get("status_s") is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
