@@ -95,13 +95,13 @@ describe("fc.override.summary", function()
 
   it("gives the first failures with their difference, and how many more", function()
     assert.are.equal("cluster/b: [3].spec.replicas: expected 1, got 2; cluster/c: cluster.lua:12: boom; "
-      .. "job/e: job.decide: x; and 1 more", override.summary(out))
-    assert.are.equal("cluster/b: [3].spec.replicas: expected 1, got 2", override.summary("FAIL " ..
-      "cluster/b: [3].spec.replicas: expected 1, got 2\n0 passed, 1 failed\n", 1))
+      .. "job/e: job.decide: x; and 1 more", override.summary({ output = out }))
+    assert.are.equal("cluster/b: [3].spec.replicas: expected 1, got 2", override.summary({ output = "FAIL "
+      .. "cluster/b: [3].spec.replicas: expected 1, got 2\n0 passed, 1 failed\n", max = 1 }))
   end)
 
   it("falls back to the last line, or says there was no output", function()
-    assert.are.equal("test: /x: not a directory", override.summary("test: /x: not a directory\n\n"))
-    assert.are.equal("no output", override.summary(""))
+    assert.are.equal("test: /x: not a directory", override.summary({ output = "test: /x: not a directory\n\n" }))
+    assert.are.equal("no output", override.summary({ output = "" }))
   end)
 end)

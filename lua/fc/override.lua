@@ -91,12 +91,12 @@ function override.files(cm)
   return { files = files, remove = remove }
 end
 
---- override.summary(output, max) -> the Event message of a set whose fixtures failed: the first
+--- override.summary({output=<text>, max=<n>}) -> the Event message of a set whose fixtures failed: the first
 -- `max` (default 3) "FAIL <policy>/<case>: <why>" lines of `flink-controller test`'s output,
 -- without "FAIL ", joined by "; ", then "; and <n> more" when there are more; the last non-empty
 -- line when there is no FAIL line (e.g. the policy dir unreadable); "no output" for none.
-function override.summary(output, max)
-  max = max or 3
+function override.summary(args)
+  local output, max = args.output, args.max or 3
   local fails, last = {}, nil
   for line in tostring(output or ""):gmatch("[^\n]+") do
     local f = line:match("^FAIL (.*)$")
