@@ -515,6 +515,21 @@ static int append(char *buf, size_t n, size_t *off, const char *s, int escape)
     return rc;
 }
 
+int kube_path_query(char *buf, size_t n, const char *param, const char *value)
+{
+    if (!buf || !param || !*param || !value)
+        return -1;
+    size_t off = strlen(buf);
+    size_t start = off;
+    int rc = append(buf, n, &off, strchr(buf, '?') ? "&" : "?", 0);
+    rc |= append(buf, n, &off, param, 0);
+    rc |= append(buf, n, &off, "=", 0);
+    rc |= append(buf, n, &off, value, 1);
+    if (rc)
+        buf[start] = '\0';
+    return rc ? -1 : 0;
+}
+
 int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const char *name,
               const char *subresource)
 {

@@ -134,6 +134,11 @@ const kube_kind *kube_kind_define(const char *api_version, const char *kind, con
 int kube_path(char *buf, size_t n, const kube_kind *k, const char *ns, const char *name,
               const char *subresource);
 
+/* Appends the query parameter `param`=`value` (value percent-escaped) to the path in buf
+ * ("?" first, "&" once the path has a query), e.g. "...?fieldSelector=metadata.name%3Dx".
+ * Returns 0, or -1 (buf unchanged) when it does not fit in n bytes or an argument is missing. */
+int kube_path_query(char *buf, size_t n, const char *param, const char *value);
+
 /* Writes the API server path of a request through a Service's proxy subresource into buf:
  * "/api/v1/namespaces/<ns>/services/<scheme>:<service>:<port>/proxy<path>", e.g.
  * "/api/v1/namespaces/ns/services/http:x-jobmanager:8081/proxy/jobs/overview". `scheme` is

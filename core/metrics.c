@@ -41,11 +41,7 @@ static void format_value(double v, char *buf, size_t n);
 
 static void family_free(metrics_family *f)
 {
-    for (size_t i = 0; i < f->nseries; i++) {
-        for (size_t j = 0; j < f->nlabels; j++) free(f->series[i].values[j]);
-        free(f->series[i].values);
-        free(f->series[i].buckets);
-    }
+    metrics_clear(f);
     free(f->series);
     for (size_t j = 0; j < f->nlabels; j++) free(f->labels[j]);
     free(f->bounds);
@@ -238,6 +234,17 @@ static int values_ok(const metrics_family *f, const char *const *values)
     for (size_t j = 0; j < f->nlabels; j++)
         if (!values[j] || !valid_utf8(values[j])) return 0;
     return 1;
+}
+
+void metrics_clear(metrics_family *f)
+{
+    if (!f) return;
+    for (size_t i = 0; i < f->nseries; i++) {
+        for (size_t j = 0; j < f->nlabels; j++) free(f->series[i].values[j]);
+        free(f->series[i].values);
+        free(f->series[i].buckets);
+    }
+    f->nseries = 0;
 }
 
 /* The series for `values`, created when new and under the cap. */
@@ -443,6 +450,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *kind[] = { "kind" };
     const char *code_verb[] = { "code", "verb" };
     const char *policy[] = { "policy" };
+    const char *hash[] = { "hash" };
     metrics_controller c = {0};
     if (!r || !m) {
         util_set_err(err, errlen, "metrics_register_controller: no registry");
@@ -469,6 +477,12 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         NULL, 0);
     REG(leader, METRICS_GAUGE, "flink_controller_leader",
         "1 while this replica holds the leader Lease, else 0.", 0, NULL, NULL, 0);
+    REG(policy_reloads_total, METRICS_COUNTER, "flink_controller_policy_reloads_total",
+        "Policy sets from --policy-configmap checked (compiled, fixtures run) by result.", 1, result,
+        NULL, 0);
+    REG(policy_set_info, METRICS_GAUGE, "flink_controller_policy_set_info",
+        "1 for the policy set serving, labelled with its hash (sha256 of its files, 12 hex).", 1, hash,
+        NULL, 0);
 #undef REG
     if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0)) {
         util_set_err(err, errlen, "metrics_register_controller: out of memory");

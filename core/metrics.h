@@ -60,6 +60,10 @@ int metrics_add(metrics_family *f, const char *const *values, double delta);   /
 int metrics_set(metrics_family *f, const char *const *values, double value);   /* gauge only */
 int metrics_observe(metrics_family *f, const char *const *values, double value); /* histogram */
 
+/* Drops every series of a family (an info gauge whose label value changed: the old value must
+ * no longer render). No-op on NULL. */
+void metrics_clear(metrics_family *f);
+
 /* Reads back (tests, and the run command's own decisions): a counter's or
  * gauge's value, a histogram's count; NaN when the series does not exist. */
 double metrics_get(const metrics_family *f, const char *const *values);
@@ -90,6 +94,10 @@ typedef struct metrics_controller {
                                                (no response), verb "GET"|"PATCH"|... */
     metrics_family *policy_errors_total;    /* counter {policy}: "defaults", "job", ... */
     metrics_family *leader;                 /* gauge 0/1: this replica leads */
+    metrics_family *policy_reloads_total;   /* counter {result}: "accepted"|"refused" policy sets
+                                               of --policy-configmap */
+    metrics_family *policy_set_info;        /* gauge {hash}: 1 for the policy set serving
+                                               (one series) */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

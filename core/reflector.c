@@ -454,7 +454,9 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
     /* a namespace or selector lost to a failed strdup would widen the watch to everything */
     int lost = (opts && opts->namespace && *opts->namespace && !r->ns) ||
                (opts && opts->label_selector && *opts->label_selector && !r->selector);
-    if (lost || kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 || !r->store ||
+    if (lost || kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 ||
+        (opts && opts->field_selector && *opts->field_selector &&
+         kube_path_query(r->path, sizeof r->path, "fieldSelector", opts->field_selector) != 0) || !r->store ||
         !r->by_owner || !r->by_cluster) {
         util_set_err(err, errlen, "reflector_start: bad namespace or out of memory");
         json_decref(r->store);

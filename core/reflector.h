@@ -44,6 +44,8 @@ typedef void (*reflector_error_fn)(reflector *r, const char *what, void *ud);
 typedef struct reflector_opts {
     const char *namespace;        /* NULL or "" = all namespaces */
     const char *label_selector;   /* NULL or "" = everything */
+    const char *field_selector;   /* NULL or "" = everything; e.g. "metadata.name=x" (one
+                                     object: what RBAC resourceNames allows to list/watch) */
     double resync_s;              /* periodic resync period, seconds; 0 = off */
     long watch_timeout_min_s;     /* default 300 */
     long watch_timeout_max_s;     /* default 600 (exclusive) */

@@ -20,6 +20,7 @@
 #include "lhost.h"
 #include "log.h"
 #include "metrics.h"
+#include "override.h"
 #include "reflector.h"
 #include "run.h"
 #include "server.h"
@@ -299,7 +300,25 @@ struct run_opts {
     const char *flink_base;
     const char *debug_snapshot_dir; /* --debug-snapshot-dir: each pass's snapshot, by cluster */
     run_flink_access flink_access; /* as given; ctx->flink_env.access holds the resolved one */
+    const char *policy_configmap;  /* --policy-configmap NS/NAME: policy overrides, or NULL */
+    const char *policy_work_dir;   /* --policy-work-dir: where override sets are made */
     struct lhost_opts host;
+};
+
+/* The policy set serving and the --policy-configmap watch (README.md, "Overriding policies in
+ * a running controller"). A set is the built-in dir (lhost's policy dir at start) or a
+ * directory core/override made from it and the ConfigMap; one check runs at a time. */
+struct run_override {
+    char ns[254], name[254];     /* the ConfigMap; "" without --policy-configmap */
+    reflector *r;
+    char builtin_dir[4096], builtin_hash[OVERRIDE_HASH_LEN + 1];
+    char active_dir[4096], active_hash[OVERRIDE_HASH_LEN + 1]; /* active_dir "" = built-in */
+    char seen_rv[64];            /* the ConfigMap's resourceVersion last taken */
+    override_check *check;       /* the check in flight */
+    char check_dir[4096], check_hash[OVERRIDE_HASH_LEN + 1];
+    json_t *check_cm;            /* the ConfigMap being checked */
+    json_t *pending;             /* a newer ConfigMap seen meanwhile: checked next */
+    int settled;                 /* the first set is decided: keys may be taken */
 };
 
 struct run_item;
@@ -338,11 +357,15 @@ struct run_ctx {
     int releasing;
     metrics_registry *reg;
     metrics_controller m;
+    struct run_override ov;
     /* counters */
     unsigned long reconciles, reconcile_errors, actions_done, action_errors;
 };
 
-enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_EVENTS, PHASE_DONE };
+enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_HASH, PHASE_EVENTS, PHASE_DONE };
+
+/* The annotation on each FlinkCluster naming the policy set that last reconciled it. */
+#define RUN_POLICY_HASH_ANNOTATION "flinkoperator.k8s.io/policy-hash"
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
 enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
@@ -374,6 +397,7 @@ struct run_item {
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
     json_t *event;    /* the ctx->emitted entry of the Event being written (a reference) */
     double started; /* ev_time() when taken off the queue */
+    char policy_hash[OVERRIDE_HASH_LEN + 1]; /* the set the pass ran with ("" when none ran) */
 };
 
 /* A Flink REST call in flight for a key; its answer goes into the key's flink state and
@@ -1195,6 +1219,33 @@ static int run_is_control(json_t *a)
                   (strcmp(op, "flink") == 0 && json_is_true(json_object_get(a, "after_status"))));
 }
 
+/* The policy-hash annotation of the cluster, when the pass ran with another set than the one
+ * it names: a merge patch of that one annotation (no write at steady state). 1 when started. */
+static int run_start_hash_patch(struct run_item *it)
+{
+    struct run_ctx *ctx = it->ctx;
+    json_t *ann = json_object_get(json_object_get(it->cluster, "metadata"), "annotations");
+    const char *have = json_string_value(json_object_get(ann, RUN_POLICY_HASH_ANNOTATION));
+    if (!it->policy_hash[0] || (have && strcmp(have, it->policy_hash) == 0))
+        return 0;
+    json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", RUN_POLICY_HASH_ANNOTATION, it->policy_hash);
+    char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    char err[512] = "out of memory";
+    snprintf(it->what, sizeof it->what, "patch annotation %s=%s", RUN_POLICY_HASH_ANNOTATION, it->policy_hash);
+    it->verb = "PATCH";
+    it->write = WRITE_PATCH;
+    if (text)
+        it->call = kube_patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+                              "application/merge-patch+json", text, run_kube_done, it, err, sizeof err);
+    free(text);
+    if (it->call)
+        return 1;
+    it->failed = 1;
+    run_log(LOG_ERROR, it->key, "%s: %s", it->what, err);
+    return 0;
+}
+
 static void run_item_step(struct run_item *it)
 {
     for (;;) {
@@ -1233,8 +1284,13 @@ static void run_item_step(struct run_item *it)
                     return;
                 continue;
             }
-            it->phase = PHASE_EVENTS;
+            it->phase = PHASE_HASH;
             it->next = 0;
+            continue;
+        case PHASE_HASH:
+            it->phase = PHASE_EVENTS;
+            if (!it->status_refused && run_start_hash_patch(it))
+                return;
             continue;
         case PHASE_EVENTS: {
             json_t *events = json_object_get(it->result, "events");
@@ -1300,6 +1356,7 @@ static void run_process(struct run_ctx *ctx, const char *key)
     json_incref(it->fresh);
     json_object_del(ctx->fresh, key);
     it->cluster = json_incref(cluster);
+    snprintf(it->policy_hash, sizeof it->policy_hash, "%s", ctx->ov.active_hash);
     json_t *snap = run_snapshot(ctx, rn, key, cluster);
     char *in = json_dumps(snap, JSON_COMPACT);
     json_decref(snap);
@@ -1423,11 +1480,12 @@ static void run_enqueue_cluster(json_t *obj, void *ud)
         workqueue_add(ctx->q, key);
 }
 
-static void run_on_synced(reflector *r, void *ud)
+/* Ready once every cache synced and the first policy set is decided (with --policy-configmap:
+ * no ConfigMap, or its set accepted or refused), so that no pass runs with a set about to be
+ * replaced at start. */
+static void run_check_synced(struct run_ctx *ctx)
 {
-    (void)r;
-    struct run_ctx *ctx = ud;
-    if (ctx->synced)
+    if (ctx->synced || (ctx->ov.r && (!reflector_has_synced(ctx->ov.r) || !ctx->ov.settled)))
         return;
     for (size_t i = 0; i < ctx->nns; i++)
         for (int k = 0; k < run_nkinds; k++)
@@ -1440,13 +1498,252 @@ static void run_on_synced(reflector *r, void *ud)
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
+static void run_on_synced(reflector *r, void *ud)
+{
+    (void)r;
+    run_check_synced(ud);
+}
+
 static void run_on_error(reflector *r, const char *what, void *ud)
 {
     struct run_ctx *ctx = ud;
-    const char *kind = run_kind_name(run_kind_index(ctx, r));
+    const char *kind = r == ctx->ov.r ? "ConfigMap" : run_kind_name(run_kind_index(ctx, r));
     const char *kv[] = {kind};
     metrics_inc(ctx->m.watch_restarts_total, kv);
     run_log(LOG_WARN, NULL, "watch %s: %s", kind, what);
+}
+
+/* ---- policy overrides (--policy-configmap) -------------------------------------------------- */
+
+static void run_override_event_done(const kube_result *res, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    run_count_request(ctx, "POST", res->status);
+    if (res->status < 200 || res->status >= 300)
+        run_log(LOG_WARN, NULL, "create event about ConfigMap %s/%s: HTTP %ld: %s", ctx->ov.ns, ctx->ov.name,
+                res->status, res->message);
+}
+
+/* An Event about the ConfigMap `cm` (not deduplicated: one per set checked); written only by a
+ * replica that may write (the leader with --leader-elect). */
+static void run_override_event(struct run_ctx *ctx, json_t *cm, const char *type, const char *reason,
+                               const char *message)
+{
+    if (!cm || !run_may_write(ctx))
+        return;
+    json_t *inv = run_typed(cm, &kube_kind_configmap);
+    char err[512] = "out of memory";
+    if (!inv || !kube_event_create(ctx->kc, inv, type, reason, message, run_override_event_done, ctx, err, sizeof err))
+        run_log(LOG_WARN, NULL, "create event %s about ConfigMap %s/%s: %s", reason, ctx->ov.ns, ctx->ov.name, err);
+    json_decref(inv);
+}
+
+static void run_override_set_info(struct run_ctx *ctx)
+{
+    const char *v[] = {ctx->ov.active_hash};
+    metrics_clear(ctx->m.policy_set_info);
+    metrics_set(ctx->m.policy_set_info, v, 1);
+}
+
+/* Serves the set in `dir` ("" = the built-in one) from the next pass on, between passes (a pass
+ * makes its policy calls in one go on the loop, so none sees two sets), and enqueues every
+ * FlinkCluster. The set served before, when made by core/override, is removed. */
+static int run_override_switch(struct run_ctx *ctx, const char *dir, const char *hash, const char *why)
+{
+    struct run_override *ov = &ctx->ov;
+    json_t *in = json_pack("{s:s}", "policy_dir", *dir ? dir : ov->builtin_dir);
+    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[1024] = "out of memory";
+    json_decref(in);
+    int rc = text ? lhost_call_json(ctx->host, "fc.override", "activate", text, &out, err, sizeof err) : -1;
+    free(text);
+    free(out);
+    if (rc) {
+        run_log(LOG_ERROR, NULL, "policy set %s: cannot switch to it: %s; set %s keeps serving", hash, err,
+                ov->active_hash);
+        return -1;
+    }
+    char old[sizeof ov->active_dir];
+    snprintf(old, sizeof old, "%s", ov->active_dir);
+    snprintf(ov->active_dir, sizeof ov->active_dir, "%s", dir);
+    snprintf(ov->active_hash, sizeof ov->active_hash, "%s", hash);
+    if (*old && strcmp(old, dir) != 0)
+        override_remove(old);
+    run_override_set_info(ctx);
+    log_msg(LOG_INFO, "policy set switched", "hash", hash, "reason", why, "policy_dir",
+            *dir ? dir : ov->builtin_dir, NULL);
+    for (size_t i = 0; i < ctx->nns; i++)
+        if (ctx->nss[i].r[0])
+            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
+    return 0;
+}
+
+/* A set of the ConfigMap refused: counted, logged, a Warning PolicyRejected on the ConfigMap;
+ * the set serving stays. */
+static void run_override_refuse(struct run_ctx *ctx, json_t *cm, const char *hash, const char *why)
+{
+    struct run_override *ov = &ctx->ov;
+    const char *v[] = {"refused"};
+    metrics_inc(ctx->m.policy_reloads_total, v);
+    const char *rv = json_string_value(json_object_get(json_object_get(cm, "metadata"), "resourceVersion"));
+    char msg[2048];
+    snprintf(msg, sizeof msg, "policy set %s refused: %s; the last good set %s keeps serving", hash, why,
+             ov->active_hash);
+    log_msg(LOG_ERROR, msg, "configmap_resource_version", rv ? rv : "", NULL);
+    run_override_event(ctx, cm, "Warning", "PolicyRejected", msg);
+}
+
+static void run_override_take(struct run_ctx *ctx, json_t *cm);
+
+/* The fixtures of the set in ctx->ov.check_dir are done. */
+static void run_override_checked(int status, const char *output, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    struct run_override *ov = &ctx->ov;
+    json_t *cm = ov->check_cm;
+    ov->check = NULL;
+    ov->check_cm = NULL;
+    if (status == 0) {
+        const char *v[] = {"accepted"};
+        metrics_inc(ctx->m.policy_reloads_total, v);
+        const char *rv = json_string_value(json_object_get(json_object_get(cm, "metadata"), "resourceVersion"));
+        char why[600], msg[700];
+        snprintf(why, sizeof why, "ConfigMap %s/%s resourceVersion %s: compiled, every fixture passed", ov->ns,
+                 ov->name, rv ? rv : "?");
+        if (run_override_switch(ctx, ov->check_dir, ov->check_hash, why) == 0) {
+            snprintf(msg, sizeof msg, "policy set %s serving: compiled, every fixture passed", ov->check_hash);
+            run_override_event(ctx, cm, "Normal", "PolicyAccepted", msg);
+        } else {
+            override_remove(ov->check_dir);
+        }
+    } else {
+        json_t *in = json_pack("{s:s}", "output", output ? output : "");
+        char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[1024] = "";
+        json_decref(in);
+        json_t *sum = text && lhost_call_json(ctx->host, "fc.override", "summary", text, &out, err, sizeof err) == 0
+                          ? json_loads(out, JSON_DECODE_ANY, NULL) : NULL;
+        free(text);
+        free(out);
+        char why[1600];
+        snprintf(why, sizeof why, "%s%s", status < 0 ? "the fixtures' process was killed: " : "",
+                 json_is_string(sum) ? json_string_value(sum) : err);
+        json_decref(sum);
+        run_override_refuse(ctx, cm, ov->check_hash, why);
+        override_remove(ov->check_dir);
+    }
+    ov->check_dir[0] = '\0';
+    json_decref(cm);
+    ov->settled = 1;
+    run_check_synced(ctx);
+    if (ov->pending && !ctx->stopping) {
+        json_t *next = ov->pending;
+        ov->pending = NULL;
+        run_override_take(ctx, next);
+        json_decref(next);
+    }
+}
+
+/* A new version of the ConfigMap: its set is made, hashed and compiled at once, its fixtures
+ * checked in a child process (run_override_checked); a refusal at any step is final for this
+ * version. A set with the hash of the one serving changes nothing. */
+static void run_override_take(struct run_ctx *ctx, json_t *cm)
+{
+    struct run_override *ov = &ctx->ov;
+    const char *rv = json_string_value(json_object_get(json_object_get(cm, "metadata"), "resourceVersion"));
+    json_t *in = json_pack("{s:O?, s:O?}", "data", json_object_get(cm, "data"), "binaryData",
+                           json_object_get(cm, "binaryData"));
+    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[2048] = "out of memory";
+    json_decref(in);
+    int rc = text ? lhost_call_json(ctx->host, "fc.override", "files", text, &out, err, sizeof err) : -1;
+    free(text);
+    json_t *plan = rc == 0 ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    char dir[4096] = "", hash[OVERRIDE_HASH_LEN + 1] = "-";
+    const char *bad = json_string_value(json_object_get(plan, "error"));
+    if (bad) {
+        run_override_refuse(ctx, cm, hash, bad);
+    } else if (!plan || override_materialize(ov->builtin_dir, ctx->o.policy_work_dir, plan, dir, sizeof dir, err,
+                                             sizeof err)) {
+        run_override_refuse(ctx, cm, hash, err);
+    } else if (override_hash(dir, hash, sizeof hash, err, sizeof err)) {
+        run_override_refuse(ctx, cm, "-", err);
+        override_remove(dir);
+    } else if (strcmp(hash, ov->active_hash) == 0) {
+        log_msg(LOG_INFO, "policy set from the ConfigMap is the one serving: nothing to switch", "hash", hash,
+                "configmap_resource_version", rv ? rv : "", NULL);
+        override_remove(dir);
+    } else if ((rc = override_compile(dir, err, sizeof err)) != 0) {
+        run_override_refuse(ctx, cm, hash, err);
+        override_remove(dir);
+    } else if (!(ov->check = override_check_start(ctx->loop, dir, ctx->o.host.timeout_ms, ctx->o.host.memory_mib,
+                                                  run_override_checked, ctx, err, sizeof err))) {
+        run_override_refuse(ctx, cm, hash, err);
+        override_remove(dir);
+    } else {
+        snprintf(ov->check_dir, sizeof ov->check_dir, "%s", dir);
+        snprintf(ov->check_hash, sizeof ov->check_hash, "%s", hash);
+        ov->check_cm = json_incref(cm);
+        log_msg(LOG_INFO, "policy set from the ConfigMap compiled: running its fixtures", "hash", hash,
+                "configmap_resource_version", rv ? rv : "", NULL);
+    }
+    json_decref(plan);
+    if (!ov->check) {
+        ov->settled = 1;
+        run_check_synced(ctx);
+    }
+}
+
+/* Drops the check in flight (its child killed) and the version waiting for it. */
+static void run_override_cancel(struct run_ctx *ctx)
+{
+    struct run_override *ov = &ctx->ov;
+    if (ov->check) {
+        override_check_cancel(ov->check);
+        ov->check = NULL;
+        override_remove(ov->check_dir);
+        ov->check_dir[0] = '\0';
+    }
+    json_decref(ov->check_cm);
+    json_decref(ov->pending);
+    ov->check_cm = ov->pending = NULL;
+}
+
+static void run_override_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)r;
+    (void)old;
+    struct run_ctx *ctx = ud;
+    struct run_override *ov = &ctx->ov;
+    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
+    const char *kv[] = {"ConfigMap", evnames[ev]};
+    metrics_inc(ctx->m.watch_events_total, kv);
+    if (ev == REFLECTOR_DELETED) {
+        run_override_cancel(ctx);
+        ov->seen_rv[0] = '\0';
+        if (ov->active_dir[0])
+            run_override_switch(ctx, "", ov->builtin_hash, "ConfigMap deleted: the built-in set");
+        ov->settled = 1;
+        run_check_synced(ctx);
+        return;
+    }
+    const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    if (rv && strcmp(rv, ov->seen_rv) == 0)
+        return;
+    snprintf(ov->seen_rv, sizeof ov->seen_rv, "%s", rv ? rv : "");
+    if (ov->check) {
+        /* checked once the set in flight is decided: the latest version only */
+        json_decref(ov->pending);
+        ov->pending = json_incref(obj);
+        return;
+    }
+    run_override_take(ctx, obj);
+}
+
+static void run_override_on_synced(reflector *r, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    if (!ctx->ov.check && reflector_len(r) == 0)
+        ctx->ov.settled = 1; /* no ConfigMap: the built-in set */
+    run_check_synced(ctx);
 }
 
 /* ---- stop ---------------------------------------------------------------------------------- */
@@ -1473,6 +1770,11 @@ static void run_begin_stop(struct run_ctx *ctx, int exit_code)
                 reflector_stop(ctx->nss[i].r[k]);
                 ctx->nss[i].r[k] = NULL;
             }
+    if (ctx->ov.r) {
+        reflector_stop(ctx->ov.r);
+        ctx->ov.r = NULL;
+    }
+    run_override_cancel(ctx);
     ev_timer_init(&ctx->stop_timer, run_stop_timeout, RUN_STOP_GRACE_S, 0);
     ev_timer_start(loop, &ctx->stop_timer);
     run_pump(ctx);
@@ -1548,7 +1850,7 @@ static void run_usage(FILE *out)
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
-            "         [--debug-snapshot-dir DIR]\n"
+            "         [--debug-snapshot-dir DIR] [--policy-configmap NS/NAME [--policy-work-dir DIR]]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
             "--flink-access: how Flink REST calls reach a JobManager: service (its Service's cluster\n"
@@ -1558,13 +1860,18 @@ static void run_usage(FILE *out)
             "--qps/--burst: a client-side limit of API requests (token bucket); default none (0):\n"
             "the API server's priority and fairness and its 429 Retry-After answers pace the writes.\n"
             "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
-            "with that certificate pair, re-read when the files change (core/webhook.h).\n");
+            "with that certificate pair, re-read when the files change (core/webhook.h).\n"
+            "--policy-configmap: overrides of the policy files from that ConfigMap (keys <policy>.lua,\n"
+            "lib.<name>.lua, testdata.<policy>.<case>.<file>), compiled and their fixtures run before\n"
+            "use; a bad set is refused and the last good one serves. Sets are made under\n"
+            "--policy-work-dir (default $TMPDIR, else /tmp).\n");
 }
 
 enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
-    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT
+    RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT, RO_POLICY_CM,
+    RO_POLICY_WORK
 };
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
@@ -1614,6 +1921,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
         {"webhook-cert-file", required_argument, NULL, RO_WEBHOOK_CERT},
         {"webhook-key-file", required_argument, NULL, RO_WEBHOOK_KEY},
+        {"policy-configmap", required_argument, NULL, RO_POLICY_CM},
+        {"policy-work-dir", required_argument, NULL, RO_POLICY_WORK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -1712,6 +2021,19 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
             break;
         case RO_WEBHOOK_KEY:
             o->webhook_key = optarg;
+            break;
+        case RO_POLICY_CM: {
+            const char *slash = strchr(optarg, '/');
+            if (!slash || slash == optarg || !slash[1] || strchr(slash + 1, '/') || slash - optarg > 253 ||
+                strlen(slash + 1) > 253) {
+                fprintf(stderr, "run: --policy-configmap: expected NAMESPACE/NAME, got '%s'\n", optarg);
+                return -1;
+            }
+            o->policy_configmap = optarg;
+            break;
+        }
+        case RO_POLICY_WORK:
+            o->policy_work_dir = optarg;
             break;
         default:
             if (optopt)
@@ -1854,11 +2176,27 @@ int run_main(int argc, char **argv)
     }
     if (run_check_framework(ctx) || run_load_kinds(ctx))
         goto out;
+    /* the built-in set: the policy dir given at start; its hash names it like any other */
+    snprintf(ctx->ov.builtin_dir, sizeof ctx->ov.builtin_dir, "%s", lhost_policy_dir(ctx->host));
+    if (override_hash(ctx->ov.builtin_dir, ctx->ov.builtin_hash, sizeof ctx->ov.builtin_hash, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "policy set: %s", err);
+        goto out;
+    }
+    memcpy(ctx->ov.active_hash, ctx->ov.builtin_hash, sizeof ctx->ov.active_hash);
+    if (!ctx->o.policy_work_dir)
+        ctx->o.policy_work_dir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    if (ctx->o.policy_configmap) {
+        const char *slash = strchr(ctx->o.policy_configmap, '/');
+        snprintf(ctx->ov.ns, sizeof ctx->ov.ns, "%.*s", (int)(slash - ctx->o.policy_configmap),
+                 ctx->o.policy_configmap);
+        snprintf(ctx->ov.name, sizeof ctx->ov.name, "%s", slash + 1);
+    }
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
     if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
         run_log(LOG_ERROR, NULL, "metrics: %s", ctx->reg ? err : "out of memory");
         goto out;
     }
+    run_override_set_info(ctx);
     if ((ctx->o.health_addr && *ctx->o.health_addr) || (ctx->o.metrics_addr && *ctx->o.metrics_addr)) {
         server_opts so = {.health_addr = ctx->o.health_addr,
                           .metrics_addr = ctx->o.metrics_addr,
@@ -1896,8 +2234,9 @@ int run_main(int argc, char **argv)
     cfg.qps = ctx->o.qps;
     cfg.burst = ctx->o.burst;
     ctx->kc = kube_client_new(ctx->loop, &cfg, err, sizeof err);
-    run_log(LOG_INFO, NULL, "API server %s (context %s), policies %s, %d workers", cfg.server ? cfg.server : "?",
-            cfg.context ? cfg.context : "?", lhost_policy_dir(ctx->host), ctx->o.workers);
+    run_log(LOG_INFO, NULL, "API server %s (context %s), policies %s (set %s), %d workers",
+            cfg.server ? cfg.server : "?", cfg.context ? cfg.context : "?", lhost_policy_dir(ctx->host),
+            ctx->ov.builtin_hash, ctx->o.workers);
     ctx->flink_env.access = run_flink_access_resolve(ctx->o.flink_access, cfg.context);
     ctx->flink_env.base_url = ctx->o.flink_base;
     run_log(LOG_INFO, NULL, "Flink REST: %s", ctx->o.flink_base ? ctx->o.flink_base
@@ -1935,6 +2274,22 @@ int run_main(int argc, char **argv)
     }
     if (run_start_reflectors(ctx))
         goto out;
+    if (ctx->o.policy_configmap) {
+        /* exactly that ConfigMap (RBAC resourceNames allows a list/watch by metadata.name only) */
+        char sel[300];
+        snprintf(sel, sizeof sel, "metadata.name=%.253s", ctx->ov.name);
+        reflector_opts ro = {.namespace = ctx->ov.ns,
+                             .field_selector = sel,
+                             .on_synced = run_override_on_synced,
+                             .on_error = run_on_error};
+        ctx->ov.r = reflector_start(ctx->kc, &kube_kind_configmap, &ro, run_override_on_event, ctx, err, sizeof err);
+        if (!ctx->ov.r) {
+            run_log(LOG_ERROR, NULL, "watch ConfigMap %s: %s", ctx->o.policy_configmap, err);
+            goto out;
+        }
+        run_log(LOG_INFO, NULL, "policy overrides from ConfigMap %s (sets under %s)", ctx->o.policy_configmap,
+                ctx->o.policy_work_dir);
+    }
     ev_signal_init(&ctx->sig_term, run_on_signal, SIGTERM);
     ev_signal_init(&ctx->sig_int, run_on_signal, SIGINT);
     ctx->sig_term.data = ctx->sig_int.data = ctx;
@@ -1983,6 +2338,10 @@ out:
         free(ctx->nss[i].ns);
     }
     free(ctx->nss);
+    if (ctx->ov.r)
+        reflector_stop(ctx->ov.r);
+    run_override_cancel(ctx);
+    override_remove(ctx->ov.active_dir); /* a set made for this process ("" = the built-in one) */
     if (ctx->q)
         workqueue_free(ctx->q);
     if (ctx->hc)

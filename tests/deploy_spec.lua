@@ -298,6 +298,46 @@ describe("deploy/webhook (the admission webhook component)", function()
   end)
 end)
 
+describe("deploy/policy-override (the policy override component)", function()
+  local k = docs("deploy/policy-override/kustomization.yaml")[1]
+  local rbac = docs("deploy/policy-override/rbac.yaml")
+  local ops = lyaml.load(read("deploy/policy-override/deployment-patch.yaml"))
+
+  it("is a kustomize Component of its RBAC and a JSON patch of the controller Deployment", function()
+    assert.are.equal("Component", k.kind)
+    assert.are.same({ "rbac.yaml" }, k.resources)
+    assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
+      kind = "Deployment", name = "flink-controller" } } }, k.patches)
+  end)
+
+  it("appends --policy-configmap flink-system/flink-controller-policies and the work dir /tmp", function()
+    local args = {}
+    for _, op in ipairs(ops) do
+      assert.are.equal("add", op.op)
+      assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
+      args[#args + 1] = op.value
+    end
+    assert.are.same({ "--policy-configmap", "flink-system/flink-controller-policies", "--policy-work-dir", "/tmp" },
+      args)
+    -- /tmp is the Deployment's emptyDir (the root file system is read-only)
+    local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
+    assert.are.same({ { name = "tmp", mountPath = "/tmp" } }, base.spec.template.spec.containers[1].volumeMounts)
+    assert.is_true(base.spec.template.spec.containers[1].securityContext.readOnlyRootFilesystem)
+  end)
+
+  it("grants get/list/watch on exactly that ConfigMap to the controller's ServiceAccount, nothing else", function()
+    local role = by_kind(rbac, "Role")[1]
+    local rb = by_kind(rbac, "RoleBinding")[1]
+    assert.are.equal(2, #rbac)
+    assert.are.equal("flink-system", role.metadata.namespace)
+    assert.are.same({ "/configmaps:get@flink-controller-policies", "/configmaps:list@flink-controller-policies",
+      "/configmaps:watch@flink-controller-policies" }, grants(role.rules))
+    assert.are.equal("flink-system", rb.metadata.namespace)
+    assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = role.metadata.name }, rb.roleRef)
+    assert.are.same({ { kind = "ServiceAccount", name = "flink-controller", namespace = "flink-system" } }, rb.subjects)
+  end)
+end)
+
 -- Dockerfile: instructions per stage, continuation lines joined.
 local function dockerfile()
   local text = read("Dockerfile"):gsub("\\\n", " ")

@@ -262,6 +262,13 @@ static void path_tests(void)
     kube_path(p, sizeof p, &kube_kind_namespace, "ignored", "n1", NULL);
     IS_STR(p, "/api/v1/namespaces/n1", "cluster-scoped kind ignores the namespace");
     IS_INT(kube_path(p, 10, &kube_kind_statefulset, "ns", "x", NULL), -1, "too small buffer -> -1");
+    kube_path(p, sizeof p, &kube_kind_configmap, "ns", NULL, NULL);
+    IS_INT(kube_path_query(p, sizeof p, "fieldSelector", "metadata.name=a b"), 0, "query appended");
+    IS_STR(p, "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Da%20b", "query value escaped, '?' first");
+    IS_INT(kube_path_query(p, sizeof p, "limit", "5"), 0, "second query parameter");
+    IS_STR(p, "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Da%20b&limit=5", "then '&'");
+    IS_INT(kube_path_query(p, 70, "x", "yyyyyyyyyyyy"), -1, "no room -> -1");
+    IS_STR(p, "/api/v1/namespaces/ns/configmaps?fieldSelector=metadata.name%3Da%20b&limit=5", "path unchanged on -1");
     IS_INT(kube_path(p, sizeof p, &kube_kind_pod, "ns", "", NULL), -1, "empty name -> -1");
     IS_INT(kube_service_proxy_path(p, sizeof p, "ns", "http", "wc-jobmanager", "8081", "/jobs/overview"), 0,
            "service proxy path ok");

@@ -147,7 +147,16 @@ int main(void)
     metrics_inc(m.policy_errors_total, (const char *[]){ "job" });
     metrics_set(m.leader, NULL, 1);
     metrics_set(m.workqueue_depth, NULL, 2);
+    metrics_inc(m.policy_reloads_total, (const char *[]){ "refused" });
+    metrics_set(m.policy_set_info, (const char *[]){ "0123456789ab" }, 1);
+    metrics_clear(m.policy_set_info);
+    metrics_set(m.policy_set_info, (const char *[]){ "ba9876543210" }, 1);
+    IS_INT((int)metrics_series(m.policy_set_info), 1, "metrics_clear: one series left after a switch");
     text = metrics_render(r, NULL);
+    OK(text && strstr(text, "\nflink_controller_policy_reloads_total{result=\"refused\"} 1\n"), "policy_reloads_total");
+    OK(text && strstr(text, "# TYPE flink_controller_policy_set_info gauge\n"
+                            "flink_controller_policy_set_info{hash=\"ba9876543210\"} 1\n"),
+       "policy_set_info: only the active hash renders");
     OK(text && strstr(text, "\nflink_controller_reconcile_total{result=\"success\"} 1\n"), "reconcile_total");
     OK(text && strstr(text, "\nflink_controller_reconcile_duration_seconds_bucket{result=\"success\",le=\"0.01\"} 0\n"
                             "flink_controller_reconcile_duration_seconds_bucket{result=\"success\",le=\"0.025\"} 1\n"),

@@ -335,6 +335,10 @@ int main(void)
     IS_INT(run_main(3, a7), 2, "--policy-memory-mib 1e3 is a usage error");
     char *a8[] = {"run", "--flink-access", "direct", NULL};
     IS_INT(run_main(3, a8), 2, "--flink-access direct is a usage error");
+    char *a9[] = {"run", "--policy-configmap", "no-namespace", NULL};
+    IS_INT(run_main(3, a9), 2, "--policy-configmap without NAMESPACE/ is a usage error");
+    char *a10[] = {"run", "--policy-configmap", "ns/a/b", NULL};
+    IS_INT(run_main(3, a10), 2, "--policy-configmap with two slashes is a usage error");
 
     location_tests();
     loop = ev_loop_new(EVFLAG_AUTO);

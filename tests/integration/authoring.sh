@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # Issue 12 (policy authoring), sourced by tests/integration/run.sh: `flink-controller diff` shows
 # what a candidate policy directory would change in a live FlinkCluster, as kubectl diff does,
-# and writes nothing (case `livediff`).
+# and writes nothing (case `livediff`); `run --policy-configmap` serves policy overrides from a
+# ConfigMap once their fixtures pass, refuses a bad set and keeps the last good one (case
+# `override`).
 
 # resource_versions NS: the resourceVersions of the namespace's FlinkClusters and children
 resource_versions() {
@@ -71,4 +73,109 @@ case_livediff() {
   check "livediff: run --debug-snapshot-dir keeps each cluster's last snapshot; reconcile --snapshot replays it offline (nothing to do; 4 applies with the labels policy)" \
     t_replay
   stop_controller livediff >/dev/null
+}
+
+# policy_hash CONTROLLER: the hash label of the controller's flink_controller_policy_set_info
+policy_hash() {
+  local mp
+  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
+  [ -n "$mp" ] || return 1
+  curl -sf "http://127.0.0.1:$mp/metrics" | sed -n 's/^flink_controller_policy_set_info{hash="\([0-9a-f]*\)"} 1$/\1/p'
+}
+# override_cm NS NAME create|replace KEY=FILE...: the ConfigMap of those keys (kubectl create
+# configmap --from-file, replaced whole on an update)
+override_cm() {
+  local ns=$1 name=$2 verb=$3 args=() kv; shift 3
+  for kv in "$@"; do args+=(--from-file="$kv"); done
+  kc -n "$ns" create configmap "$name" "${args[@]}" --dry-run=client -o json | kc -n "$ns" "$verb" -f - >/dev/null
+}
+# tm_pool NS CLUSTER: the nodeSelector example.com/pool of the TaskManager StatefulSet's pod
+# template (docs/cookbook/tm-template.patch sets it to spot)
+tm_pool() { jp "$1" "statefulset/$2-taskmanager" '{.spec.template.spec.nodeSelector.example\.com/pool}'; }
+# rejected NS NAME: the messages of the Warning PolicyRejected Events about ConfigMap NAME
+rejected() {
+  kc -n "$1" get events --field-selector "involvedObject.kind=ConfigMap,involvedObject.name=$2,reason=PolicyRejected" \
+    -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null
+}
+
+case_override() {
+  local ns pdir cm=policies good=() f c pid h0
+  ns=$(new_ns override)
+  # the override: cluster.lua with the TaskManager pod template recipe, and the cluster fixtures
+  # it changes written again from the patched policy (`test --update`), as the cookbook says
+  pdir=$WORK/policies-override
+  cp -r "$ROOT/policies" "$pdir"
+  patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/tm-template.patch" || echo "# could not apply tm-template.patch"
+  for c in "$pdir"/testdata/cluster/*/; do
+    c=$(basename "$c")
+    "$FC_BIN" test --policy-dir "$pdir" --update "cluster/$c" "cluster/$c" >/dev/null 2>&1
+  done
+  good=("cluster.lua=$pdir/cluster.lua")
+  for f in "$pdir"/testdata/cluster/*/expected.yaml; do
+    c=$(basename "$(dirname "$f")")
+    cmp -s "$f" "$ROOT/policies/testdata/cluster/$c/expected.yaml" || good+=("testdata.cluster.$c.expected.yaml=$f")
+  done
+  start_controller override --namespace "$ns" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0 \
+    --policy-configmap "$ns/$cm" --policy-work-dir "$WORK"
+  session_cluster sess | kc -n "$ns" apply -f - >/dev/null
+  # the built-in set's hash (checks run in subshells: read here)
+  poll 20 eval '[ -n "$(policy_hash override)" ]'
+  h0=$(policy_hash override)
+  t_override_builtin() {
+    poll 90 is_state "$ns" sess Running || { echo "state: $(state "$ns" sess)"; return 1; }
+    expect "hash length" "${#h0}" 12 || return 1
+    annotated() { [ "$(jp "$ns" flinkcluster/sess '{.metadata.annotations.flinkoperator\.k8s\.io/policy-hash}')" = "$h0" ]; }
+    poll 10 annotated || { echo "annotation: $(jp "$ns" flinkcluster/sess '{.metadata.annotations}')"; return 1; }
+    expect "TaskManager pool before the override" "$(tm_pool "$ns" sess)" ""
+  }
+  check "override: without the ConfigMap the built-in set serves; its hash is the metric and the cluster's annotation" \
+    t_override_builtin
+  pid=$(ctl_pid override)
+  t_override_accepted() {
+    echo "${#good[@]} keys"
+    override_cm "$ns" "$cm" create "${good[@]}" || return 1
+    poll 10 eval '[ "$(tm_pool "$ns" sess)" = spot ]' ||
+      { echo "pool: '$(tm_pool "$ns" sess)'"; tail -n 5 "$WORK/override.log"; return 1; }
+    local h1
+    h1=$(policy_hash override)
+    [ -n "$h1" ] && [ "$h1" != "$h0" ] || { echo "metric hash '$h1' (built-in $h0)"; return 1; }
+    annotated() { [ "$(jp "$ns" flinkcluster/sess '{.metadata.annotations.flinkoperator\.k8s\.io/policy-hash}')" = "$h1" ]; }
+    poll 10 annotated || { echo "annotation: $(jp "$ns" flinkcluster/sess '{.metadata.annotations}')"; return 1; }
+    grep -q "policy set switched.*$h1" "$WORK/override.log" || { echo "no switch log line"; return 1; }
+    expect "accepted sets" "$(metric_sum override 'flink_controller_policy_reloads_total{result="accepted"}')" 1
+  }
+  check "override: a ConfigMap with the TaskManager template recipe is checked and serves within 10 s: the running cluster's template changes, metric and annotation name the new hash, the log says the switch" \
+    t_override_accepted
+  t_override_refused() {
+    local h1 broken=$WORK/cluster-broken.lua
+    h1=$(policy_hash override)
+    { cat "$pdir/cluster.lua"; echo "end"; } >"$broken"
+    override_cm "$ns" "$cm" replace cluster.lua="$broken" || return 1
+    poll 10 eval 'rejected "$ns" "$cm" | grep -q "cluster.lua:[0-9]*: "' || { echo "events: $(rejected "$ns" "$cm")"; return 1; }
+    expect "refused sets after a syntax error" \
+      "$(metric_sum override 'flink_controller_policy_reloads_total{result="refused"}')" 1 || return 1
+    # the recipe without its updated fixtures: the built-in cluster cases fail
+    override_cm "$ns" "$cm" replace cluster.lua="$pdir/cluster.lua" || return 1
+    poll 30 eval '[ "$(rejected "$ns" "$cm" | grep -c "cluster/[a-z0-9.-]*: .*expected")" = 1 ]' ||
+      { echo "events: $(rejected "$ns" "$cm")"; return 1; }
+    expect "refused sets after a failing fixture" \
+      "$(metric_sum override 'flink_controller_policy_reloads_total{result="refused"}')" 2 || return 1
+    expect "hash serving" "$(policy_hash override)" "$h1" || return 1
+    expect "TaskManager pool of the running cluster" "$(tm_pool "$ns" sess)" spot || return 1
+    session_cluster sess2 | kc -n "$ns" apply -f - >/dev/null
+    poll 20 eval '[ "$(tm_pool "$ns" sess2)" = spot ]' || { echo "new cluster's pool: '$(tm_pool "$ns" sess2)'"; return 1; }
+    rejected "$ns" "$cm" | head -n 2
+  }
+  check "override: a syntax error and a failing fixture are each refused (Warning PolicyRejected naming file:line / the case and its difference, refused counter +1); the last good set serves, a new cluster too" \
+    t_override_refused
+  t_override_deleted() {
+    kc -n "$ns" delete configmap "$cm" >/dev/null || return 1
+    poll 10 eval '[ -z "$(tm_pool "$ns" sess)" ]' || { echo "pool: '$(tm_pool "$ns" sess)'"; return 1; }
+    expect "hash after the delete" "$(policy_hash override)" "$h0" || return 1
+    expect "controller pid" "$(ctl_pid override)" "$pid" || return 1
+    ctl_alive override || { echo "the controller exited"; return 1; }
+  }
+  check "override: deleting the ConfigMap brings back the built-in set within 10 s; the controller never restarted" \
+    t_override_deleted
+  stop_controller override >/dev/null
 }

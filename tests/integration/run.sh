@@ -6,7 +6,7 @@
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
 #                                        flink proxy apiserver sigkill leader rbac converge rollout steady steady100
-#                                        prune stall fence jobupdate held refused undeclared stale livediff restart
+#                                        prune stall fence jobupdate held refused undeclared stale livediff override restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
 #                                        (native.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
@@ -90,7 +90,7 @@ trap cleanup EXIT
 . "$HERE/native.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff restart lost triggerfind restsubmit native nativequota nativescale realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
