@@ -1220,13 +1220,15 @@ static int run_is_control(json_t *a)
 }
 
 /* The policy-hash annotation of the cluster, when the pass ran with another set than the one
- * it names: a merge patch of that one annotation (no write at steady state). 1 when started. */
+ * it names: a merge patch of that one annotation (no write at steady state). Only with
+ * --policy-configmap: without overrides the set never changes, and a write per cluster more
+ * would be all it cost. 1 when started. */
 static int run_start_hash_patch(struct run_item *it)
 {
     struct run_ctx *ctx = it->ctx;
     json_t *ann = json_object_get(json_object_get(it->cluster, "metadata"), "annotations");
     const char *have = json_string_value(json_object_get(ann, RUN_POLICY_HASH_ANNOTATION));
-    if (!it->policy_hash[0] || (have && strcmp(have, it->policy_hash) == 0))
+    if (!ctx->ov.ns[0] || !it->policy_hash[0] || (have && strcmp(have, it->policy_hash) == 0))
         return 0;
     json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", RUN_POLICY_HASH_ANNOTATION, it->policy_hash);
     char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
