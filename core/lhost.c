@@ -316,6 +316,20 @@ static void lhost_push_failure(struct lhost *h, lua_State *L, int status, const 
 
 /* ---- plain-data copies (raw access: no metamethod of a policy ever runs here) ---- */
 
+int lhost_key_path(lua_State *L, int idx, char *path, size_t pathlen)
+{
+    size_t base = strlen(path);
+    if (lua_type(L, idx) == LUA_TSTRING)
+        snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", lua_tostring(L, idx));
+    else if (lua_isinteger(L, idx))
+        snprintf(path + base, pathlen - base, "[%lld]", (long long)lua_tointeger(L, idx));
+    else if (lua_type(L, idx) == LUA_TNUMBER)
+        snprintf(path + base, pathlen - base, "[%g]", lua_tonumber(L, idx));
+    else
+        return -1;
+    return 0;
+}
+
 /* Pushes a copy of the table at idx.  Only string and number keys; values may be booleans,
  * numbers, strings and tables.  Returns -1 with err filled on a bad value or depth. */
 static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t errlen,
@@ -335,16 +349,7 @@ static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t 
     size_t base = strlen(path);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        int kt = lua_type(L, -2);
-        if (kt == LUA_TSTRING) {
-            snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", lua_tostring(L, -2));
-        } else if (kt == LUA_TNUMBER) {
-            if (lua_isinteger(L, -2))
-                snprintf(path + base, pathlen - base, "[%lld]", (long long)lua_tointeger(L, -2));
-            else
-                snprintf(path + base, pathlen - base, "[%g]", lua_tonumber(L, -2));
-        } else {
-            path[base] = '\0';
+        if (lhost_key_path(L, -2, path, pathlen)) {
             snprintf(err, errlen, "%s: %s key is not allowed", base ? path : "value",
                      luaL_typename(L, -2));
             lua_pop(L, 3);
@@ -951,20 +956,6 @@ static int lhost_l_call(lua_State *L)
     return lhost_call_copied(h, L, 3, "call", fallback, hook);
 }
 
-/* fc.host.load_policy(name) -> table | nil, err.  The table is the policy's own: calling its
- * functions directly bypasses the budgets (use call for that). */
-static int lhost_l_load_policy(lua_State *L)
-{
-    struct lhost *h = lhost_of(L);
-    const char *name = luaL_checkstring(L, 1);
-    if (lhost_push_policy(h, L, name)) {
-        lua_pushnil(L);
-        lua_insert(L, -2);
-        return 2;
-    }
-    return 1;
-}
-
 /* fc.host.run_chunk(name, text, input) -> true, result | false, err: runs a text chunk under
  * a fresh sandbox with `...` = a copy of input. */
 static int lhost_l_run_chunk(lua_State *L)
@@ -1037,7 +1028,6 @@ int luaopen_fc_host(lua_State *L)
 {
     static const luaL_Reg fns[] = {
         {"call", lhost_l_call},
-        {"load_policy", lhost_l_load_policy},
         {"run_chunk", lhost_l_run_chunk},
         {"configure", lhost_l_configure},
         {"info", lhost_l_info},
