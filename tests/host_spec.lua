@@ -208,6 +208,104 @@ describe("fc.host (the production host in process)", function()
   end)
 end)
 
+describe("fc.host: nothing a policy keeps survives its call", function()
+  local host = require("fc.host")
+  local dir
+
+  setup(function()
+    dir = fx.tmpdir()
+    assert(os.execute("mkdir -p " .. quote(dir .. "/lib")))
+    fx.write(dir .. "/lib/state.lua", "return { items = {} }\n")
+    -- stores what it is given in its module table, an upvalue table, a lib's module table and
+    -- (refused) its environment; `get` reports what it sees of all that
+    fx.write(dir .. "/keep.lua", [[
+local M = { seen = {} }
+local cache, count = {}, 0
+local state = require("lib.state")
+local function report()
+  return { module = #M.seen, upvalue = #cache, count = count, lib = #state.items, extra = M.extra,
+    leak = rawget(_ENV, "leak") }
+end
+function M.put(input)
+  M.seen[#M.seen + 1] = input.v
+  cache[#cache + 1] = input.v
+  count = count + 1
+  state.items[#state.items + 1] = input.v
+  M.extra = input.v
+  local ok, err = pcall(rawset, _ENV, "leak", input.v)
+  local r = report()
+  r.rawset_ok, r.rawset_err = ok, err
+  return r
+end
+function M.get() return report() end
+-- appends 1 MiB of new text to a module-level table
+local kept = {}
+function M.grow(input)
+  kept[#kept + 1] = string.rep("x", 1024 * 1024) .. input.i
+  return #kept
+end
+-- changes its input everywhere it can
+function M.mutate(input)
+  input.a.b = "changed"
+  input.list[1] = nil
+  input.new = true
+  return input
+end
+local CONSTANT = { a = { b = 1 }, list = { "x" } }
+function M.constant() return CONSTANT end
+return M
+]])
+  end)
+  teardown(function() os.execute("rm -rf " .. quote(dir)) end)
+  before_each(function() host.configure({ policy_dir = dir }) end)
+
+  it("runs the top level afresh: module tables, upvalues, libs and _ENV start new in every call", function()
+    local ok, r = host.call("keep", "put", { v = 7 })
+    assert.is_true(ok, r)
+    assert.same({ module = 1, upvalue = 1, count = 1, lib = 1, extra = 7, rawset_ok = false,
+      rawset_err = "rawset: policies cannot write globals (the environment is read-only)" }, r)
+    ok, r = host.call("keep", "put", { v = 8 })
+    assert.is_true(ok, r)
+    assert.same({ 1, 1, 1, 1, 8 }, { r.module, r.upvalue, r.count, r.lib, r.extra })
+    ok, r = host.call("keep", "get", {})
+    assert.is_true(ok, r)
+    assert.same({ module = 0, upvalue = 0, count = 0, lib = 0 }, r)
+  end)
+
+  it("keeps retained memory bounded over 200 calls that each keep 1 MiB", function()
+    local first, most = nil, 0
+    for i = 1, 200 do
+      local ok, n = host.call("keep", "grow", { i = i })
+      assert.is_true(ok, n)
+      assert.equal(1, n)
+      local used = host.info().used
+      if i == 10 then first = used end
+      if i > 10 and used > most then most = used end
+    end
+    -- 200 MiB were kept by the policy; the host holds no more than a few of them at a time
+    assert.is_true(most < first + 48 * 1024 * 1024, ("used %d MiB after %d MiB at call 10"):format(
+      most // (1024 * 1024), first // (1024 * 1024)))
+  end)
+
+  it("copies the input in: a hook that changes it leaves the caller's table alone", function()
+    local input = { a = { b = 1 }, list = { "x", "y" } }
+    local ok, r = host.call("keep", "mutate", input)
+    assert.is_true(ok, r)
+    assert.same({ a = { b = "changed" }, list = { [2] = "y" }, new = true }, r)
+    assert.same({ a = { b = 1 }, list = { "x", "y" } }, input)
+  end)
+
+  it("copies the result out: changing it does not change a later call's", function()
+    local ok, r = host.call("keep", "constant", {})
+    assert.is_true(ok, r)
+    r.a.b = 99
+    r.list[1] = nil
+    local ok2, r2 = host.call("keep", "constant", {})
+    assert.is_true(ok2, r2)
+    assert.same({ a = { b = 1 }, list = { "x" } }, r2)
+  end)
+end)
+
 describe("the policy sandbox of the binary #bin", function()
 
   local function ok_result(stdout)
