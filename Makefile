@@ -11,7 +11,8 @@ BUILD    := build
 DATADIR  ?= $(CURDIR)
 CPPFLAGS += -DFC_DATADIR='"$(DATADIR)"'
 
-SRCS     := $(wildcard core/*.c)
+# core/lua_sandbox.c is the host for busted (build/lib/fc/sandbox.so), not part of the binary
+SRCS     := $(filter-out core/lua_sandbox.c,$(wildcard core/*.c))
 OBJS     := $(SRCS:core/%.c=$(BUILD)/obj/%.o)
 LIB_OBJS := $(filter-out $(BUILD)/obj/main.o,$(OBJS))
 ASAN_OBJS:= $(SRCS:core/%.c=$(BUILD)/asan/obj/%.o)
@@ -81,6 +82,9 @@ $(BUILD)/lib/fc/%.so: $(BUILD)/obj/lua_%.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(sort $^ $(wildcard $(BUILD)/obj/$*.o)) $(LDFLAGS)
 $(BUILD)/lib/fc/slots.so: $(BUILD)/obj/slots.o
+# fc.sandbox: the binary's policy host (lhost and the C modules it preloads) for busted
+$(BUILD)/lib/fc/sandbox.so: $(BUILD)/obj/lhost.o $(BUILD)/obj/util.o $(BUILD)/obj/lua_slots.o $(BUILD)/obj/slots.o
+.SECONDARY: $(BUILD)/obj/lua_sandbox.o
 
 $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -55,7 +55,8 @@ struct lhost {
 /* Registry keys: the addresses of these (distinct, writable, so never merged) statics. */
 static char lhost_key_trip;
 static char lhost_key_pristine;
-static char lhost_key_policies;
+static char lhost_key_policies; /* name -> compiled policy chunk | load error; path -> lib chunk */
+static char lhost_key_binder;
 static char lhost_key_guarded_string;
 
 static int lhost_open_fc_yaml(lua_State *L);
@@ -278,8 +279,10 @@ static int lhost_policy_msgh(lua_State *L)
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     if (lhost_has_position(msg))
         return 1;
+    /* only the frames of the call window: never the host's below it */
+    int own = lhost_stack_depth(L) - h->call_depth;
     lua_Debug ar;
-    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+    for (int level = 1; level < own && lua_getstack(L, level, &ar); level++) {
         if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
             lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
             return 1;
@@ -316,6 +319,20 @@ static void lhost_push_failure(struct lhost *h, lua_State *L, int status, const 
 
 /* ---- plain-data copies (raw access: no metamethod of a policy ever runs here) ---- */
 
+int lhost_key_path(lua_State *L, int idx, char *path, size_t pathlen)
+{
+    size_t base = strlen(path);
+    if (lua_type(L, idx) == LUA_TSTRING)
+        snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", lua_tostring(L, idx));
+    else if (lua_isinteger(L, idx))
+        snprintf(path + base, pathlen - base, "[%lld]", (long long)lua_tointeger(L, idx));
+    else if (lua_type(L, idx) == LUA_TNUMBER)
+        snprintf(path + base, pathlen - base, "[%g]", lua_tonumber(L, idx));
+    else
+        return -1;
+    return 0;
+}
+
 /* Pushes a copy of the table at idx.  Only string and number keys; values may be booleans,
  * numbers, strings and tables.  Returns -1 with err filled on a bad value or depth. */
 static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t errlen,
@@ -335,16 +352,7 @@ static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t 
     size_t base = strlen(path);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        int kt = lua_type(L, -2);
-        if (kt == LUA_TSTRING) {
-            snprintf(path + base, pathlen - base, "%s%s", base ? "." : "", lua_tostring(L, -2));
-        } else if (kt == LUA_TNUMBER) {
-            if (lua_isinteger(L, -2))
-                snprintf(path + base, pathlen - base, "[%lld]", (long long)lua_tointeger(L, -2));
-            else
-                snprintf(path + base, pathlen - base, "[%g]", lua_tonumber(L, -2));
-        } else {
-            path[base] = '\0';
+        if (lhost_key_path(L, -2, path, pathlen)) {
             snprintf(err, errlen, "%s: %s key is not allowed", base ? path : "value",
                      luaL_typename(L, -2));
             lua_pop(L, 3);
@@ -455,6 +463,15 @@ static int lhost_sb_xpcall(lua_State *L)
     lua_insert(L, 1);
     lua_call(L, n, LUA_MULTRET);
     return lua_gettop(L);
+}
+
+/* rawset in the sandbox: upvalue 1 the original, upvalue 2 the policy's environment, which it
+ * refuses (the environment's __newindex already refuses plain writes). */
+static int lhost_sb_rawset(lua_State *L)
+{
+    if (lua_rawequal(L, 1, lua_upvalueindex(2)))
+        return luaL_error(L, "rawset: policies cannot write globals (the environment is read-only)");
+    return lhost_forward(L);
 }
 
 static int lhost_sb_undefined(lua_State *L)
@@ -585,8 +602,7 @@ static void lhost_push_env(lua_State *L, const char *label)
 {
     static const char *const base[] = {
         "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
-        "rawlen", "rawset", "select", "getmetatable", "tonumber", "tostring", "type",
-        "_VERSION", NULL};
+        "rawlen", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION", NULL};
     static const char *const os_fns[] = {"time", "date", "clock", "difftime", NULL};
     lua_newtable(L);
     int env = lua_gettop(L);
@@ -602,6 +618,10 @@ static void lhost_push_env(lua_State *L, const char *label)
     lua_getfield(L, pristine, "setmetatable");
     lua_pushcclosure(L, lhost_sb_setmetatable, 1);
     lua_setfield(L, env, "setmetatable");
+    lua_getfield(L, pristine, "rawset");
+    lua_pushvalue(L, env);
+    lua_pushcclosure(L, lhost_sb_rawset, 2);
+    lua_setfield(L, env, "rawset");
     lua_pushstring(L, label);
     lua_pushcclosure(L, lhost_sb_print, 1);
     lua_setfield(L, env, "print");
@@ -701,6 +721,52 @@ static int lhost_load_in_env(lua_State *L, int env_idx, const char *chunkname)
     return 0;
 }
 
+/* Gives the Lua function at fn_idx (a compiled chunk) a new _ENV upvalue holding the table at
+ * env_idx.  The upvalue is a fresh one (lua_upvaluejoin with a closure of the binder, made per
+ * call), never the one an earlier run of the same chunk closed over: the closures of that run
+ * keep their own environment, nothing of it reaches this one. */
+static void lhost_bind_env(lua_State *L, int fn_idx, int env_idx)
+{
+    fn_idx = lua_absindex(L, fn_idx);
+    env_idx = lua_absindex(L, env_idx);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_binder);
+    lua_pushvalue(L, env_idx);
+    lua_call(L, 1, 1);
+    lua_upvaluejoin(L, fn_idx, 1, -1, 1);
+    lua_pop(L, 1);
+}
+
+/* Pushes the compiled chunk of file `path` (chunk name `chunkname`) from the cache of the
+ * registry's policies table, compiling it (text only) on first use.  Returns -1 with the
+ * message pushed instead when the file cannot be read or compiled (nothing is cached then). */
+static int lhost_push_compiled(lua_State *L, const char *path, const char *chunkname, char *err,
+                               size_t errlen)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    if (lua_getfield(L, -1, path) == LUA_TFUNCTION) {
+        lua_remove(L, -2);
+        return 0;
+    }
+    lua_pop(L, 1);
+    if (lhost_push_file(L, path, err, errlen)) {
+        lua_pop(L, 1);
+        lua_pushstring(L, err);
+        return -1;
+    }
+    size_t len;
+    const char *src = lua_tolstring(L, -1, &len);
+    int st = luaL_loadbufferx(L, src, len, chunkname, "t");
+    lua_remove(L, -2);
+    if (st != LUA_OK) {
+        lua_remove(L, -2);
+        return -1;
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, path);
+    lua_remove(L, -2);
+    return 0;
+}
+
 static int lhost_is_name(const char *s, int allow_dash)
 {
     size_t n = strlen(s);
@@ -756,10 +822,13 @@ static int lhost_sb_require(lua_State *L)
         if (strcmp(name, lhost_policy_modules[i]) == 0)
             allowed = 1;
     if (allowed) {
-        /* a C module: a private shallow copy of its table */
+        /* preloaded (C, or trusted Lua as fc.yaml): the host's own module, loaded once by the
+         * host's require; the policy gets a private shallow copy of its table */
         lua_getglobal(L, "package");
         lua_getfield(L, -1, "preload");
         if (lua_getfield(L, -1, name) == LUA_TFUNCTION) {
+            lua_pop(L, 3);
+            lua_getglobal(L, "require");
             lua_pushstring(L, name);
             lua_call(L, 1, 1);
             if (!lua_istable(L, -1))
@@ -779,10 +848,12 @@ static int lhost_sb_require(lua_State *L)
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
                              "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", name);
     }
-    if (lhost_push_file(L, path, err, sizeof err))
-        return luaL_error(L, "require: %s", err);
-    if (lhost_load_in_env(L, lua_upvalueindex(1), chunk))
-        return lua_error(L);
+    if (lhost_push_compiled(L, path, chunk, err, sizeof err)) {
+        if (lhost_has_position(lua_tostring(L, -1)))
+            return lua_error(L); /* a syntax error: "lib/x.lua:3: ..." */
+        return luaL_error(L, "require: %s", lua_tostring(L, -1));
+    }
+    lhost_bind_env(L, -1, lua_upvalueindex(1));
     lua_pushstring(L, name);
     lua_call(L, 1, 1);
     if (lua_isnil(L, -1)) {
@@ -826,63 +897,35 @@ static int lhost_sandboxed_call(struct lhost *h, lua_State *L, int nargs, const 
     return 1;
 }
 
-/* Pushes the cached policy table for `name`, loading it if needed; on failure returns -1
+/* Pushes the compiled chunk of policy `name` (cached, load failures too); on failure returns -1
  * with the message pushed instead. */
 static int lhost_push_policy(struct lhost *h, lua_State *L, const char *name)
 {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
     int t = lua_getfield(L, -1, name);
-    if (t == LUA_TTABLE) {
-        lua_remove(L, -2);
+    lua_remove(L, -2);
+    if (t == LUA_TFUNCTION)
         return 0;
-    }
-    if (t == LUA_TSTRING) { /* a cached load failure */
-        lua_remove(L, -2);
+    if (t == LUA_TSTRING) /* a cached load failure */
         return -1;
-    }
     lua_pop(L, 1);
-    int cache = lua_gettop(L);
-    char path[PATH_MAX + 80], chunk[96], err[PATH_MAX + 128];
-    snprintf(chunk, sizeof chunk, "%s.lua", name);
     if (!lhost_is_name(name, 1)) {
-        lua_pop(L, 1);
         lua_pushfstring(L, "fc.host: invalid policy name '%s'", name);
         return -1;
     }
+    char path[PATH_MAX + 80], chunk[100], err[PATH_MAX + 128];
     snprintf(path, sizeof path, "%s/%s.lua", h->policy_dir, name);
-    if (lhost_push_file(L, path, err, sizeof err)) {
+    snprintf(chunk, sizeof chunk, "@%s.lua", name);
+    int rc = lhost_push_compiled(L, path, chunk, err, sizeof err);
+    if (rc && !lhost_has_position(lua_tostring(L, -1))) {
         lua_pop(L, 1);
-        lua_pushfstring(L, "%s: %s", chunk, err);
-        return -1;
+        lua_pushfstring(L, "%s: %s", chunk + 1, err);
     }
-    lhost_push_env(L, name);
-    lua_insert(L, -2);
-    char at_chunk[100];
-    snprintf(at_chunk, sizeof at_chunk, "@%s", chunk);
-    if (lhost_load_in_env(L, -2, at_chunk)) {
-        lua_remove(L, -2);
-        goto fail;
-    }
-    lua_remove(L, -2); /* env: kept alive by the chunk's upvalue */
-    char fallback[100];
-    snprintf(fallback, sizeof fallback, "%s:1", chunk);
-    if (lhost_sandboxed_call(h, L, 0, fallback))
-        goto fail;
-    if (!lua_istable(L, -1)) {
-        const char *tn = luaL_typename(L, -1);
-        lua_pop(L, 1);
-        lua_pushfstring(L, "%s: must return a table of hooks, got %s", chunk, tn);
-        goto fail;
-    }
-    lua_pushvalue(L, -1);
-    lua_setfield(L, cache, name);
-    lua_remove(L, cache);
-    return 0;
-fail:
-    lua_pushvalue(L, -1);
-    lua_setfield(L, cache, name);
-    lua_remove(L, cache);
-    return -1;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);
+    return rc;
 }
 
 /* Pushes "<file>:<line>" of the Lua function on top (for errors without a position). */
@@ -904,18 +947,19 @@ static int lhost_return_failure(lua_State *L)
     return 2;
 }
 
-/* The common end of fc.host.call and run_chunk: calls the function on top with a plain-data
- * copy of the value at `input` under a call window and returns the Lua results `true, <copy
- * of the result>` or `false, "<file>:<line>: <message>"`. A bad input raises "<fn>: input:
- * <what>"; a bad result reads "<fallback>: <hook> returned a bad result: <what>" (or
- * "<fallback>: bad result: <what>" when hook is NULL). */
-static int lhost_call_copied(struct lhost *h, lua_State *L, int input, const char *fn,
+/* The common end of fc.host.call and run_chunk: calls the function `nargs` below the top with
+ * those arguments and a plain-data copy of the value at `input` under a call window, and
+ * returns the Lua results `true, <copy of the result>` or `false, "<file>:<line>: <message>"`.
+ * A bad input raises "<fn>: input: <what>"; a bad result reads "<fallback>: <hook> returned a
+ * bad result: <what>" (or "<fallback>: bad result: <what>" when hook is NULL); `fallback` is
+ * read after the call (the call may set it). */
+static int lhost_call_copied(struct lhost *h, lua_State *L, int nargs, int input, const char *fn,
                              const char *fallback, const char *hook)
 {
     char err[768];
     if (lhost_copy(L, input, err, sizeof err))
         return luaL_error(L, "%s: input: %s", fn, err);
-    if (lhost_sandboxed_call(h, L, 1, fallback))
+    if (lhost_sandboxed_call(h, L, nargs + 1, fallback))
         return lhost_return_failure(L);
     if (lhost_copy(L, -1, err, sizeof err)) {
         lua_pushboolean(L, 0);
@@ -930,39 +974,51 @@ static int lhost_call_copied(struct lhost *h, lua_State *L, int input, const cha
     return 2;
 }
 
-/* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>" */
+/* One policy call, inside its call window. */
+struct lhost_hook_call {
+    const char *policy, *hook;
+    char position[128]; /* "<file>:<line>" of the hook once known, else "<policy>.lua:1" */
+};
+
+/* lhost_run_hook(hc, chunk, input): runs the policy's top level (the chunk, bound to a fresh
+ * environment) and then its hook on input; the hook's result. */
+static int lhost_run_hook(lua_State *L)
+{
+    struct lhost_hook_call *hc = lua_touserdata(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 0, 1);
+    if (!lua_istable(L, -1))
+        return luaL_error(L, "%s.lua: must return a table of hooks, got %s", hc->policy,
+                          luaL_typename(L, -1));
+    lua_pushstring(L, hc->hook);
+    if (lua_rawget(L, -2) != LUA_TFUNCTION)
+        return luaL_error(L, "%s.lua: hook '%s' is not a function", hc->policy, hc->hook);
+    char file[96];
+    snprintf(file, sizeof file, "%s.lua", hc->policy);
+    lhost_fn_position(L, file, hc->position, sizeof hc->position);
+    lua_pushvalue(L, 3);
+    lua_call(L, 1, 1);
+    return 1;
+}
+
+/* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>".
+ * Nothing carries over from one call to the next: the policy's compiled chunk runs its top
+ * level afresh in a new environment for every call (new module table, upvalues, requires). */
 static int lhost_l_call(lua_State *L)
 {
     struct lhost *h = lhost_of(L);
-    const char *policy = luaL_checkstring(L, 1);
-    const char *hook = luaL_checkstring(L, 2);
+    struct lhost_hook_call hc = {luaL_checkstring(L, 1), luaL_checkstring(L, 2), ""};
     lua_settop(L, 3);
-    if (lhost_push_policy(h, L, policy))
+    snprintf(hc.position, sizeof hc.position, "%s.lua:1", hc.policy);
+    if (lhost_push_policy(h, L, hc.policy))
         return lhost_return_failure(L);
-    lua_pushstring(L, hook);
-    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
-        lua_pushboolean(L, 0);
-        lua_pushfstring(L, "%s.lua: hook '%s' is not a function", policy, hook);
-        return 2;
-    }
-    char file[96], fallback[128];
-    snprintf(file, sizeof file, "%s.lua", policy);
-    lhost_fn_position(L, file, fallback, sizeof fallback);
-    return lhost_call_copied(h, L, 3, "call", fallback, hook);
-}
-
-/* fc.host.load_policy(name) -> table | nil, err.  The table is the policy's own: calling its
- * functions directly bypasses the budgets (use call for that). */
-static int lhost_l_load_policy(lua_State *L)
-{
-    struct lhost *h = lhost_of(L);
-    const char *name = luaL_checkstring(L, 1);
-    if (lhost_push_policy(h, L, name)) {
-        lua_pushnil(L);
-        lua_insert(L, -2);
-        return 2;
-    }
-    return 1;
+    lua_pushcfunction(L, lhost_run_hook);
+    lua_pushlightuserdata(L, &hc);
+    lua_pushvalue(L, -3);
+    lhost_push_env(L, hc.policy);
+    lhost_bind_env(L, -2, -1);
+    lua_pop(L, 1); /* the env: held by the chunk's new upvalue */
+    return lhost_call_copied(h, L, 2, 3, "call", hc.position, hc.hook);
 }
 
 /* fc.host.run_chunk(name, text, input) -> true, result | false, err: runs a text chunk under
@@ -980,7 +1036,7 @@ static int lhost_l_run_chunk(lua_State *L)
     lua_pushvalue(L, 2);
     if (lhost_load_in_env(L, -2, chunk))
         return lhost_return_failure(L);
-    return lhost_call_copied(h, L, 3, "run_chunk", fallback, NULL);
+    return lhost_call_copied(h, L, 0, 3, "run_chunk", fallback, NULL);
 }
 
 /* fc.host.configure{policy_dir=DIR, timeout_ms=N, memory_mib=N}: a new policy_dir drops the
@@ -1037,7 +1093,6 @@ int luaopen_fc_host(lua_State *L)
 {
     static const luaL_Reg fns[] = {
         {"call", lhost_l_call},
-        {"load_policy", lhost_l_load_policy},
         {"run_chunk", lhost_l_run_chunk},
         {"configure", lhost_l_configure},
         {"info", lhost_l_info},
@@ -1084,6 +1139,10 @@ static int lhost_setup(lua_State *L)
     lua_pop(L, 1);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    /* the binder of lhost_bind_env: each call returns a closure over a new upvalue */
+    if (luaL_loadstring(L, "local e = ... return function() return e end") != LUA_OK)
+        return lua_error(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_binder);
     /* package.path: the framework first, then the compiled-in system paths, never the
      * current directory (./?.lua, ./?.so) */
     lua_getglobal(L, "package");

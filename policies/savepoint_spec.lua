@@ -2,7 +2,7 @@
 -- input.yaml holds `hook` and its `input`; expected.yaml is matched against the output as
 -- support.fixtures' `mismatch` says: every key given must be equal, lists must have the same
 -- length, `{}` means "empty or absent", `~` means "absent"; FC_UPDATE_FIXTURES=1 rewrites it),
--- run on the policy loaded inside a sandbox like the host's, plus unit tests of the rules.
+-- run on the policy in the production sandbox (support.fixtures), plus unit tests of the rules.
 local fx = require("support.fixtures")
 
 describe("policies/savepoint.lua", function()

@@ -1,5 +1,6 @@
--- Specs of the Lua host: the pure-Lua fc.host fallback (always) and the sandbox of the binary
--- (#bin: `flink-controller sandbox-run`, binary from FC_BIN, default build/flink-controller).
+-- Specs of the policy host, core/lhost.c: in process through fc.host (fc.sandbox under busted,
+-- the same C code as the binary's) and in the binary (#bin: `flink-controller sandbox-run`,
+-- binary from FC_BIN, default build/flink-controller).
 local cjson = require("cjson")
 
 local fx = require("support.fixtures")
@@ -7,6 +8,44 @@ local ROOT = fx.ROOT
 local HOSTILE = ROOT .. "/tests/testdata/hostile/"
 local POLICIES = ROOT .. "/tests/testdata/policies/"
 local quote, slurp, run = fx.quote, fx.read, fx.run_bin
+
+-- hostile file -> accepted patterns of its error (after "<file>:<line>: "), in process and in the
+-- binary
+local HOSTILE_CASES = {
+  { "os_execute.lua", "attempt to call a nil value %(field 'execute'%)" },
+  { "io_open.lua", "undefined global 'io' %(not available to policies%)" },
+  { "dump_load.lua", "attempt to call a nil value %(field 'dump'%)" },
+  { "dump_method.lua", "attempt to call a nil value %(field 'dump'%)" },
+  { "string_metatable.lua", "attempt to index a string value %(local 'mt'%)" },
+  { "global_write.lua", "assignment to global 'leaked': policies cannot write globals" },
+  { "g_write.lua", "undefined global '_G' %(not available to policies%)" },
+  { "require_io.lua", "require: module 'io' is not available to policies" },
+  { "read_package.lua", "undefined global 'package' %(not available to policies%)" },
+  { "read_debug.lua", "undefined global 'debug' %(not available to policies%)" },
+  { "pcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+  { "xpcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+  { "close_loop.lua", "policy exceeded its time budget %(200 ms%)" },
+  { "gc_finalizer.lua", "setmetatable: __gc metamethods are not allowed in policies" },
+  { "rep_1gib.lua", "policy exceeded its memory cap %(64 MiB%)" },
+  { "table_growth.lua", "policy exceeded its memory cap %(64 MiB%)" },
+  -- swallows the memory errors in pcall: the cap still ends it
+  { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
+  { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
+  { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
+  { "find_plain.lua", "find: plain search of 4097 bytes in 16777216 bytes is too costly" },
+  { "sort_big.lua", "table%.sort: more than 1048576 elements need a Lua comparator" },
+  -- Lua's stack limit, or the time budget first on a slow (sanitizer) build
+  { "deep_recursion.lua", "stack overflow", "policy exceeded its time budget %(200 ms%)" },
+  { "error_table.lua", "%(error object is a table value%)" },
+}
+
+-- True when error `first` of hostile file `file` is "<file>:<line>: " and one of the patterns of `case`.
+local function hostile_matches(case, file, first)
+  for i = 2, #case do
+    if first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. case[i]) then return true end
+  end
+  return false
+end
 
 -- A temporary policy dir: basic's validate.lua plus a defaults.lua with a syntax error on
 -- line 3 (made here, not kept in tests/testdata, so that luacheck stays clean).
@@ -19,16 +58,66 @@ local function broken_policy_dir()
   return dir
 end
 
-describe("fc.host (pure-Lua fallback)", function()
-  local host = dofile(ROOT .. "/lua/fc/host.lua")
+describe("fc.host (the production host in process)", function()
+  local host = require("fc.host")
 
   before_each(function()
     host.configure({ policy_dir = POLICIES .. "basic" })
   end)
 
-  it("is marked as not sandboxed and reports its configuration", function()
-    assert.is_false(host.sandboxed)
-    assert.equal(POLICIES .. "basic", host.info().policy_dir)
+  it("is the C sandbox and reports its configuration", function()
+    assert.is_true(host.sandboxed)
+    local info = host.info()
+    assert.same({ POLICIES .. "basic", ROOT, 200, 64 },
+      { info.policy_dir, info.datadir, info.timeout_ms, info.memory_mib })
+    assert.is_true(info.used > 0 and info.peak >= info.used, info.used)
+  end)
+
+  for _, case in ipairs(HOSTILE_CASES) do
+    local file = case[1]
+    it("contains " .. file .. " in under a second and keeps working", function()
+      local t0 = os.clock()
+      local ok, err = host.run_chunk(file, slurp(HOSTILE .. file), { values = { 1, 2, 3 } })
+      assert.is_false(ok)
+      assert.is_true(hostile_matches(case, file, err), err)
+      assert.is_true(os.clock() - t0 < 1, file .. " took " .. (os.clock() - t0) .. " s of CPU")
+      local ok2, res = host.run_chunk("ok.lua", slurp(HOSTILE .. "ok.lua"), { values = { 1, 2, 3 } })
+      assert.is_true(ok2, res)
+      assert.same({ values = { 1, 2, 3 }, sum = 6, upper = "ABC" }, res)
+    end)
+  end
+
+  it("copies plain data across, keeping integers and floats apart, and refuses anything else", function()
+    local ok, res = host.run_chunk("types.lua", "local x = ... return { x.i, x.f, math.type(x.i), math.type(x.f), "
+      .. "x.b, x.s, x.t[2], x[1], x[2.5] }", { i = 3, f = 3.0, b = false, s = "a\0b", t = { "p", "q" }, "one",
+      [2.5] = "float key" })
+    assert.is_true(ok, res)
+    assert.same({ 3, 3.0, "integer", "float", false, "a\0b", "q", "one", "float key" }, res)
+    assert.equal("float", math.type(res[2]))
+    local cyclic = { a = {} }
+    cyclic.a.b = cyclic
+    local cases = {
+      { { spec = { f = print } }, "call: input: spec.f: function value is not allowed" },
+      { { u = io.stdout }, "call: input: u: userdata value is not allowed" },
+      { cyclic, "call: input: a.b: cycle (a table that contains itself)" },
+      { { [true] = 1 }, "call: input: boolean key is not allowed" },
+      { { k = { [{}] = 1 } }, "call: input: k: table key is not allowed" },
+    }
+    for _, c in ipairs(cases) do
+      local pok, perr = pcall(host.call, "validate", "check", c[1])
+      assert.is_false(pok)
+      assert.equal(c[2], perr)
+    end
+    -- the same table twice (not a cycle) is two copies
+    local shared = { n = 1 }
+    ok, res = host.run_chunk("twice.lua", "local x = ... x.a.n = 2 return { x.a.n, x.b.n }", { a = shared, b = shared })
+    assert.is_true(ok, res)
+    assert.same({ 2, 1 }, res)
+    local deep = {}
+    for _ = 1, 150 do deep = { deep } end
+    local dok, derr = pcall(host.run_chunk, "deep.lua", "return 1", deep)
+    assert.is_false(dok)
+    assert.truthy(derr:find("^run_chunk: input: [%[%]1]+: nested deeper than 100 levels$"), derr)
   end)
 
   it("calls a hook on a copy of the input and returns a copy of the result", function()
@@ -108,43 +197,116 @@ describe("fc.host (pure-Lua fallback)", function()
     assert.same({ false, "defaults.lua: hook 'missing' is not a function" }, { ok, err })
     local dir = broken_policy_dir()
     host.configure({ policy_dir = dir })
-    local mod, lerr = host.load_policy("defaults")
-    assert.is_nil(mod)
+    local lok, lerr = host.call("defaults", "apply", {})
+    assert.is_false(lok)
     assert.truthy(lerr:find("^defaults%.lua:3: '}' expected"), lerr)
-    assert.equal("function", type(host.load_policy("validate").check))
+    local vok, v = host.call("validate", "check", { cluster = { metadata = { name = "x" },
+      spec = { taskManager = { replicas = 0 } } }, raw = { spec = { taskManager = {} } }, old = {} })
+    assert.is_true(vok, v)
+    assert.same({ { path = "spec.taskManager.replicas", message = "must be >= 1" } }, v.errors)
     os.execute("rm -rf " .. quote(dir))
   end)
 end)
 
+describe("fc.host: nothing a policy keeps survives its call", function()
+  local host = require("fc.host")
+  local dir
+
+  setup(function()
+    dir = fx.tmpdir()
+    assert(os.execute("mkdir -p " .. quote(dir .. "/lib")))
+    fx.write(dir .. "/lib/state.lua", "return { items = {} }\n")
+    -- stores what it is given in its module table, an upvalue table, a lib's module table and
+    -- (refused) its environment; `get` reports what it sees of all that
+    fx.write(dir .. "/keep.lua", [[
+local M = { seen = {} }
+local cache, count = {}, 0
+local state = require("lib.state")
+local function report()
+  return { module = #M.seen, upvalue = #cache, count = count, lib = #state.items, extra = M.extra,
+    leak = rawget(_ENV, "leak") }
+end
+function M.put(input)
+  M.seen[#M.seen + 1] = input.v
+  cache[#cache + 1] = input.v
+  count = count + 1
+  state.items[#state.items + 1] = input.v
+  M.extra = input.v
+  local ok, err = pcall(rawset, _ENV, "leak", input.v)
+  local r = report()
+  r.rawset_ok, r.rawset_err = ok, err
+  return r
+end
+function M.get() return report() end
+-- appends 1 MiB of new text to a module-level table
+local kept = {}
+function M.grow(input)
+  kept[#kept + 1] = string.rep("x", 1024 * 1024) .. input.i
+  return #kept
+end
+-- changes its input everywhere it can
+function M.mutate(input)
+  input.a.b = "changed"
+  input.list[1] = nil
+  input.new = true
+  return input
+end
+local CONSTANT = { a = { b = 1 }, list = { "x" } }
+function M.constant() return CONSTANT end
+return M
+]])
+  end)
+  teardown(function() os.execute("rm -rf " .. quote(dir)) end)
+  before_each(function() host.configure({ policy_dir = dir }) end)
+
+  it("runs the top level afresh: module tables, upvalues, libs and _ENV start new in every call", function()
+    local ok, r = host.call("keep", "put", { v = 7 })
+    assert.is_true(ok, r)
+    assert.same({ module = 1, upvalue = 1, count = 1, lib = 1, extra = 7, rawset_ok = false,
+      rawset_err = "rawset: policies cannot write globals (the environment is read-only)" }, r)
+    ok, r = host.call("keep", "put", { v = 8 })
+    assert.is_true(ok, r)
+    assert.same({ 1, 1, 1, 1, 8 }, { r.module, r.upvalue, r.count, r.lib, r.extra })
+    ok, r = host.call("keep", "get", {})
+    assert.is_true(ok, r)
+    assert.same({ module = 0, upvalue = 0, count = 0, lib = 0 }, r)
+  end)
+
+  it("keeps retained memory bounded over 200 calls that each keep 1 MiB", function()
+    local first, most = nil, 0
+    for i = 1, 200 do
+      local ok, n = host.call("keep", "grow", { i = i })
+      assert.is_true(ok, n)
+      assert.equal(1, n)
+      local used = host.info().used
+      if i == 10 then first = used end
+      if i > 10 and used > most then most = used end
+    end
+    -- 200 MiB were kept by the policy; the host holds no more than a few of them at a time
+    assert.is_true(most < first + 48 * 1024 * 1024, ("used %d MiB after %d MiB at call 10"):format(
+      most // (1024 * 1024), first // (1024 * 1024)))
+  end)
+
+  it("copies the input in: a hook that changes it leaves the caller's table alone", function()
+    local input = { a = { b = 1 }, list = { "x", "y" } }
+    local ok, r = host.call("keep", "mutate", input)
+    assert.is_true(ok, r)
+    assert.same({ a = { b = "changed" }, list = { [2] = "y" }, new = true }, r)
+    assert.same({ a = { b = 1 }, list = { "x", "y" } }, input)
+  end)
+
+  it("copies the result out: changing it does not change a later call's", function()
+    local ok, r = host.call("keep", "constant", {})
+    assert.is_true(ok, r)
+    r.a.b = 99
+    r.list[1] = nil
+    local ok2, r2 = host.call("keep", "constant", {})
+    assert.is_true(ok2, r2)
+    assert.same({ a = { b = 1 }, list = { "x" } }, r2)
+  end)
+end)
+
 describe("the policy sandbox of the binary #bin", function()
-  -- hostile file -> accepted patterns of its error (after "<file>:<line>: ")
-  local HOSTILE_CASES = {
-    { "os_execute.lua", "attempt to call a nil value %(field 'execute'%)" },
-    { "io_open.lua", "undefined global 'io' %(not available to policies%)" },
-    { "dump_load.lua", "attempt to call a nil value %(field 'dump'%)" },
-    { "dump_method.lua", "attempt to call a nil value %(field 'dump'%)" },
-    { "string_metatable.lua", "attempt to index a string value %(local 'mt'%)" },
-    { "global_write.lua", "assignment to global 'leaked': policies cannot write globals" },
-    { "g_write.lua", "undefined global '_G' %(not available to policies%)" },
-    { "require_io.lua", "require: module 'io' is not available to policies" },
-    { "read_package.lua", "undefined global 'package' %(not available to policies%)" },
-    { "read_debug.lua", "undefined global 'debug' %(not available to policies%)" },
-    { "pcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
-    { "xpcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
-    { "close_loop.lua", "policy exceeded its time budget %(200 ms%)" },
-    { "gc_finalizer.lua", "setmetatable: __gc metamethods are not allowed in policies" },
-    { "rep_1gib.lua", "policy exceeded its memory cap %(64 MiB%)" },
-    { "table_growth.lua", "policy exceeded its memory cap %(64 MiB%)" },
-    -- swallows the memory errors in pcall: the cap still ends it
-    { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
-    { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
-    { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
-    { "find_plain.lua", "find: plain search of 4097 bytes in 16777216 bytes is too costly" },
-    { "sort_big.lua", "table%.sort: more than 1048576 elements need a Lua comparator" },
-    -- Lua's stack limit, or the time budget first on a slow (sanitizer) build
-    { "deep_recursion.lua", "stack overflow", "policy exceeded its time budget %(200 ms%)" },
-    { "error_table.lua", "%(error object is a table value%)" },
-  }
 
   local function ok_result(stdout)
     return cjson.decode(stdout:match("([^\n]+)\n?$") or "null")
@@ -156,11 +318,7 @@ describe("the policy sandbox of the binary #bin", function()
       local r = run({ "sandbox-run", HOSTILE .. file, HOSTILE .. "ok.lua", "--input", '{"values":[1,2,3]}' })
       assert.equal(1, r.code, r.stderr)
       local first = r.stderr:match("^[^\n]*")
-      local matched = false
-      for i = 2, #case do
-        matched = matched or first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. case[i]) ~= nil
-      end
-      assert.is_true(matched, first)
+      assert.is_true(hostile_matches(case, file, first), first)
       -- the next chunk in the same process still runs, with the same libraries
       assert.same({ values = { 1, 2, 3 }, sum = 6, upper = "ABC" }, ok_result(r.stdout))
       assert.is_true(r.cpu_ms < 1000, file .. " took " .. r.cpu_ms .. " ms of CPU")

@@ -1,6 +1,6 @@
 -- Specs of the reconcile framework (lua/fc/reconcile.lua) with fc.diff and fc.revision.
--- The framework runs through fc.host (the pure-Lua fallback under busted) against a policy dir
--- built per test: the tiny defaults/validate/cluster of tests/testdata/policies-min/ plus the
+-- The framework runs through fc.host (the production host, core/lhost.c, by fc.sandbox) against
+-- a policy dir built per test: the tiny defaults/validate/cluster of tests/testdata/policies-min/ plus the
 -- real job, savepoint and status policies (and lib/clock.lua); the last block runs the real
 -- policies/ directory. Observed objects are the applied ones as an API server would return
 -- them: with uid, resourceVersion, managedFields, server-filled defaults and a status.

@@ -1,4 +1,4 @@
--- Specs of fc.codec and fc.render (pure Lua, with the fc.host fallback) and of
+-- Specs of fc.codec and fc.render (policies in the production host, fc.host) and of
 -- `flink-controller render` (#bin: the binary from FC_BIN, default build/flink-controller).
 local cjson = require("cjson")
 local lyaml = require("lyaml")
@@ -10,7 +10,7 @@ local POLICIES = ROOT .. "/tests/testdata/policies/"
 
 local codec = require("fc.codec")
 local render = require("fc.render")
-local host = dofile(ROOT .. "/lua/fc/host.lua")
+local host = require("fc.host")
 
 local slurp, run = fx.read, fx.run_bin
 
@@ -128,7 +128,7 @@ describe("fc.codec", function()
   end)
 end)
 
-describe("fc.render (pure-Lua host)", function()
+describe("fc.render (the production host in process)", function()
   local function render_file(name, policies, output)
     return render.run({ text = slurp(INPUTS .. name), source = name, output = output,
       policy_dir = POLICIES .. (policies or "basic"), host = host })
@@ -157,7 +157,6 @@ describe("fc.render (pure-Lua host)", function()
   end)
 
   it("reports every invalid document and prints nothing", function()
-    -- (failures.yaml holds a memory hog: the fallback has no budgets, the #bin specs run it)
     local r = render_file("invalid.yaml")
     assert.same({ "wordcount: spec.taskManager.replicas: must be >= 1" }, r.stderr)
     assert.equal(1, r.code)
@@ -167,6 +166,17 @@ describe("fc.render (pure-Lua host)", function()
     assert.same({ "nginx: kind: document 2 is a Deployment (apps/v1), not a FlinkCluster " ..
       "(flinkoperator.k8s.io/v1beta1)" }, r.stderr)
     assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+  end)
+
+  it("fails a policy that raises or goes over its memory cap, and renders the others", function()
+    local r = render_file("failures.yaml")
+    assert.equal(1, r.code)
+    assert.equal(3, #r.stderr)
+    assert.equal("boom: policy: defaults.lua:17: boom requested", r.stderr[1])
+    assert.truthy(r.stderr[2]:find("^hog: policy: defaults%.lua:%d+: policy exceeded its memory cap %(64 MiB%)$"),
+      r.stderr[2])
+    assert.equal("fine: spec.taskManager.replicas: must be >= 1", r.stderr[3])
     assert.equal("", r.stdout)
   end)
 

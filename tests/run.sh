@@ -45,7 +45,9 @@ run_suite() {
   fi
 }
 
-BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CPATH")
+# the helper makes require("fc.host") the production host (fc.sandbox, build/lib/fc/sandbox.so)
+BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CPATH"
+        --helper="$ROOT/tests/support/busted_helper.lua")
 
 suites=()
 specs=()

@@ -88,7 +88,7 @@ local function defaulted(host, obj, name)
 end
 
 --- admission.validate(review, host) -> {review = AdmissionReview}
--- See the module comment. `host` defaults to fc.host (tests pass the pure-Lua one).
+-- See the module comment. `host` defaults to fc.host (tests may pass a wrapper of it).
 function admission.validate(review, host)
   host = host_of(host)
   local req, pass = judged(review)

@@ -2,7 +2,7 @@
 --
 -- reconcile.run(snapshot) -> result. Pure decisions, no I/O: the core builds the snapshot from
 -- its caches and the last Flink REST answers, and executes the result's actions. Policies run
--- through fc.host (sandboxed in the binary, the pure-Lua fallback under busted). The contract
+-- through fc.host (the sandbox of core/lhost.c, in the binary and under busted). The contract
 -- (shapes of snapshot, result and actions) is docs/contracts.md, section "Reconcile".
 local util = require("fc.util")
 local diff = require("fc.diff")

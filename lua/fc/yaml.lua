@@ -3,8 +3,8 @@
 -- that would read back as another type ("8081", "true", "null") or break the syntax (": ",
 -- " #", a line break) is quoted by the emitter, never by hand.
 --
--- Trusted framework code: the C host preloads it for the sandbox (core/lhost.c), the
--- pure-Lua host (fc.host) and the policy fixtures require it directly. Pure: no I/O.
+-- Trusted framework code: the C host preloads it for the sandbox (core/lhost.c); the
+-- framework and the specs require it directly. Pure: no I/O.
 local codec = require("fc.codec")
 
 local yaml = {}

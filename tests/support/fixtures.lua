@@ -1,5 +1,5 @@
 --- support.fixtures: the helpers the busted specs (policies/*_spec.lua, tests/*_spec.lua) share:
--- files, YAML fixtures, fixture case directories, structural comparison, the emulated policy
+-- files, YAML fixtures, fixture case directories, structural comparison, policies in the production
 -- sandbox and running the binary. `require("support.fixtures")` (tests/run.sh puts tests/?.lua
 -- on LUA_PATH). Paths are plain strings; functions raise (assert) on I/O errors unless they say
 -- otherwise.
@@ -234,60 +234,32 @@ function M.hook_case(policy, mod, case)
   return M.mismatch(M.expected(dir, out), out, "")
 end
 
--- The emulated policy sandbox -------------------------------------------------------------
+-- Policies in the production sandbox --------------------------------------------------------
 
-local SANDBOX_GLOBALS = { "assert", "error", "ipairs", "next", "pairs", "pcall", "xpcall", "rawequal",
-  "rawget", "rawlen", "rawset", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION",
-  "table", "math", "utf8" }
-
---- Policy `name` (<dir>/<name>.lua, dir = opts.dir or policies/) loaded in an environment like the
--- host's sandbox (docs/contracts.md "Policy sandbox"): only the allowlisted globals (reading any
--- other one or writing any global raises), `string` without `dump`, `os` = {time, date, clock,
--- difftime}, `print` to stderr, `setmetatable` refusing `__gc`, text chunks only, and `require`
--- of fc.util and fc.quantity (their sources, loaded into the same sandbox so they are held to
--- it too), fc.slots (the C module), fc.yaml (trusted, as the C host preloads it) and
--- lib.<name> from <dir>/lib/. No budgets: the C host's
--- own specs (tests/host_spec.lua) cover those. Returns the policy's table.
+--- Policy `name` (<dir>/<name>.lua, dir = opts.dir or policies/) in the production host
+-- (`require("fc.host")`: core/lhost.c through fc.sandbox, its budgets and plain-data copies):
+-- a proxy whose `proxy.<hook>(input)` is `host.call(name, hook, input)`, returning the result
+-- and raising the host's "<file>:<line>: <message>" when the call fails. Each call points the
+-- host at `dir` first when it is elsewhere (host.configure: a new dir drops the loaded policies).
+-- Members that are data, not hooks (`job.LOST_AFTER_SECONDS`), are read from the policy loaded as
+-- a plain module (`require(name)`, policies/ only: nil for another dir).
 function M.sandboxed(name, opts)
+  local host = require("fc.host")
   local dir = (opts and opts.dir) or (M.ROOT .. "/policies")
-  local env, loaded = {}, {}
-  for _, g in ipairs(SANDBOX_GLOBALS) do env[g] = _G[g] end
-  env.string = util.merge(string)
-  env.string.dump = nil
-  env.os = { time = os.time, date = os.date, clock = os.clock, difftime = os.difftime }
-  env.print = function(...)
-    local parts = {}
-    for i = 1, select("#", ...) do parts[i] = tostring((select(i, ...))) end
-    io.stderr:write(table.concat(parts, "\t"), "\n")
-  end
-  env.setmetatable = function(t, mt)
-    if type(mt) == "table" and rawget(mt, "__gc") ~= nil then error("setmetatable: __gc is not allowed", 2) end
-    return setmetatable(t, mt)
-  end
-  local function load_file(path)
-    return assert(loadfile(path, "t", env))()
-  end
-  local sources = { ["fc.util"] = M.ROOT .. "/lua/fc/util.lua", ["fc.quantity"] = M.ROOT .. "/lua/fc/quantity.lua",
-    ["fc.profile"] = M.ROOT .. "/lua/fc/profile.lua", ["fc.crd"] = M.ROOT .. "/lua/fc/crd.lua" }
-  env.require = function(m)
-    if type(m) ~= "string" then error("require not allowed in the sandbox: " .. tostring(m), 2) end
-    if loaded[m] ~= nil then return loaded[m] end
-    if m == "fc.slots" or m == "fc.yaml" then
-      loaded[m] = require(m)
-    elseif sources[m] then
-      loaded[m] = load_file(sources[m])
-    else
-      local lib = m:match("^lib%.([%w_]+)$")
-      if not lib then error("require not allowed in the sandbox: " .. m, 2) end
-      loaded[m] = load_file(dir .. "/lib/" .. lib .. ".lua")
-    end
-    return loaded[m]
-  end
-  setmetatable(env, {
-    __index = function(_, k) error("global read in the sandbox: " .. tostring(k), 2) end,
-    __newindex = function(_, k) error("global write in the sandbox: " .. tostring(k), 2) end,
+  local plain = dir == M.ROOT .. "/policies" and require(name) or {}
+  return setmetatable({}, {
+    __index = function(_, hook)
+      local v = plain[hook]
+      if v ~= nil and type(v) ~= "function" then return v end
+      return function(input)
+        if host.info().policy_dir ~= dir then host.configure({ policy_dir = dir }) end
+        local ok, res = host.call(name, hook, input)
+        if not ok then error(res, 2) end
+        return res
+      end
+    end,
+    __newindex = function(_, k) error("fx.sandboxed: " .. name .. ": cannot set " .. tostring(k), 2) end,
   })
-  return load_file(dir .. "/" .. name .. ".lua")
 end
 
 -- The binary ------------------------------------------------------------------------------

@@ -120,7 +120,7 @@ describe("support.fixtures sandboxed", function()
       ["ok.lua"] = "local u = require('fc.util')\nlocal l = require('lib.h')\n"
         .. "return { f = function(x) return { copy = u.deepcopy(x), h = l.h, dump = string.dump } end }\n",
       ["lib/h.lua"] = "return { h = 'lib' }\n",
-      ["global_read.lua"] = "return io\n",
+      ["global_read.lua"] = "return { f = function() return io end }\n",
       ["global_write.lua"] = "x = 1\nreturn {}\n",
       ["require_io.lua"] = "return require('io')\n",
       ["gc.lua"] = "return setmetatable({}, { __gc = function() end })\n",
@@ -128,18 +128,29 @@ describe("support.fixtures sandboxed", function()
   end)
   teardown(function() rm(dir) end)
 
-  it("loads a policy with fc.util and lib.* and without string.dump", function()
+  it("calls a policy with fc.util and lib.* and without string.dump in the production host", function()
     local p = fx.sandboxed("ok", { dir = dir })
     assert.same({ copy = { 1 }, h = "lib" }, p.f({ 1 }))
+    assert.equal(dir, require("fc.host").info().policy_dir)
+    -- the default dir again for a policy of policies/, whose data members come along
+    assert.equal(30, fx.sandboxed("job").LOST_AFTER_SECONDS)
+    assert.equal("Running", fx.sandboxed("job").map_flink_state("RUNNING"))
+    assert.equal(fx.ROOT .. "/policies", require("fc.host").info().policy_dir)
   end)
-  it("refuses unknown globals, global writes, other modules and __gc", function()
-    assert.has_error(function() fx.sandboxed("global_read", { dir = dir }) end)
-    assert.has_error(function() fx.sandboxed("global_write", { dir = dir }) end)
-    assert.has_error(function() fx.sandboxed("require_io", { dir = dir }) end)
-    assert.has_error(function() fx.sandboxed("gc", { dir = dir }) end)
-    local ok, err = pcall(fx.sandboxed, "global_read", { dir = dir })
-    assert.is_false(ok)
-    assert.truthy(tostring(err):find("global read in the sandbox: io", 1, true), err)
+  it("raises the host's errors: unknown globals, global writes, other modules and __gc", function()
+    local cases = {
+      { "global_read", "global_read.lua:1: undefined global 'io' (not available to policies)" },
+      { "global_write", "global_write.lua:1: assignment to global 'x': policies cannot write globals" },
+      { "require_io", "require_io.lua:1: require: module 'io' is not available to policies (allowed: fc.util, "
+        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)" },
+      { "gc", "gc.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
+    }
+    for _, c in ipairs(cases) do
+      local p = fx.sandboxed(c[1], { dir = dir })
+      local ok, err = pcall(p.f, {})
+      assert.is_false(ok)
+      assert.equal(c[2], err)
+    end
   end)
 end)
 
