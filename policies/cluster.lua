@@ -293,12 +293,12 @@ function cluster_policy.desired(input)
     objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash)
   end
   if spec.job then objects[#objects + 1] = job_submitter(c, confighash.of(cm.data)) end
-  -- One copy at the end, so the pieces above may share tables (selector labels, the user's
-  -- envFrom, module constants): no table appears twice in the output, and none is the
-  -- input's or this module's, since callers may normalize the output in place.
+  -- The pieces above may share tables (selector labels, the user's envFrom): the host copies
+  -- the output out of the call, so no table of it is the input's, this module's or another
+  -- object's, and none needs a copy here.
   local jobmanager = { scheme = "http", service = names.jobmanager(c.metadata.name),
     port = (spec.jobManager.ports or {}).ui or 8081 }
-  return { objects = util.deepcopy(objects), jobmanager = jobmanager }
+  return { objects = objects, jobmanager = jobmanager }
 end
 
 --- Environment variable with the pod's own name (downward API, metadata.name): the TaskManager's
@@ -339,7 +339,7 @@ function cluster_policy.taskmanager_pod(input)
   local template = component_template(c, "taskmanager", tm, flink_config_hash(configmap(c)), adjust,
     { restartPolicy = "Never" })
   local meta = names.metadata(c, names.taskmanager(n), template.metadata.labels, template.metadata.annotations)
-  return { object = util.deepcopy({ apiVersion = "v1", kind = "Pod", metadata = meta, spec = template.spec }) }
+  return { object = { apiVersion = "v1", kind = "Pod", metadata = meta, spec = template.spec } }
 end
 
 return cluster_policy

@@ -148,7 +148,7 @@ case_reject() {
   ns=$(new_ns reject)
   pdir=$WORK/policies-reject
   cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^  return { objects = util.deepcopy(objects), jobmanager = jobmanager }$/  if c.metadata.name == "rejected" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
+  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  if c.metadata.name == "rejected" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
     "$pdir/cluster.lua"
   grep -q 'bad key!' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
   start_controller reject --namespace "$ns" --policy-dir "$pdir"
@@ -684,7 +684,7 @@ case_jobupdate() {
   pdir=$WORK/policies-template
   cp -r "$ROOT/policies" "$pdir"
   # the edit: every StatefulSet's pod template gets one more annotation
-  sed -i 's/^  return { objects = util.deepcopy(objects), jobmanager = jobmanager }$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
+  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
     "$pdir/cluster.lua"
   grep -q 'example.com/policy' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
   start_controller jobupdate --namespace "$ns"
