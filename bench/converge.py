@@ -348,6 +348,9 @@ def main():
     ap.add_argument("--no-ceiling", action="store_true", help="skip the API server's ceiling")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--log", default=None, help="the controller's log file (default: a temporary one)")
+    ap.add_argument("--perf", default=None, metavar="FILE",
+                    help="record the converge phase with perf (cpu-clock, call graphs) into FILE and "
+                         "print the top functions (self time)")
     ap.add_argument("controller_args", nargs="*", help="after --: flags for `flink-controller run`")
     a = ap.parse_args()
     api = Api()
@@ -380,6 +383,10 @@ def main():
                           lambda o: o.get("status", {}).get("state") == "Running")
         c = Controller(ns, log, a.controller_args)
         t0 = c.t_exec
+        perf = None
+        if a.perf:
+            perf = subprocess.Popen(["perf", "record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o", a.perf,
+                                     "-p", str(c.p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         want = per_cluster * a.n
         children = lambda: sum(len(w.seen) for w in watch.values())
         wait_for(lambda: children() > 0, a.timeout, 0.001)
@@ -397,6 +404,12 @@ def main():
         r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
         r["cpu_s"] = round(c.proc.cpu(), 2)
         r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+        if perf:
+            perf.send_signal(2)
+            perf.wait()
+            rep = subprocess.run(["perf", "report", "-i", a.perf, "--stdio", "--no-children", "--sort", "symbol",
+                                  "-g", "none", "--percent-limit", "1.5", "-q"], capture_output=True, text=True).stdout
+            r["profile_top"] = [" ".join(l.split()) for l in rep.splitlines() if l.strip()][:20]
 
         if not a.no_update:
             before = c.writes()
@@ -474,6 +487,10 @@ def main():
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print("%-*s  %s" % (w, k, "-" if v is None else v))
+    if r.get("profile_top"):
+        print("converge phase, self CPU by function (perf, cpu-clock):")
+        for line in r["profile_top"]:
+            print("  " + line)
     return 0 if r.get("children_s") is not None and r.get("status_s") is not None else 1
 
 

@@ -100,6 +100,16 @@ describe("fc.override.summary", function()
       .. "cluster/b: [3].spec.replicas: expected 1, got 2\n0 passed, 1 failed\n", max = 1 }))
   end)
 
+  it("gives a case of several differences with its first", function()
+    assert.are.equal("cluster/b: 2 differences: [3].metadata.labels.x: expected absent, got \"y\", ...; "
+      .. "cluster/c: cluster.lua:12: boom", override.summary({ output = table.concat({
+        "FAIL cluster/b: 2 differences:",
+        "    [3].metadata.labels.x: expected absent, got \"y\"",
+        "    [3].spec.replicas: expected 1, got 2",
+        "FAIL cluster/c: cluster.lua:12: boom",
+        "0 passed, 2 failed" }, "\n") }))
+  end)
+
   it("falls back to the last line, or says there was no output", function()
     assert.are.equal("test: /x: not a directory", override.summary({ output = "test: /x: not a directory\n\n" }))
     assert.are.equal("no output", override.summary({ output = "" }))

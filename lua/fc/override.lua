@@ -93,14 +93,25 @@ end
 
 --- override.summary({output=<text>, max=<n>}) -> the Event message of a set whose fixtures failed: the first
 -- `max` (default 3) "FAIL <policy>/<case>: <why>" lines of `flink-controller test`'s output,
--- without "FAIL ", joined by "; ", then "; and <n> more" when there are more; the last non-empty
--- line when there is no FAIL line (e.g. the policy dir unreadable); "no output" for none.
+-- without "FAIL ", joined by "; ", then "; and <n> more" when there are more; a case with several
+-- differences ("FAIL <id>: <n> differences:" and one indented line each) is given with its first
+-- ("<id>: <n> differences: <first>, ..."); the last non-empty line when there is no FAIL line
+-- (e.g. the policy dir unreadable); "no output" for none.
 function override.summary(args)
   local output, max = args.output, args.max or 3
-  local fails, last = {}, nil
+  local fails, last, open = {}, nil, false
   for line in tostring(output or ""):gmatch("[^\n]+") do
     local f = line:match("^FAIL (.*)$")
-    if f then fails[#fails + 1] = f end
+    local more = line:match("^    (%S.*)$")
+    if f then
+      fails[#fails + 1] = f
+      open = f:match(" differences:$") ~= nil
+    elseif more and open then
+      fails[#fails] = fails[#fails] .. " " .. more .. ", ..."
+      open = false
+    else
+      open = false
+    end
     if line:match("%S") then last = line end
   end
   if #fails == 0 then return last or "no output" end

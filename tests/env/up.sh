@@ -264,13 +264,18 @@ curl_api() { curl -sf --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI
 wait_for kube-apiserver 90 curl_api /readyz
 log "kube-apiserver ready (+$((SECONDS - T0)) s)"
 
+# The controller-manager's and scheduler's own client limits (defaults 20/30 and 50/100) raised,
+# so that the StatefulSet controller's pods and status updates do not bound a benchmark of
+# 1,000 clusters (bench/converge) before the API server does.
 start kube-controller-manager "$K8S/kube-controller-manager" --kubeconfig="$KC" \
   --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
   --leader-elect=false --controllers='*' --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
-  --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" --profiling=false
+  --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" --profiling=false \
+  --kube-api-qps=300 --kube-api-burst=600 --concurrent-statefulset-syncs=20
 start kube-scheduler "$K8S/kube-scheduler" --kubeconfig="$KC" \
   --authentication-kubeconfig="$KC" --authorization-kubeconfig="$KC" \
-  --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --profiling=false
+  --leader-elect=false --bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --profiling=false \
+  --kube-api-qps=300 --kube-api-burst=600
 : >"$TESTENV_DIR/kwok.yaml"
 start kwok "$KWOK" --kubeconfig="$KC" --config="$TESTENV_DIR/kwok.yaml" \
   --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake --node-ip=127.0.0.1 --cidr=10.244.0.1/24 \
