@@ -155,6 +155,8 @@ static void index_obj(reflector *r, json_t *obj, const char *key, int add)
     }
 }
 
+static int remove_key(reflector *r, const char *key, json_t *last);
+
 /* Stores obj (a borrowed reference); emits ADDED or MODIFIED unless
  * `only_if_changed` and the resourceVersion is the cached one. */
 static int upsert(reflector *r, json_t *obj, int only_if_changed)
@@ -166,6 +168,10 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
     if (!copy)
         return 0;
     json_object_del(json_object_get(copy, "metadata"), "managedFields");
+    if (r->o.transform && r->o.transform(r, copy, r->ud)) {
+        json_decref(copy);
+        return remove_key(r, key, NULL);
+    }
     json_t *old = json_object_get(r->store, key);
     if (old) {
         const char *orv = obj_rv(old), *nrv = obj_rv(copy);
@@ -198,6 +204,8 @@ static int remove_key(reflector *r, const char *key, json_t *last)
         copy = json_deep_copy(last);
         if (copy) {
             json_object_del(json_object_get(copy, "metadata"), "managedFields");
+            if (r->o.transform)
+                r->o.transform(r, copy, r->ud); /* shown as the cache would have kept it */
             shown = copy;
         }
     }

@@ -2056,6 +2056,43 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
     return 0;
 }
 
+/* The cache keeps what a pass reads (docs/contracts.md, "What the cache keeps"; the reflector
+ * removed metadata.managedFields already), as client-go informers' TransformFunc trims theirs:
+ *   - every kind: the annotation kubectl.kubernetes.io/last-applied-configuration (a copy of
+ *     the object as a user last applied it with kubectl);
+ *   - ControllerRevision: only those a FlinkCluster controls (ours; the StatefulSet
+ *     controller's, one copy of a pod template per revision, are never in a snapshot, which
+ *     finds ControllerRevisions by their controller's uid);
+ *   - Pod: `spec` only as {nodeName}, what a pass reads of a pod being metadata and status
+ *     (phase, containerStatuses; the pod template is the StatefulSet's, Job's or the
+ *     taskmanager_pod hook's). */
+static int run_transform(reflector *r, json_t *obj, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    json_t *md = json_object_get(obj, "metadata");
+    json_object_del(json_object_get(md, "annotations"), "kubectl.kubernetes.io/last-applied-configuration");
+    const char *kind = run_kind_name(run_kind_index(ctx, r));
+    if (strcmp(kind, "ControllerRevision") == 0) {
+        size_t i;
+        json_t *ref;
+        json_array_foreach(json_object_get(md, "ownerReferences"), i, ref) {
+            const char *k = json_string_value(json_object_get(ref, "kind"));
+            if (json_is_true(json_object_get(ref, "controller")) && k && strcmp(k, "FlinkCluster") == 0)
+                return 0;
+        }
+        return 1;
+    }
+    if (strcmp(kind, "Pod") == 0) {
+        json_t *spec = json_object_get(obj, "spec"), *kept = json_object();
+        json_t *node = json_object_get(spec, "nodeName");
+        if (kept && node)
+            json_object_set(kept, "nodeName", node);
+        if (kept)
+            json_object_set_new(obj, "spec", kept);
+    }
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 static int run_start_reflectors(struct run_ctx *ctx)
@@ -2066,6 +2103,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
+                                 .transform = run_transform,
                                  .on_synced = run_on_synced,
                                  .on_error = run_on_error};
             ctx->nss[i].r[k] = reflector_start(ctx->kc, run_kinds[k], &ro, run_on_event, ctx, err, sizeof err);

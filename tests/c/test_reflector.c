@@ -76,6 +76,36 @@ static void on_event_stop(reflector *r, reflector_event ev, json_t *obj, json_t 
     stopped_flag = 1;
 }
 
+/* a transform: p3 is not cached, every other object loses its `data` */
+static int transform_calls;
+static int transform(reflector *r, json_t *obj, void *ud)
+{
+    (void)r;
+    (void)ud;
+    transform_calls++;
+    if (strcmp(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")), "p3") == 0)
+        return 1;
+    json_object_del(obj, "data");
+    return 0;
+}
+static int transformed_with_data, transformed_p3;
+static void on_event_transformed(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)r;
+    (void)ev;
+    (void)old;
+    (void)ud;
+    transformed_with_data += json_object_get(obj, "data") != NULL;
+    transformed_p3 += strcmp(json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")), "p3") == 0;
+}
+static int transformed_synced;
+static void on_synced_transformed(reflector *r, void *ud)
+{
+    (void)r;
+    (void)ud;
+    transformed_synced = 1;
+}
+
 typedef struct res {
     int done;
     json_t *body;
@@ -194,6 +224,18 @@ int main(void)
     five = resyncs >= 5;
     OK(five, "resync delivered each of the 5 objects (obj == old)");
     reflector_stop(r2);
+
+    /* a transform trims what is cached, or keeps an object out of the cache */
+    reflector_opts to = {.namespace = "pages", .backoff_initial_s = 0.05, .backoff_max_s = 0.1,
+                         .transform = transform, .on_synced = on_synced_transformed};
+    reflector *rt = reflector_start(c, &kube_kind_configmap, &to, on_event_transformed, NULL, err, sizeof err);
+    OK(loop_run_until(loop, &transformed_synced, 10) == 0, "transformed list synced");
+    IS_INT(transform_calls, 5, "the transform saw each of the 5 listed objects");
+    IS_INT((int)reflector_len(rt), 4, "the one it refused is not cached");
+    OK(reflector_get(rt, "pages", "p3") == NULL && transformed_p3 == 0, "p3: neither cached nor handed out");
+    OK(reflector_get(rt, "pages", "p1") && !json_object_get(reflector_get(rt, "pages", "p1"), "data") &&
+           transformed_with_data == 0, "the others cached and handed out without `data`");
+    reflector_stop(rt);
 
     /* stop from inside the event callback */
     reflector *r3 = reflector_start(c, &kube_kind_configmap, &ro, on_event_stop, NULL, err, sizeof err);
