@@ -347,6 +347,9 @@ def main():
     ap.add_argument("--no-update", action="store_true", help="skip the update wave")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the API server's ceiling")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
+    ap.add_argument("--running-timeout", type=int, default=300,
+                    help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
+                         "StatefulSet controller), then go on without the figure")
     ap.add_argument("--log", default=None, help="the controller's log file (default: a temporary one)")
     ap.add_argument("--perf", default=None, metavar="FILE",
                     help="record the converge phase with perf (cpu-clock, call graphs) into FILE and "
@@ -360,10 +363,12 @@ def main():
     clusters = names(a.n)
     r = {"n": a.n, "variant": a.variant, "controller_args": " ".join(a.controller_args)}
     nodes = kwok_nodes(api, 2 * a.n, "bench-node-" + tag)
+    started = []  # controllers and perf, stopped in any case
     try:
         # idle: start to ready, RSS with nothing to do
         make_namespace(api, ns_idle)
         c = Controller(ns_idle, log + ".idle", a.controller_args)
+        started.append(c.p)
         c.metrics_port()
         time.sleep(3)
         r["idle_rss_mib"] = round(c.proc.rss_kib() / 1024, 1)
@@ -382,11 +387,13 @@ def main():
         running = Watcher(api, ns, "FlinkCluster", "0",
                           lambda o: o.get("status", {}).get("state") == "Running")
         c = Controller(ns, log, a.controller_args)
+        started.append(c.p)
         t0 = c.t_exec
         perf = None
         if a.perf:
             perf = subprocess.Popen(["perf", "record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o", a.perf,
                                      "-p", str(c.p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            started.append(perf)
         want = per_cluster * a.n
         children = lambda: sum(len(w.seen) for w in watch.values())
         wait_for(lambda: children() > 0, a.timeout, 0.001)
@@ -396,7 +403,7 @@ def main():
         r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
         ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
         r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
-        ok = wait_for(lambda: len(running.held) >= a.n, a.timeout)
+        ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
         r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
         wait_for(lambda: False, 5)  # the last status writes
         text = c.metrics()
@@ -453,6 +460,10 @@ def main():
             r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
             delete_namespace(api, ns_ceiling)
     finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         for n in nodes:
             api.request("DELETE", "/api/v1/nodes/" + n)
         for n in (ns, ns_idle, ns_ceiling):
