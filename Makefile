@@ -29,7 +29,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench bench-live testenv-build demo test-policies
+.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -103,6 +103,12 @@ bench: $(BUILD)/bench/slots_bench
 # the live path of Native TaskManagers on the test environment's kwok node (1,000 pods)
 bench-live: all
 	bench/native_live.sh
+
+# N FlinkClusters converged by the controller beside the API server's own ceiling (README.md,
+# "Performance at scale"); its own kwok-only test environment
+N ?= 1000
+bench-converge: all
+	bench/converge $(N)
 
 lint:
 	luacheck --no-color -q lua policies tests
