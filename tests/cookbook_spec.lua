@@ -1,6 +1,6 @@
 -- The policy cookbook (docs/policies.md, docs/cookbook/): each recipe is a patch to one policy
--- and a fixture case. Each patch applies to a copy of policies/, its case passes there with
--- `flink-controller test` (the production sandbox) and fails on the unpatched policies (so the
+-- and a fixture case. Each patch applies exactly (no fuzz) to a copy of policies/, its case
+-- passes there with `flink-controller test` (the production sandbox) and fails on the unpatched policies (so the
 -- fixture tests the recipe), and docs/policies.md shows the patch exactly (#bin).
 local fx = require("support.fixtures")
 
@@ -33,7 +33,8 @@ local function copy(name, policy, patched)
   assert(os.execute("cp -r " .. fx.quote(COOKBOOK .. "/testdata/" .. policy .. "/cookbook-" .. name) .. " "
     .. fx.quote(dir .. "/testdata/" .. policy .. "/")))
   if patched then
-    assert(os.execute("patch -s -p1 -d " .. fx.quote(dir) .. " < " .. fx.quote(COOKBOOK .. "/" .. name .. ".patch")),
+    assert(os.execute("patch -s --fuzz=0 --no-backup-if-mismatch -p1 -d " .. fx.quote(dir) .. " < "
+      .. fx.quote(COOKBOOK .. "/" .. name .. ".patch")),
       name .. ".patch does not apply to policies/")
   end
   return dir
