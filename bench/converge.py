@@ -379,8 +379,8 @@ def main():
         t = time.time()
         parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=ns), manifest(n, a.variant)), clusters)
         r["create_s"] = round(time.time() - t, 2)
-        kinds = sorted({o["kind"] for o in render(ns, clusters[:1], a.variant)})
-        per_cluster = len(render(ns, clusters[:1], a.variant))
+        one = render(ns, clusters[:1], a.variant)
+        kinds, per_cluster = sorted({o["kind"] for o in one}), len(one)
         watch = {k: Watcher(api, ns, k, list_rv(api, k, ns)) for k in kinds if k != "FlinkCluster"}
         fc = Watcher(api, ns, "FlinkCluster", "0",
                      lambda o: bool(o.get("status", {}).get("state")))

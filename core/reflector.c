@@ -157,6 +157,21 @@ static void index_obj(reflector *r, json_t *obj, const char *key, int add)
 
 static int remove_key(reflector *r, const char *key, json_t *last);
 
+/* A copy of obj as the cache keeps it: without metadata.managedFields, through the transform.
+ * NULL when out of memory; *refused (may be NULL) is set when the transform keeps nothing of it
+ * (the copy is still returned, trimmed as far as the transform went). */
+static json_t *cache_copy(reflector *r, json_t *obj, int *refused)
+{
+    json_t *copy = json_deep_copy(obj);
+    if (!copy)
+        return NULL;
+    json_object_del(json_object_get(copy, "metadata"), "managedFields");
+    int no = r->o.transform && r->o.transform(r, r->kind, copy, r->ud);
+    if (refused)
+        *refused = no;
+    return copy;
+}
+
 /* Stores obj (a borrowed reference); emits ADDED or MODIFIED unless
  * `only_if_changed` and the resourceVersion is the cached one. */
 static int upsert(reflector *r, json_t *obj, int only_if_changed)
@@ -164,11 +179,11 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
     char key[600];
     if (!json_is_object(obj) || obj_key(obj, key, sizeof key) != 0)
         return 0;
-    json_t *copy = json_deep_copy(obj);
+    int refused = 0;
+    json_t *copy = cache_copy(r, obj, &refused);
     if (!copy)
         return 0;
-    json_object_del(json_object_get(copy, "metadata"), "managedFields");
-    if (r->o.transform && r->o.transform(r, copy, r->ud)) {
+    if (refused) {
         json_decref(copy);
         return remove_key(r, key, NULL);
     }
@@ -200,15 +215,8 @@ static int remove_key(reflector *r, const char *key, json_t *last)
     json_object_del(r->store, key);
     json_t *shown = old;
     json_t *copy = NULL;
-    if (last) {
-        copy = json_deep_copy(last);
-        if (copy) {
-            json_object_del(json_object_get(copy, "metadata"), "managedFields");
-            if (r->o.transform)
-                r->o.transform(r, copy, r->ud); /* shown as the cache would have kept it */
-            shown = copy;
-        }
-    }
+    if (last && (copy = cache_copy(r, last, NULL))) /* shown as the cache would have kept it */
+        shown = copy;
     int rc = emit(r, REFLECTOR_DELETED, shown, NULL);
     json_decref(copy);
     json_decref(old);

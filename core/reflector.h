@@ -36,12 +36,12 @@ typedef enum {
  * for RESYNC, NULL otherwise). Both borrowed: json_incref to keep; do not
  * modify. reflector_stop() may be called from here. */
 typedef void (*reflector_event_fn)(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud);
-/* Called on each listed or watched object before it is cached, with a private copy the cache
- * will keep (metadata.managedFields already removed): it may delete members in place, as
- * client-go's informer TransformFunc does, to keep the cache to what its users read. Returns 1
- * to cache nothing of the object (it is then absent: one cached before is removed with a DELETED
- * event), 0 to cache it. `ud` is reflector_start's. */
-typedef int (*reflector_transform_fn)(reflector *r, json_t *obj, void *ud);
+/* Called on each listed or watched object of the reflector's `kind` before it is cached, with a
+ * private copy the cache will keep (metadata.managedFields already removed): it may delete
+ * members in place, as client-go's informer TransformFunc does, to keep the cache to what its
+ * users read. Returns 1 to cache nothing of the object (it is then absent: one cached before is
+ * removed with a DELETED event), 0 to cache it. `ud` is reflector_start's. */
+typedef int (*reflector_transform_fn)(reflector *r, const kube_kind *kind, json_t *obj, void *ud);
 /* Called after each successful (re)list has been applied to the cache. */
 typedef void (*reflector_synced_fn)(reflector *r, void *ud);
 /* Called for each list/watch failure that leads to a retry (for logs). */

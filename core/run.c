@@ -1547,19 +1547,36 @@ static void run_override_set_info(struct run_ctx *ctx)
     metrics_set(ctx->m.policy_set_info, v, 1);
 }
 
+/* fc.override.<fn>(in) on the live host (`in` is taken: decref'd here); its result decoded (err
+ * then ""), or NULL with the reason in err ("out of memory", or the framework's error). */
+static json_t *run_override_lua(struct run_ctx *ctx, const char *fn, json_t *in, char *err, size_t errlen)
+{
+    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL;
+    json_decref(in);
+    json_t *res = NULL;
+    util_set_err(err, errlen, "out of memory");
+    if (text && lhost_call_json(ctx->host, "fc.override", fn, text, &out, err, errlen) == 0) {
+        if ((res = json_loads(out, JSON_DECODE_ANY, NULL)))
+            err[0] = '\0';
+        else
+            util_set_err(err, errlen, "fc.override.%s: its result is not JSON", fn);
+    }
+    free(text);
+    free(out);
+    return res;
+}
+
 /* Serves the set in `dir` ("" = the built-in one) from the next pass on, between passes (a pass
  * makes its policy calls in one go on the loop, so none sees two sets), and enqueues every
  * FlinkCluster. The set served before, when made by core/override, is removed. */
 static int run_override_switch(struct run_ctx *ctx, const char *dir, const char *hash, const char *why)
 {
     struct run_override *ov = &ctx->ov;
-    json_t *in = json_pack("{s:s}", "policy_dir", *dir ? dir : ov->builtin_dir);
-    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[1024] = "out of memory";
-    json_decref(in);
-    int rc = text ? lhost_call_json(ctx->host, "fc.override", "activate", text, &out, err, sizeof err) : -1;
-    free(text);
-    free(out);
-    if (rc) {
+    char err[1024];
+    json_t *res = run_override_lua(ctx, "activate", json_pack("{s:s}", "policy_dir", *dir ? dir : ov->builtin_dir),
+                                   err, sizeof err);
+    json_decref(res);
+    if (!res) {
         run_log(LOG_ERROR, NULL, "policy set %s: cannot switch to it: %s; set %s keeps serving", hash, err,
                 ov->active_hash);
         return -1;
@@ -1618,13 +1635,9 @@ static void run_override_checked(int status, const char *output, void *ud)
             override_remove(ov->check_dir);
         }
     } else {
-        json_t *in = json_pack("{s:s}", "output", output ? output : "");
-        char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[1024] = "";
-        json_decref(in);
-        json_t *sum = text && lhost_call_json(ctx->host, "fc.override", "summary", text, &out, err, sizeof err) == 0
-                          ? json_loads(out, JSON_DECODE_ANY, NULL) : NULL;
-        free(text);
-        free(out);
+        char err[1024];
+        json_t *sum = run_override_lua(ctx, "summary", json_pack("{s:s}", "output", output ? output : ""), err,
+                                       sizeof err);
         char why[1600];
         snprintf(why, sizeof why, "%s%s", status < 0 ? "the fixtures' process was killed: " : "",
                  json_is_string(sum) ? json_string_value(sum) : err);
@@ -1651,14 +1664,10 @@ static void run_override_take(struct run_ctx *ctx, json_t *cm)
 {
     struct run_override *ov = &ctx->ov;
     const char *rv = json_string_value(json_object_get(json_object_get(cm, "metadata"), "resourceVersion"));
-    json_t *in = json_pack("{s:O?, s:O?}", "data", json_object_get(cm, "data"), "binaryData",
-                           json_object_get(cm, "binaryData"));
-    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL, err[2048] = "out of memory";
-    json_decref(in);
-    int rc = text ? lhost_call_json(ctx->host, "fc.override", "files", text, &out, err, sizeof err) : -1;
-    free(text);
-    json_t *plan = rc == 0 ? json_loads(out, 0, NULL) : NULL;
-    free(out);
+    char err[2048];
+    json_t *plan = run_override_lua(ctx, "files", json_pack("{s:O?, s:O?}", "data", json_object_get(cm, "data"),
+                                                            "binaryData", json_object_get(cm, "binaryData")),
+                                    err, sizeof err);
     char dir[4096] = "", hash[OVERRIDE_HASH_LEN + 1] = "-";
     const char *bad = json_string_value(json_object_get(plan, "error"));
     if (bad) {
@@ -1673,7 +1682,7 @@ static void run_override_take(struct run_ctx *ctx, json_t *cm)
         log_msg(LOG_INFO, "policy set from the ConfigMap is the one serving: nothing to switch", "hash", hash,
                 "configmap_resource_version", rv ? rv : "", NULL);
         override_remove(dir);
-    } else if ((rc = override_compile(dir, err, sizeof err)) != 0) {
+    } else if (override_compile(dir, err, sizeof err) != 0) {
         run_override_refuse(ctx, cm, hash, err);
         override_remove(dir);
     } else if (!(ov->check = override_check_start(ctx->loop, dir, ctx->o.host.timeout_ms, ctx->o.host.memory_mib,
@@ -2066,13 +2075,13 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
  *   - Pod: `spec` only as {nodeName}, what a pass reads of a pod being metadata and status
  *     (phase, containerStatuses; the pod template is the StatefulSet's, Job's or the
  *     taskmanager_pod hook's). */
-static int run_transform(reflector *r, json_t *obj, void *ud)
+static int run_transform(reflector *r, const kube_kind *kind, json_t *obj, void *ud)
 {
-    struct run_ctx *ctx = ud;
+    (void)r;
+    (void)ud;
     json_t *md = json_object_get(obj, "metadata");
     json_object_del(json_object_get(md, "annotations"), "kubectl.kubernetes.io/last-applied-configuration");
-    const char *kind = run_kind_name(run_kind_index(ctx, r));
-    if (strcmp(kind, "ControllerRevision") == 0) {
+    if (kind == &kube_kind_controllerrevision) {
         size_t i;
         json_t *ref;
         json_array_foreach(json_object_get(md, "ownerReferences"), i, ref) {
@@ -2082,7 +2091,7 @@ static int run_transform(reflector *r, json_t *obj, void *ud)
         }
         return 1;
     }
-    if (strcmp(kind, "Pod") == 0) {
+    if (kind == &kube_kind_pod) {
         json_t *spec = json_object_get(obj, "spec"), *kept = json_object();
         json_t *node = json_object_get(spec, "nodeName");
         if (kept && node)
