@@ -1328,14 +1328,67 @@ static int lhost_pop_json(struct lhost *h, char **out, char *err, size_t errlen)
     return 0;
 }
 
-int lhost_call_json(struct lhost *h, const char *module, const char *fn, const char *json_in,
-                    char **json_out, char *err, size_t errlen)
+/* Places parts[i] into the table on top of h->L (see struct lhost_part). */
+static int lhost_place_parts(struct lhost *h, const struct lhost_part *parts, size_t nparts, char *err,
+                             size_t errlen)
+{
+    lua_State *L = h->L;
+    for (size_t i = 0; i < nparts; i++) {
+        const struct lhost_part *p = &parts[i];
+        int n = 0;
+        while (n < 3 && p->path[n])
+            n++;
+        char where[256];
+        snprintf(where, sizeof where, "part %s%s%s%s%s", n > 0 ? p->path[0] : "?", n > 1 ? "." : "",
+                 n > 1 ? p->path[1] : "", n > 2 ? "." : "", n > 2 ? p->path[2] : "");
+        if (n == 0 || !lua_checkstack(L, n + 4)) {
+            snprintf(err, errlen, "%s: no path or no stack", where);
+            return -1;
+        }
+        lua_pushvalue(L, -1);
+        for (int k = 0; k < n - 1; k++) {
+            if (!lua_istable(L, -1)) {
+                lua_settop(L, lua_gettop(L) - k - 1);
+                snprintf(err, errlen, "%s: not a table on the way", where);
+                return -1;
+            }
+            if (lua_getfield(L, -1, p->path[k]) == LUA_TNIL) {
+                lua_pop(L, 1);
+                lua_newtable(L);
+                lua_pushvalue(L, -1);
+                lua_setfield(L, -3, p->path[k]);
+            }
+        }
+        if (!lua_istable(L, -1)) {
+            lua_settop(L, lua_gettop(L) - n);
+            snprintf(err, errlen, "%s: not a table on the way", where);
+            return -1;
+        }
+        char why[512];
+        if (lhost_push_fn(h, "fc.codec", "decode_json", why, sizeof why) == 0) {
+            lua_pushlstring(L, p->text ? p->text : "", p->text ? p->len : 0);
+            if (lhost_pcall(h, 1, 1, why, sizeof why) == 0) {
+                lua_setfield(L, -2, p->path[n - 1]);
+                lua_pop(L, n);
+                continue;
+            }
+        }
+        lua_pop(L, n);
+        snprintf(err, errlen, "%s: %s", where, why);
+        return -1;
+    }
+    return 0;
+}
+
+int lhost_call_json_parts(struct lhost *h, const char *module, const char *fn, const char *json_in,
+                          const struct lhost_part *parts, size_t nparts, char **json_out, char *err,
+                          size_t errlen)
 {
     *json_out = NULL;
     int top = lua_gettop(h->L);
     if (lhost_push_fn(h, module, fn, err, errlen))
         return -1;
-    if (lhost_push_json(h, json_in, err, errlen)) {
+    if (lhost_push_json(h, json_in, err, errlen) || (nparts && lhost_place_parts(h, parts, nparts, err, errlen))) {
         lua_settop(h->L, top);
         return -1;
     }
@@ -1346,6 +1399,12 @@ int lhost_call_json(struct lhost *h, const char *module, const char *fn, const c
     int rc = lhost_pop_json(h, json_out, err, errlen);
     lua_settop(h->L, top);
     return rc;
+}
+
+int lhost_call_json(struct lhost *h, const char *module, const char *fn, const char *json_in,
+                    char **json_out, char *err, size_t errlen)
+{
+    return lhost_call_json_parts(h, module, fn, json_in, NULL, 0, json_out, err, errlen);
 }
 
 int lhost_run_chunk_json(struct lhost *h, const char *name, const char *text, size_t len,

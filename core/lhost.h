@@ -119,6 +119,23 @@ int lhost_pcall(struct lhost *h, int nargs, int nresults, char *err, size_t errl
 int lhost_call_json(struct lhost *h, const char *module, const char *fn, const char *json_in,
                     char **json_out, char *err, size_t errlen);
 
+/* One more JSON text for lhost_call_json_parts: decoded as json_in is, then stored at
+ * value[path[0]]...[path[n-1]] (path: 1 to 3 keys, NULL-terminated; the tables on the way are
+ * created when absent). `text` is `len` bytes, need not be NUL-terminated. */
+struct lhost_part {
+    const char *path[4];
+    const char *text;
+    size_t len;
+};
+
+/* lhost_call_json, with `nparts` JSON texts placed into the decoded value before the call: a
+ * large input assembled from texts the caller already holds (the reflector's compact cache)
+ * without encoding them again. A part that is not JSON, or a path through a non-table, fails
+ * the call (-1, err "part <keys>: <reason>"). */
+int lhost_call_json_parts(struct lhost *h, const char *module, const char *fn, const char *json_in,
+                          const struct lhost_part *parts, size_t nparts, char **json_out, char *err,
+                          size_t errlen);
+
 /* Runs the text chunk `text` (len bytes, chunk name `name`, e.g. "evil.lua") under a fresh
  * policy sandbox and the call budgets, with `...` = json_in decoded (NULL: nil).  On success
  * *json_out is the JSON of its first result (malloc'd).  On a policy error returns 1 with

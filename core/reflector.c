@@ -141,18 +141,78 @@ static void index_set(json_t *index, const char *ikey, const char *key, int add)
     }
 }
 
-static void index_obj(reflector *r, json_t *obj, const char *key, int add)
+/* The label index's key "ns/<cluster label>" of obj into ck (n bytes); 0 when it has none. */
+static int cluster_index_key(json_t *obj, char *ck, size_t n)
 {
-    const char *uid = controller_uid(obj, NULL, NULL);
+    const char *cl = cluster_label(obj);
+    if (!cl)
+        return 0;
+    const char *ns = json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
+    int w = snprintf(ck, n, "%s/%s", ns ? ns : "", cl);
+    return w > 0 && (size_t)w < n;
+}
+
+static void index_keys(reflector *r, const char *uid, const char *ck, const char *key, int add)
+{
     if (uid)
         index_set(r->by_owner, uid, key, add);
-    const char *cl = cluster_label(obj);
-    if (cl) {
-        const char *ns = json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
-        char ck[600];
-        snprintf(ck, sizeof ck, "%s/%s", ns ? ns : "", cl);
+    if (ck)
         index_set(r->by_cluster, ck, key, add);
+}
+
+static void index_obj(reflector *r, json_t *obj, const char *key, int add)
+{
+    char ck[600];
+    index_keys(r, controller_uid(obj, NULL, NULL), cluster_index_key(obj, ck, sizeof ck) ? ck : NULL, key, add);
+}
+
+/* Compact mode's cache entry: [text, resourceVersion|null, controller uid|null, label index key|null]
+ * (the text a JSON string of the object's compact encoding). */
+enum { ENTRY_TEXT, ENTRY_RV, ENTRY_UID, ENTRY_CK };
+
+static json_t *entry_new(json_t *obj)
+{
+    char *text = json_dumps(obj, JSON_COMPACT);
+    if (!text)
+        return NULL;
+    char ck[600];
+    const char *rv = obj_rv(obj), *uid = controller_uid(obj, NULL, NULL);
+    json_t *e = json_array();
+    json_array_append_new(e, json_stringn_nocheck(text, strlen(text)));
+    json_array_append_new(e, rv ? json_string(rv) : json_null());
+    json_array_append_new(e, uid ? json_string(uid) : json_null());
+    json_array_append_new(e, cluster_index_key(obj, ck, sizeof ck) ? json_string(ck) : json_null());
+    free(text);
+    if (json_array_size(e) != 4 || !json_is_string(json_array_get(e, ENTRY_TEXT))) {
+        json_decref(e);
+        return NULL;
     }
+    return e;
+}
+
+/* The cached value v as a tree: a new reference (decoded in compact mode). */
+static json_t *entry_tree(const reflector *r, json_t *v)
+{
+    if (!v)
+        return NULL;
+    if (!r->o.compact)
+        return json_incref(v);
+    json_t *t = json_array_get(v, ENTRY_TEXT);
+    return json_loadb(json_string_value(t), json_string_length(t), JSON_ALLOW_NUL, NULL);
+}
+
+static const char *entry_rv(const reflector *r, json_t *v)
+{
+    return r->o.compact ? json_string_value(json_array_get(v, ENTRY_RV)) : obj_rv(v);
+}
+
+static void index_entry(reflector *r, json_t *v, const char *key, int add)
+{
+    if (r->o.compact)
+        index_keys(r, json_string_value(json_array_get(v, ENTRY_UID)), json_string_value(json_array_get(v, ENTRY_CK)),
+                   key, add);
+    else
+        index_obj(r, v, key, add);
 }
 
 static int remove_key(reflector *r, const char *key, json_t *last);
@@ -187,19 +247,25 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
         json_decref(copy);
         return remove_key(r, key, NULL);
     }
+    json_t *entry = r->o.compact ? entry_new(copy) : json_incref(copy);
+    if (!entry) {
+        json_decref(copy);
+        return 0;
+    }
     json_t *old = json_object_get(r->store, key);
     if (old) {
-        const char *orv = obj_rv(old), *nrv = obj_rv(copy);
+        const char *orv = entry_rv(r, old), *nrv = obj_rv(copy);
         if (only_if_changed && orv && nrv && strcmp(orv, nrv) == 0) {
+            json_decref(entry);
             json_decref(copy);
             return 0;
         }
         json_incref(old);
-        index_obj(r, old, key, 0);
+        index_entry(r, old, key, 0);
     }
-    json_object_set(r->store, key, copy);
+    json_object_set_new(r->store, key, entry);
     index_obj(r, copy, key, 1);
-    int rc = emit(r, old ? REFLECTOR_MODIFIED : REFLECTOR_ADDED, copy, old);
+    int rc = emit(r, old ? REFLECTOR_MODIFIED : REFLECTOR_ADDED, copy, r->o.compact ? NULL : old);
     json_decref(old);
     json_decref(copy);
     return rc;
@@ -211,14 +277,14 @@ static int remove_key(reflector *r, const char *key, json_t *last)
     if (!old)
         return 0;
     json_incref(old);
-    index_obj(r, old, key, 0);
+    index_entry(r, old, key, 0);
     json_object_del(r->store, key);
-    json_t *shown = old;
-    json_t *copy = NULL;
-    if (last && (copy = cache_copy(r, last, NULL))) /* shown as the cache would have kept it */
-        shown = copy;
-    int rc = emit(r, REFLECTOR_DELETED, shown, NULL);
-    json_decref(copy);
+    /* shown as the cache would have kept it: the server's last state, else the cached one */
+    json_t *shown = last ? cache_copy(r, last, NULL) : NULL;
+    if (!shown)
+        shown = entry_tree(r, old);
+    int rc = shown ? emit(r, REFLECTOR_DELETED, shown, NULL) : 0;
+    json_decref(shown);
     json_decref(old);
     return rc;
 }
@@ -413,7 +479,10 @@ static void resync_cb(struct ev_loop *loop, ev_timer *w, int revents)
     json_t *v;
     r->depth++;
     json_object_foreach(snapshot, key, v) {
-        r->on_event(r, REFLECTOR_RESYNC, v, v, r->ud);
+        json_t *obj = entry_tree(r, v);
+        if (obj)
+            r->on_event(r, REFLECTOR_RESYNC, obj, obj, r->ud);
+        json_decref(obj);
         if (r->stopped)
             break;
     }
@@ -511,7 +580,7 @@ unsigned reflector_list_count(const reflector *r)
     return r ? r->lists : 0;
 }
 
-json_t *reflector_get(const reflector *r, const char *ns, const char *name)
+static json_t *store_get(const reflector *r, const char *ns, const char *name)
 {
     if (!r || !name)
         return NULL;
@@ -523,9 +592,30 @@ json_t *reflector_get(const reflector *r, const char *ns, const char *name)
     return json_object_get(r->store, key);
 }
 
+json_t *reflector_get(const reflector *r, const char *ns, const char *name)
+{
+    return r && !r->o.compact ? store_get(r, ns, name) : NULL;
+}
+
+json_t *reflector_get_copy(const reflector *r, const char *ns, const char *name)
+{
+    return entry_tree(r, store_get(r, ns, name));
+}
+
 size_t reflector_len(const reflector *r)
 {
     return r ? json_object_size(r->store) : 0;
+}
+
+/* fn on the cached value v as a tree (decoded for the call in compact mode); 1 when called. */
+static int each_tree(const reflector *r, json_t *v, reflector_each_fn fn, void *ud)
+{
+    json_t *obj = entry_tree(r, v);
+    if (!obj)
+        return 0;
+    fn(obj, ud);
+    json_decref(obj);
+    return 1;
 }
 
 size_t reflector_foreach(const reflector *r, reflector_each_fn fn, void *ud)
@@ -533,43 +623,72 @@ size_t reflector_foreach(const reflector *r, reflector_each_fn fn, void *ud)
     const char *key;
     json_t *v;
     size_t n = 0;
-    json_object_foreach(r->store, key, v) {
-        fn(v, ud);
-        n++;
-    }
+    json_object_foreach(r->store, key, v)
+        n += (size_t)each_tree(r, v, fn, ud);
     return n;
 }
 
-static size_t each_in_set(const reflector *r, json_t *set, reflector_each_fn fn, void *ud)
+/* fn on the cached value v (its cache key `key`, "ns/name" or "name") as text. */
+static int each_text(const reflector *r, const char *key, json_t *v, reflector_each_text_fn fn, void *ud)
+{
+    const char *slash = strchr(key, '/');
+    const char *name = slash ? slash + 1 : key;
+    if (r->o.compact) {
+        json_t *t = json_array_get(v, ENTRY_TEXT);
+        fn(name, json_string_value(t), json_string_length(t), ud);
+        return 1;
+    }
+    char *text = json_dumps(v, JSON_COMPACT);
+    if (!text)
+        return 0;
+    fn(name, text, strlen(text), ud);
+    free(text);
+    return 1;
+}
+
+/* Visits the cached objects whose keys are the members of `set` (an index entry): as trees
+ * with fn, or as text with tfn. */
+static size_t each_in_set(const reflector *r, json_t *set, reflector_each_fn fn, reflector_each_text_fn tfn,
+                          void *ud)
 {
     const char *key;
     json_t *v;
     size_t n = 0;
     json_object_foreach(set, key, v) {
         json_t *obj = json_object_get(r->store, key);
-        if (obj) {
-            fn(obj, ud);
-            n++;
-        }
+        if (obj)
+            n += (size_t)(fn ? each_tree(r, obj, fn, ud) : each_text(r, key, obj, tfn, ud));
     }
     return n;
 }
 
+static json_t *cluster_set(const reflector *r, const char *ns, const char *cluster)
+{
+    char ck[600];
+    snprintf(ck, sizeof ck, "%s/%s", ns ? ns : "", cluster);
+    return json_object_get(r->by_cluster, ck);
+}
+
 size_t reflector_by_owner_uid(const reflector *r, const char *uid, reflector_each_fn fn, void *ud)
 {
-    if (!r || !uid)
-        return 0;
-    return each_in_set(r, json_object_get(r->by_owner, uid), fn, ud);
+    return r && uid ? each_in_set(r, json_object_get(r->by_owner, uid), fn, NULL, ud) : 0;
 }
 
 size_t reflector_by_cluster(const reflector *r, const char *ns, const char *cluster, reflector_each_fn fn,
                             void *ud)
 {
-    if (!r || !cluster)
-        return 0;
-    char ck[600];
-    snprintf(ck, sizeof ck, "%s/%s", ns ? ns : "", cluster);
-    return each_in_set(r, json_object_get(r->by_cluster, ck), fn, ud);
+    return r && cluster ? each_in_set(r, cluster_set(r, ns, cluster), fn, NULL, ud) : 0;
+}
+
+size_t reflector_texts_by_owner_uid(const reflector *r, const char *uid, reflector_each_text_fn fn, void *ud)
+{
+    return r && uid ? each_in_set(r, json_object_get(r->by_owner, uid), NULL, fn, ud) : 0;
+}
+
+size_t reflector_texts_by_cluster(const reflector *r, const char *ns, const char *cluster,
+                                  reflector_each_text_fn fn, void *ud)
+{
+    return r && cluster ? each_in_set(r, cluster_set(r, ns, cluster), NULL, fn, ud) : 0;
 }
 
 int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n)

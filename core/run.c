@@ -499,17 +499,54 @@ static json_t *run_typed(json_t *obj, const kube_kind *k)
     return c;
 }
 
+/* The children's cached texts of one pass, placed at snapshot.children[Kind][name]: each part's
+ * path and text point into its own buffer "<Kind>\0<name>\0<text>" (owned[i]). */
 struct run_collect {
-    json_t *into; /* name -> obj */
-    const kube_kind *kind;
+    struct lhost_part *parts;
+    char **owned;
+    size_t n, cap;
+    const char *kind;
+    json_t *names; /* "<Kind>/<name>" seen: an object found by owner and by label is placed once */
 };
 
-static void run_collect_fn(json_t *obj, void *ud)
+static void run_collect_fn(const char *name, const char *text, size_t len, void *ud)
 {
     struct run_collect *c = ud;
-    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
-    if (name && !json_object_get(c->into, name))
-        json_object_set_new(c->into, name, run_typed(obj, c->kind));
+    char id[600];
+    int idlen = snprintf(id, sizeof id, "%s/%s", c->kind, name);
+    if (idlen < 0 || (size_t)idlen >= sizeof id || json_object_get(c->names, id))
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 16;
+        struct lhost_part *p = realloc(c->parts, cap * sizeof *p);
+        if (p)
+            c->parts = p;
+        char **o = p ? realloc(c->owned, cap * sizeof *o) : NULL;
+        if (o)
+            c->owned = o;
+        if (!p || !o)
+            return;
+        c->cap = cap;
+    }
+    size_t klen = strlen(c->kind);
+    char *buf = malloc((size_t)idlen + 1 + len);
+    if (!buf)
+        return;
+    memcpy(buf, id, (size_t)idlen + 1);
+    buf[klen] = '\0';
+    memcpy(buf + idlen + 1, text, len);
+    json_object_set_new(c->names, id, json_true());
+    c->owned[c->n] = buf;
+    c->parts[c->n++] = (struct lhost_part){{"children", buf, buf + klen + 1, NULL}, buf + idlen + 1, len};
+}
+
+static void run_collect_free(struct run_collect *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->owned[i]);
+    free(c->owned);
+    free(c->parts);
+    json_decref(c->names);
 }
 
 static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
@@ -522,22 +559,26 @@ static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
     return st;
 }
 
-/* {cluster, children, flink, now} for the cluster `cluster` (cached) in `rn`. */
-static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *cluster)
+/* {cluster, children, flink, now} for the cluster `cluster` (cached) in `rn`, but for the
+ * children's objects, which are collected into `c` (placed at children[Kind][name] by
+ * lhost_call_json_parts from the cache's texts); children[Kind] is {} for every watched kind. */
+static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *cluster,
+                            struct run_collect *c)
 {
     json_t *meta = json_object_get(cluster, "metadata");
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     json_t *children = json_object();
+    c->names = json_object();
     for (int k = 1; k < run_nkinds; k++) {
-        struct run_collect c = {json_object(), run_kinds[k]};
+        c->kind = run_kinds[k]->kind;
         if (uid)
-            reflector_by_owner_uid(rn->r[k], uid, run_collect_fn, &c);
+            reflector_texts_by_owner_uid(rn->r[k], uid, run_collect_fn, c);
         /* Pods belong to the StatefulSets and the Job: found by their cluster label */
         if (run_by_label & (1u << k))
-            reflector_by_cluster(rn->r[k], ns, name, run_collect_fn, &c);
-        json_object_set_new(children, run_kinds[k]->kind, c.into);
+            reflector_texts_by_cluster(rn->r[k], ns, name, run_collect_fn, c);
+        json_object_set_new(children, run_kinds[k]->kind, json_object());
     }
     json_t *snap = json_object();
     json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
@@ -547,6 +588,26 @@ static json_t *run_snapshot(struct run_ctx *ctx, struct run_ns *rn, const char *
     json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;
+}
+
+/* The snapshot as one JSON text with the children's texts in place (--debug-snapshot-dir's
+ * file, read back by `reconcile --snapshot`); NULL when a text does not decode. */
+static char *run_snapshot_text(json_t *snap, const struct run_collect *c)
+{
+    json_t *whole = json_deep_copy(snap);
+    json_t *children = json_object_get(whole, "children");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct lhost_part *p = &c->parts[i];
+        json_t *obj = json_loadb(p->text, p->len, JSON_ALLOW_NUL, NULL);
+        if (!obj) {
+            json_decref(whole);
+            return NULL;
+        }
+        json_object_set_new(json_object_get(children, p->path[1]), p->path[2], obj);
+    }
+    char *text = json_dumps(whole, JSON_COMPACT);
+    json_decref(whole);
+    return text;
 }
 
 /* --debug-snapshot-dir: the pass's snapshot `text` (JSON) into DIR/<namespace>.<name>.json,
@@ -641,7 +702,7 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     {
         int k = atoi(id);
         const char *name = strchr(id, '/') + 1;
-        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get(rn->r[k], ns, name) : NULL;
+        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get_copy(rn->r[k], ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
         const char *not_rv = json_string_value(json_object_get(want, "not_rv"));
@@ -649,6 +710,7 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
         int met = uid      ? !have || !json_equal(json_object_get(hm, "uid"), json_object_get(want, "uid"))
                   : not_rv ? !have || !have_rv || strcmp(have_rv, not_rv) != 0
                            : have && run_rv_at_least(have_rv, json_string_value(json_object_get(want, "rv")));
+        json_decref(have);
         if (met)
             json_object_del(objs, id);
     }
@@ -1039,10 +1101,11 @@ static int run_start_action(struct run_item *it, json_t *a)
         it->del_uid[0] = '\0';
         for (int i = 0; k && name && rn && i < run_nkinds; i++)
             if (run_kinds[i] == k && rn->r[i]) {
-                const char *uid = json_string_value(
-                    json_object_get(json_object_get(reflector_get(rn->r[i], it->ns, name), "metadata"), "uid"));
+                json_t *have = reflector_get_copy(rn->r[i], it->ns, name);
+                const char *uid = json_string_value(json_object_get(json_object_get(have, "metadata"), "uid"));
                 it->del_kind = i;
                 snprintf(it->del_uid, sizeof it->del_uid, "%s", uid ? uid : "");
+                json_decref(have);
             }
         if (!k || !name)
             snprintf(err, sizeof err, "unknown kind or no name");
@@ -1359,16 +1422,23 @@ static void run_process(struct run_ctx *ctx, const char *key)
     json_object_del(ctx->fresh, key);
     it->cluster = json_incref(cluster);
     snprintf(it->policy_hash, sizeof it->policy_hash, "%s", ctx->ov.active_hash);
-    json_t *snap = run_snapshot(ctx, rn, key, cluster);
+    struct run_collect c = {0};
+    json_t *snap = run_snapshot(ctx, rn, key, cluster, &c);
     char *in = json_dumps(snap, JSON_COMPACT);
+    if (in && ctx->o.debug_snapshot_dir) {
+        char *whole = run_snapshot_text(snap, &c);
+        if (whole)
+            run_write_snapshot(ctx, it, whole);
+        free(whole);
+    }
     json_decref(snap);
-    if (in && ctx->o.debug_snapshot_dir)
-        run_write_snapshot(ctx, it, in);
     char *out = NULL;
     char err[4096] = "";
     double t0 = ev_time();
-    int rc = in ? lhost_call_json(ctx->host, "fc.reconcile", "run", in, &out, err, sizeof err) : -1;
+    int rc = in ? lhost_call_json_parts(ctx->host, "fc.reconcile", "run", in, c.parts, c.n, &out, err, sizeof err)
+                : -1;
     free(in);
+    run_collect_free(&c);
     double dt = ev_time() - t0;
     if (rc == 0)
         it->result = json_loads(out, 0, NULL);
@@ -2074,13 +2144,21 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
  *     finds ControllerRevisions by their controller's uid);
  *   - Pod: `spec` only as {nodeName}, what a pass reads of a pod being metadata and status
  *     (phase, containerStatuses; the pod template is the StatefulSet's, Job's or the
- *     taskmanager_pod hook's). */
+ *     taskmanager_pod hook's).
+ * and sets apiVersion and kind where the server left them out (list items): the child kinds'
+ * caches are compact (their texts go into the snapshots as they are). */
 static int run_transform(reflector *r, const kube_kind *kind, json_t *obj, void *ud)
 {
     (void)r;
     (void)ud;
     json_t *md = json_object_get(obj, "metadata");
     json_object_del(json_object_get(md, "annotations"), "kubectl.kubernetes.io/last-applied-configuration");
+    /* list items of built-in kinds come without apiVersion and kind: the compact cache's texts go
+     * into snapshots as they are, so they are typed here */
+    if (!json_is_string(json_object_get(obj, "apiVersion")))
+        json_object_set_new(obj, "apiVersion", json_string(kind->api_version));
+    if (!json_is_string(json_object_get(obj, "kind")))
+        json_object_set_new(obj, "kind", json_string(kind->kind));
     if (kind == &kube_kind_controllerrevision) {
         size_t i;
         json_t *ref;
@@ -2113,6 +2191,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
                                  .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .transform = run_transform,
+                                 .compact = k != 0,
                                  .on_synced = run_on_synced,
                                  .on_error = run_on_error};
             ctx->nss[i].r[k] = reflector_start(ctx->kc, run_kinds[k], &ro, run_on_event, ctx, err, sizeof err);

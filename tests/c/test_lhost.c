@@ -24,7 +24,7 @@ static int streq(const char *a, const char *b) { return a && b && strcmp(a, b) =
 
 int main(void)
 {
-    printf("1..15\n");
+    printf("1..18\n");
     char err[1024] = "";
     unsetenv("FLINK_CONTROLLER_HOME");
     struct lhost_opts o = {.timeout_ms = 50, .memory_mib = 8};
@@ -60,6 +60,30 @@ int main(void)
     rc = lhost_call_json(h, "fc.util", "sorted_keys", "{nope", &out, err, sizeof err);
     ok(rc == -1 && out == NULL && strstr(err, "invalid JSON") != NULL,
        "lhost_call_json refuses bad JSON", err);
+
+    /* parts: texts placed into the decoded input (the compact cache's children), one not
+     * NUL-terminated, one whose path's tables are created on the way */
+    const char *buf = "{\"kind\":\"StatefulSet\",\"n\":[1,2]}TRAILING";
+    struct lhost_part parts[] = {
+        {{"children", "StatefulSet", "a", NULL}, buf, strlen(buf) - strlen("TRAILING")},
+        {{"children", "Pod", "p", NULL}, "{\"phase\":\"Running\",\"gone\":null}", 32},
+    };
+    rc = lhost_call_json_parts(h, "fc.revision", "canonical", "{\"children\":{\"StatefulSet\":{}},\"x\":1}",
+                               parts, 2, &out, err, sizeof err);
+    ok(rc == 0 && streq(out, "\"{\\\"children\\\":{\\\"Pod\\\":{\\\"p\\\":{\\\"phase\\\":\\\"Running\\\"}},"
+                             "\\\"StatefulSet\\\":{\\\"a\\\":{\\\"kind\\\":\\\"StatefulSet\\\",\\\"n\\\":[1,2]}}},"
+                             "\\\"x\\\":1}\""),
+       "lhost_call_json_parts places each text at its path (nulls dropped as in json_in)", out ? out : err);
+    free(out);
+    out = NULL;
+    struct lhost_part bad[] = {{{"x", "y", NULL, NULL}, "{}", 2}};
+    rc = lhost_call_json_parts(h, "fc.revision", "canonical", "{\"x\":1}", bad, 1, &out, err, sizeof err);
+    ok(rc == -1 && out == NULL && streq(err, "part x.y: not a table on the way"),
+       "lhost_call_json_parts refuses a path through a non-table", err);
+    struct lhost_part notjson[] = {{{"x", NULL, NULL, NULL}, "{nope", 5}};
+    rc = lhost_call_json_parts(h, "fc.revision", "canonical", "{}", notjson, 1, &out, err, sizeof err);
+    ok(rc == -1 && out == NULL && strncmp(err, "part x: ", 8) == 0 && strstr(err, "invalid JSON") != NULL,
+       "lhost_call_json_parts names a part that is not JSON", err);
 
     rc = lhost_call_json(h, "fc.nosuchmodule", "fn", NULL, &out, err, sizeof err);
     ok(rc == -1 && strstr(err, "module 'fc.nosuchmodule' not found") != NULL,

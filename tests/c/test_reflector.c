@@ -117,28 +117,47 @@ static void on_done(const kube_result *r, void *ud)
     o->body = json_incref(r->body);
 }
 
-int main(void)
+/* reflector_get_copy, the references kept until the scenario ends (the tests compare them) */
+static json_t *got[32];
+static int ngot;
+static json_t *get(reflector *r, const char *ns, const char *name)
+{
+    json_t *o = reflector_get_copy(r, ns, name);
+    if (o && ngot < 32)
+        got[ngot++] = o;
+    return o;
+}
+
+/* each text's name, and "=same" when ud is given and the text decodes equal to it */
+static char text_names[256];
+static void collect_text(const char *name, const char *text, size_t len, void *ud)
+{
+    json_t *obj = json_loadb(text, len, 0, NULL);
+    size_t n = strlen(text_names);
+    snprintf(text_names + n, sizeof text_names - n, "%s%s ", name, ud && json_equal(obj, ud) ? "=same" : "");
+    json_decref(obj);
+}
+
+/* The "refl" scenario on a fresh fake API server, the cache kept as trees or (compact) as text. */
+static void refl_scenario(int compact)
 {
     char err[256];
-    loop = ev_loop_new(EVFLAG_AUTO);
     int port = server_start();
     if (port <= 0) {
         OK(0, "fake apiserver started");
-        return DONE_TESTING();
+        return;
     }
     char server[64];
     snprintf(server, sizeof server, "https://127.0.0.1:%d", port);
     kube_config cfg = {.server = server, .ca_file = TLS_DIR "/ca.crt", .qps = 0};
     kube_client *c = kube_client_new(loop, &cfg, err, sizeof err);
     OK(c != NULL, "client");
-
-    OK(reflector_start(NULL, &kube_kind_configmap, NULL, on_event, NULL, err, sizeof err) == NULL,
-       "reflector_start without a client fails");
-    IS_STR(err, "reflector_start: client, kind and on_event are required", "error text");
-
+    events[0] = errors[0] = '\0';
+    synced_count = synced3 = managed_fields_seen = 0;
     reflector_opts o = {.namespace = "refl", .page_limit = 2, .backoff_initial_s = 0.05, .backoff_max_s = 0.2,
                         .watch_timeout_min_s = 60, .watch_timeout_max_s = 90, .on_synced = on_synced,
                         .on_error = on_error};
+    o.compact = compact;
     reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
     OK(r != NULL, "reflector_start");
     OK(!reflector_has_synced(r) && reflector_len(r) == 0 && strcmp(events, "") == 0,
@@ -148,19 +167,31 @@ int main(void)
     loop_run_until(loop, &settle, 0.3);   /* let the last watch start */
 
     IS_STR(events,
-           "ADDED:a:10 ADDED:b:11 ADDED:c:12 MODIFIED:a:101(old ok) ADDED:d:151 DELETED:c:160 ADDED:e:170 "
-           "DELETED:b:11 MODIFIED:e:201(old ok) ",
-           "events: list, watch (split event, bookmark), rewatch, 410 relist diff, drop + resume, 410 relist");
+           compact ? "ADDED:a:10 ADDED:b:11 ADDED:c:12 MODIFIED:a:101 ADDED:d:151 DELETED:c:160 ADDED:e:170 "
+                     "DELETED:b:11 MODIFIED:e:201 "
+                   : "ADDED:a:10 ADDED:b:11 ADDED:c:12 MODIFIED:a:101(old ok) ADDED:d:151 DELETED:c:160 "
+                     "ADDED:e:170 DELETED:b:11 MODIFIED:e:201(old ok) ",
+           "events: list, watch (split event, bookmark), rewatch, 410 relist diff, drop + resume, 410 relist "
+           "(compact mode: no old object for MODIFIED)");
     IS_INT(managed_fields_seen, 0, "no object handed out with managedFields");
     IS_INT(reflector_list_count(r), 3, "list count 3");
     OK(reflector_has_synced(r), "synced");
     IS_STR(reflector_resource_version(r), "300", "RV from the last list/bookmark");
     IS_INT(reflector_len(r), 3, "cache holds a, d, e");
-    json_t *a = reflector_get(r, "refl", "a");
+    json_t *a = get(r, "refl", "a");
     IS_STR(json_string_value(json_object_get(json_object_get(a, "metadata"), "resourceVersion")), "101",
            "a at RV 101");
     OK(json_object_get(json_object_get(a, "metadata"), "managedFields") == NULL, "managedFields stripped in the cache");
-    OK(reflector_get(r, "refl", "b") == NULL && reflector_get(r, "refl", "c") == NULL, "b and c gone");
+    OK(get(r, "refl", "b") == NULL && get(r, "refl", "c") == NULL, "b and c gone");
+    if (compact) {
+        OK(reflector_get(r, "refl", "a") == NULL, "compact: reflector_get hands out no tree");
+        text_names[0] = '\0';
+        IS_INT(reflector_texts_by_owner_uid(r, "uid-fc1", collect_text, a), 1, "compact: one text owned by uid-fc1");
+        IS_STR(text_names, "a=same ", "it is a, the same object as reflector_get_copy decodes");
+        text_names[0] = '\0';
+        IS_INT(reflector_texts_by_cluster(r, "refl", "fc2", collect_text, NULL), 1, "compact: one text labelled fc2");
+        IS_STR(text_names, "d ", "it is d");
+    }
     each_names[0] = '\0';
     IS_INT(reflector_by_owner_uid(r, "uid-fc1", collect, NULL), 1, "one object owned by uid-fc1");
     IS_STR(each_names, "a ", "it is a");
@@ -173,9 +204,9 @@ int main(void)
     char key[128];
     IS_INT(reflector_owner_key(a, "FlinkCluster", key, sizeof key), 1, "a has an owner key");
     IS_STR(key, "refl/fc1", "owner key from the controller ownerReference");
-    IS_INT(reflector_owner_key(reflector_get(r, "refl", "d"), "FlinkCluster", key, sizeof key), 1, "d has one");
+    IS_INT(reflector_owner_key(get(r, "refl", "d"), "FlinkCluster", key, sizeof key), 1, "d has one");
     IS_STR(key, "refl/fc2", "owner key from the cluster label");
-    IS_INT(reflector_owner_key(reflector_get(r, "refl", "e"), "FlinkCluster", key, sizeof key), 0, "e has none");
+    IS_INT(reflector_owner_key(get(r, "refl", "e"), "FlinkCluster", key, sizeof key), 0, "e has none");
     json_t *fc = json_pack("{s:s,s:{s:s,s:s}}", "kind", "FlinkCluster", "metadata", "name", "fc9", "namespace", "n");
     IS_INT(reflector_owner_key(fc, "FlinkCluster", key, sizeof key), 1, "a FlinkCluster keys itself");
     IS_STR(key, "n/fc9", "its own namespace/name");
@@ -214,6 +245,35 @@ int main(void)
     IS_INT(timeout_ok, 5, "timeoutSeconds drawn in [60, 90)");
     IS_INT(pages, 3, "each list of 3 took a second page (limit 2)");
     reflector_stop(r);
+    for (int i = 0; i < ngot; i++)
+        json_decref(got[i]);
+    ngot = 0;
+    kube_client_free(c);
+    server_stop();
+}
+
+int main(void)
+{
+    char err[256];
+    loop = ev_loop_new(EVFLAG_AUTO);
+    refl_scenario(0);
+    refl_scenario(1);
+    int settle = 0;
+    int port = server_start();
+    if (port <= 0) {
+        OK(0, "fake apiserver started");
+        return DONE_TESTING();
+    }
+    char server[64];
+    snprintf(server, sizeof server, "https://127.0.0.1:%d", port);
+    kube_config cfg = {.server = server, .ca_file = TLS_DIR "/ca.crt", .qps = 0};
+    kube_client *c = kube_client_new(loop, &cfg, err, sizeof err);
+    OK(c != NULL, "client");
+
+    OK(reflector_start(NULL, &kube_kind_configmap, NULL, on_event, NULL, err, sizeof err) == NULL,
+       "reflector_start without a client fails");
+    IS_STR(err, "reflector_start: client, kind and on_event are required", "error text");
+
 
     /* resync re-delivers every cached object */
     reflector_opts ro = {.namespace = "pages", .resync_s = 0.1, .backoff_initial_s = 0.05, .backoff_max_s = 0.1};
