@@ -199,4 +199,12 @@ describe("fc.codec bounds", function()
     -- the shared cjson module keeps its own (default) limit
     assert.equal("table", type(cjson.decode(string.rep("[", 200) .. string.rep("]", 200))))
   end)
+
+  it("refuses JSON strings that are not UTF-8 (found by tests/fuzz/fuzz_decode.c)", function()
+    local docs = assert(codec.decode_documents('{"metadata": {"name": "a\143b"}}'))
+    assert.same({ { index = 1, error = "metadata.name: not valid UTF-8" } }, docs)
+    docs = assert(codec.decode_documents('{"a": {"\255": 1}}'))
+    assert.equal("a: a mapping key is not valid UTF-8", docs[1].error)
+    assert.same({ name = "\u{e9}" }, codec.decode_json('{"name": "\\u00e9"}'))
+  end)
 end)

@@ -5,7 +5,8 @@
 -- Data rules (docs/contracts.md, "Data"):
 --  * decoded documents are normalized: a null map value drops the key (Kubernetes treats
 --    null as absent), a null list item is an error, map keys become strings, numbers with an
---    integral value become Lua integers (JSON `1.0` is `1`; cjson decodes every number as a float).
+--    integral value become Lua integers (JSON `1.0` is `1`; cjson decodes every number as a float),
+--    a string (or key) that is not valid UTF-8 is an error.
 --  * encoding: a table is a list when it is a non-empty sequence 1..n (fc.util.is_array) or
 --    carries `codec.array_mt`; any other table is a map, keys sorted; empty tables are `{}`.
 local lyaml = require("lyaml")
@@ -74,7 +75,13 @@ local function normalize(v, path, budget, depth, lenient)
     end
     return v
   end
-  if t == "string" or t == "boolean" then return v end
+  if t == "string" then
+    -- JSON text is UTF-8 (RFC 8259 section 8.1), but cjson passes any byte through; libyaml
+    -- checks YAML itself, and its emitter refuses to write anything else
+    if not utf8.len(v) then error({ path = path, message = "not valid UTF-8" }) end
+    return v
+  end
+  if t == "boolean" then return v end
   if t ~= "table" then
     error({ path = path, message = "unsupported value of type " .. t })
   end
@@ -93,6 +100,7 @@ local function normalize(v, path, budget, depth, lenient)
     local kt = type(k)
     local key
     if kt == "string" then
+      if not utf8.len(k) then error({ path = path, message = "a mapping key is not valid UTF-8" }) end
       key = k
     elseif kt == "number" or kt == "boolean" then
       key = tostring(math.tointeger(k) or k)
