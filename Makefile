@@ -29,7 +29,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps deps-build test lint asan clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
+.PHONY: all deps deps-build test lint asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -48,13 +48,15 @@ TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
 # policy cookbook's tests (tests/cookbook_spec.lua). Always installed: a machine with Java may
 # still lack these.
 NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq patch
+# The fuzz suite (tests/fuzz/, `make fuzz`): clang with libFuzzer and the sanitizer runtimes.
+FUZZ_PKGS := clang-14 libclang-rt-14-dev libfuzzer-14-dev
 
 # deps: everything `make`, `make test` and `make demo` need; deps-build: only what `make` needs
 # (the Dockerfile's build stage).
 deps: deps-build
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	extra=; command -v java >/dev/null && command -v mvn >/dev/null || extra="$(TESTENV_PKGS)"; \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(NODE_PKGS) $$extra && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(NODE_PKGS) $(FUZZ_PKGS) $$extra && \
 	$$SUDO scripts/install-go.sh
 
 deps-build:
@@ -91,6 +93,24 @@ $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 asan: $(BUILD)/asan/flink-controller
+
+# libFuzzer targets (tests/fuzz/fuzz_<name>.c -> build/fuzz/fuzz_<name>) under ASan+UBSan,
+# linked with the core's objects built by clang into build/fuzz/obj/; tests/run.sh fuzz runs
+# them (README.md, "Reliability").
+FUZZ_CC    := clang-14
+FUZZ_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g
+FUZZ_OBJS  := $(filter-out $(BUILD)/fuzz/obj/main.o,$(SRCS:core/%.c=$(BUILD)/fuzz/obj/%.o))
+FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/obj/%.o: core/%.c $(wildcard core/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -Icore -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+fuzz: $(FUZZ_BINS)
 
 # Benchmarks (not part of `make test`): print ns/op of the hot paths.
 $(BUILD)/bench/slots_bench: bench/slots_bench.c $(BUILD)/obj/slots.o core/slots.h

@@ -855,59 +855,88 @@ static json_t *parse_json(const char *raw, size_t len)
     return json_loadb(raw, len, 0, NULL);
 }
 
-static int watch_line(kube_call *k, const char *line, size_t len)
+int kube_watch_event(const char *line, size_t len, json_t **event, const char **type, json_t **object, char *err,
+                     size_t errlen)
 {
+    *event = NULL;
+    *type = NULL;
+    *object = NULL;
     size_t i = 0;
     while (i < len && isspace((unsigned char)line[i]))
         i++;
     if (i == len)
-        return 0;
+        return 1;
     json_error_t je;
     json_t *ev = json_loadb(line, len, 0, &je);
-    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *t = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
-    if (!type || !json_is_object(obj)) {
-        snprintf(k->werr, sizeof k->werr, "watch: bad event: %s", ev ? "no type or object" : je.text);
+    if (!t || !json_is_object(obj)) {
+        snprintf(err, errlen, "watch: bad event: %s", ev ? "no type or object" : je.text);
         json_decref(ev);
         return -1;
     }
+    *event = ev;
+    *type = t;
+    *object = obj;
+    return 0;
+}
+
+int kube_watch_feed(util_buf *pending, const char *data, size_t len, kube_line_fn on_line, void *ud, char *err,
+                    size_t errlen)
+{
+    if (pending->len + len + 1 > KUBE_WATCH_PENDING_MAX) {
+        snprintf(err, errlen, "watch: event over %zu MiB", KUBE_WATCH_PENDING_MAX >> 20);
+        return -1;
+    }
+    if (util_buf_put(pending, data, len) != 0) {
+        snprintf(err, errlen, "watch: out of memory");
+        return -1;
+    }
+    size_t start = 0;
+    int rc = 0;
+    for (size_t i = pending->len - len; i < pending->len; i++) {
+        if (pending->p[i] != '\n')
+            continue;
+        rc = on_line(pending->p + start, i - start, ud);
+        start = i + 1;
+        if (rc != 0)
+            break;
+    }
+    memmove(pending->p, pending->p + start, pending->len - start);
+    pending->len -= start;
+    pending->p[pending->len] = '\0';
+    return rc;
+}
+
+static int watch_line(const char *line, size_t len, void *ud)
+{
+    kube_call *k = ud;
+    json_t *ev;
+    const char *type;
+    json_t *obj;
+    int rc = kube_watch_event(line, len, &ev, &type, &obj, k->werr, sizeof k->werr);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
     k->in_cb++;
     int stop = k->on_event(type, obj, k->ud);
     k->in_cb--;
     json_decref(ev);
     if (stop && !k->werr[0])
         snprintf(k->werr, sizeof k->werr, "stopped");
-    return stop ? -1 : 0;
+    /* kube_cancel from on_event defers the free to watch_data: stop reading */
+    return stop || k->cancelled ? -1 : 0;
 }
 
 static int watch_data(http_request *req, const char *data, size_t len, void *ud)
 {
     (void)req;
     kube_call *k = ud;
-    if (k->line.len + len + 1 > ((size_t)64 << 20)) {
-        snprintf(k->werr, sizeof k->werr, "watch: event over 64 MiB");
-        return 1;
-    }
-    if (util_buf_put(&k->line, data, len) != 0)
-        return 1;
-    size_t start = 0;
-    int rc = 0;
-    for (size_t i = k->line.len - len; i < k->line.len; i++) {
-        if (k->line.p[i] != '\n')
-            continue;
-        rc = watch_line(k, k->line.p + start, i - start);
-        start = i + 1;
-        if (rc != 0 || k->cancelled)
-            break;
-    }
+    int rc = kube_watch_feed(&k->line, data, len, watch_line, k, k->werr, sizeof k->werr);
     if (k->cancelled) {
         call_free(k);      /* kube_cancel from on_event deferred the free */
         return 1;
     }
-    memmove(k->line.p, k->line.p + start, k->line.len - start);
-    k->line.len -= start;
-    k->line.p[k->line.len] = '\0';
-    return rc;
+    return rc ? 1 : 0;
 }
 
 static char *build_list_path(kube_call *k)
@@ -1011,7 +1040,7 @@ static void http_done(http_request *req, const http_response *resp, void *ud)
     }
     if (k->type == CALL_WATCH && resp->status >= 200 && resp->status < 300) {
         if (!k->werr[0] && resp->curl_code == 0 && k->line.len) { /* last line without '\n' */
-            watch_line(k, k->line.p, k->line.len);
+            watch_line(k->line.p, k->line.len, k);
             if (k->cancelled) {
                 call_free(k);
                 return;

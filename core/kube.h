@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "util.h"
 
 #define KUBE_FIELD_MANAGER "flink-controller"
 #define KUBE_DEFAULT_QPS 5.0    /* client-go rest.DefaultQPS */
@@ -235,6 +236,28 @@ typedef int (*kube_event_fn)(const char *type, json_t *object, void *ud);
 kube_call *kube_watch(kube_client *c, const char *path, const char *resource_version,
                       const char *label_selector, long timeout_s, kube_event_fn on_event,
                       kube_done_fn done, void *ud, char *err, size_t errlen);
+
+/* The framing of a watch stream (kube_watch's; tests/fuzz/fuzz_watch.c feeds it arbitrary
+ * chunks). A line is the bytes before a '\n', without it (it may be blank or hold NULs);
+ * on_line returns non-zero to stop. */
+#define KUBE_WATCH_PENDING_MAX ((size_t)64 << 20) /* bytes of a pending line plus one chunk */
+typedef int (*kube_line_fn)(const char *line, size_t len, void *ud);
+
+/* Appends `len` bytes of `data` (one chunk, as libcurl hands it over) to `pending` (the
+ * bytes of a line not yet ended, from earlier chunks; zeroed before the first) and calls
+ * on_line for each line the chunk completes, in order, then keeps only the unfinished rest in
+ * pending (NUL-terminated). Returns 0, on_line's non-zero value (the lines after it are
+ * dropped), or -1 with err "watch: event over 64 MiB" (pending plus the chunk would pass
+ * KUBE_WATCH_PENDING_MAX) or "watch: out of memory". */
+int kube_watch_feed(util_buf *pending, const char *data, size_t len, kube_line_fn on_line, void *ud, char *err,
+                    size_t errlen);
+
+/* Parses one line of a watch stream (len bytes, not NUL-terminated) as an event
+ * {"type": T, "object": {...}}. Returns 1 for a blank line (no event), 0 with *event a new
+ * reference (the caller json_decref's it) and *type, *object borrowed from it, or -1 with
+ * err "watch: bad event: <jansson's reason | no type or object>". */
+int kube_watch_event(const char *line, size_t len, json_t **event, const char **type, json_t **object, char *err,
+                     size_t errlen);
 
 /* Server-side apply of a whole object given as JSON text: PATCH to its
  * object path with Content-Type application/apply-patch+yaml (JSON is YAML),

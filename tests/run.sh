@@ -53,7 +53,7 @@ suites=()
 specs=()
 for a in "$@"; do
   case $a in
-    lint|busted|c|asan|testenv|integration) suites+=("$a") ;;
+    lint|busted|c|asan|fuzz|testenv|integration) suites+=("$a") ;;
     *) if [ -e "$a" ]; then specs+=("$a"); else suites+=("$a"); fi ;;
   esac
 done
@@ -61,7 +61,7 @@ if [ ${#suites[@]} -eq 0 ] && [ ${#specs[@]} -gt 0 ]; then
   suites=(busted)
 fi
 if [ ${#suites[@]} -eq 0 ]; then
-  suites=(lint busted c asan testenv integration)
+  suites=(lint busted c asan fuzz testenv integration)
 fi
 for s in "${suites[@]}"; do
   case $s in
@@ -86,6 +86,9 @@ for s in "${suites[@]}"; do
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
           run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin "${specs[@]:-tests}"
       fi ;;
+    fuzz)
+      # libFuzzer targets under ASan+UBSan: kept inputs, then a bounded run each (tests/fuzz/run.sh)
+      run_suite fuzz tests/fuzz/run.sh ;;
     testenv)
       # One environment for the smoke test and the live checks of the other suites (the CRD
       # spec's #testenv block, the kube client and leader election against a real API server);
