@@ -160,7 +160,8 @@ describe("deploy/deployment.yaml", function()
   end)
 
   it("starts the controller with leader election, metrics, health and JSON logs", function()
-    assert.are.same({ "run", "--leader-elect", "--metrics-addr", ":8080", "--health-addr", ":8081",
+    -- every interface by name: the CLI's ":8081" is loopback, which the kubelet's probes cannot reach
+    assert.are.same({ "run", "--leader-elect", "--metrics-addr", "0.0.0.0:8080", "--health-addr", "0.0.0.0:8081",
       "--log-format", "json" }, c.args)
     assert.is_nil(c.command)
   end)
