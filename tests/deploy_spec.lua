@@ -339,16 +339,17 @@ describe("deploy/policy-override (the policy override component)", function()
   end)
 end)
 
--- Dockerfile: instructions per stage, continuation lines joined.
+-- Dockerfile: instructions per stage, continuation lines joined; those before the first FROM
+-- (global ARGs) in stages.global.
 local function dockerfile()
   local text = read("Dockerfile"):gsub("\\\n", " ")
-  local stages = {}
+  local stages = { global = {} }
   for line in text:gmatch("[^\n]+") do
     local instr, rest = line:match("^%s*(%u+)%s+(.*)$")
     if instr == "FROM" then
       stages[#stages + 1] = { from = rest }
     elseif instr then
-      local s = stages[#stages]
+      local s = stages[#stages] or stages.global
       s[#s + 1] = { instr = instr, args = rest }
     end
   end
@@ -366,10 +367,15 @@ describe("Dockerfile", function()
   local stages = dockerfile()
   local build, runtime = stages[1], stages[2]
 
-  it("builds on debian:bookworm-slim in two stages", function()
+  it("builds on debian:bookworm-slim pinned by digest, the tag beside it, in two stages", function()
     assert.are.equal(2, #stages)
-    assert.are.equal("debian:bookworm-slim AS build", build.from)
-    assert.are.equal("debian:bookworm-slim", runtime.from)
+    assert.are.equal("${BASE_IMAGE} AS build", build.from)
+    assert.are.equal("${BASE_IMAGE}", runtime.from)
+    local base = find(stages.global, "ARG", "^BASE_IMAGE=")
+    assert.is_not_nil(base, "a global ARG BASE_IMAGE")
+    assert.matches("^BASE_IMAGE=debian:bookworm%-slim@sha256:" .. string.rep("%x", 64) .. "$", base)
+    -- how to refresh it is written beside it
+    assert.is_not_nil(read("Dockerfile"):find("docker buildx imagetools inspect debian:bookworm-slim", 1, true))
   end)
 
   it("installs the build packages through `make deps-build` and builds with the installed DATADIR", function()
