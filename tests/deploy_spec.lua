@@ -299,6 +299,17 @@ describe("deploy/webhook (the admission webhook component)", function()
   end)
 end)
 
+-- The arguments a Component's JSON patch appends to the controller container's.
+local function appended_args(ops)
+  local args = {}
+  for _, op in ipairs(ops) do
+    assert.are.equal("add", op.op)
+    assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
+    args[#args + 1] = op.value
+  end
+  return args
+end
+
 describe("deploy/policy-override (the policy override component)", function()
   local k = docs("deploy/policy-override/kustomization.yaml")[1]
   local rbac = docs("deploy/policy-override/rbac.yaml")
@@ -312,14 +323,8 @@ describe("deploy/policy-override (the policy override component)", function()
   end)
 
   it("appends --policy-configmap flink-system/flink-controller-policies and the work dir /tmp", function()
-    local args = {}
-    for _, op in ipairs(ops) do
-      assert.are.equal("add", op.op)
-      assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
-      args[#args + 1] = op.value
-    end
     assert.are.same({ "--policy-configmap", "flink-system/flink-controller-policies", "--policy-work-dir", "/tmp" },
-      args)
+      appended_args(ops))
     -- /tmp is the Deployment's emptyDir (the root file system is read-only)
     local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
     assert.are.same({ { name = "tmp", mountPath = "/tmp" } }, base.spec.template.spec.containers[1].volumeMounts)
@@ -362,6 +367,49 @@ local function find(stage, instr, pattern)
   end
   return nil
 end
+
+describe("deploy/namespaced (RBAC scoped to the watched namespace)", function()
+  local k = docs("deploy/namespaced/kustomization.yaml")[1]
+  local rbac = docs("deploy/namespaced/rbac.yaml")
+  local ops = lyaml.load(read("deploy/namespaced/deployment-patch.yaml"))
+  local removed = docs("deploy/namespaced/remove-cluster-rbac.yaml")
+  local base = docs("deploy/rbac.yaml")
+
+  it("is a kustomize Component of its RBAC, a JSON patch of the Deployment and the removal of the cluster RBAC",
+    function()
+      assert.are.equal("Component", k.kind)
+      assert.are.same({ "rbac.yaml" }, k.resources)
+      assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
+        kind = "Deployment", name = "flink-controller" } }, { path = "remove-cluster-rbac.yaml" } }, k.patches)
+    end)
+
+  it("appends --namespace flink-jobs to the controller's arguments", function()
+    assert.are.same({ "--namespace", "flink-jobs" }, appended_args(ops))
+  end)
+
+  it("deletes exactly the ClusterRole and ClusterRoleBinding of deploy/rbac.yaml", function()
+    local got, want = {}, {}
+    for _, d in ipairs(removed) do
+      assert.are.equal("delete", d["$patch"])
+      got[#got + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name
+    end
+    for _, d in ipairs(base) do
+      if d.kind:find("^Cluster") then want[#want + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name end
+    end
+    assert.are.same(sorted(want), sorted(got))
+    assert.are.equal(2, #got)
+  end)
+
+  it("grants the ClusterRole's rules in flink-jobs only, to the controller's ServiceAccount", function()
+    assert.are.equal(2, #rbac)
+    local role, rb = by_kind(rbac, "Role")[1], by_kind(rbac, "RoleBinding")[1]
+    assert.are.equal("flink-jobs", role.metadata.namespace)
+    assert.are.equal("flink-jobs", rb.metadata.namespace)
+    assert.are.same(grants(by_kind(base, "ClusterRole")[1].rules), grants(role.rules))
+    assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = role.metadata.name }, rb.roleRef)
+    assert.are.same({ { kind = "ServiceAccount", name = "flink-controller", namespace = "flink-system" } }, rb.subjects)
+  end)
+end)
 
 describe("Dockerfile", function()
   local stages = dockerfile()
