@@ -7,7 +7,16 @@
 # Only the build inputs are copied: a host build/ directory (objects compiled with another
 # DATADIR) must never reach the image.
 
-FROM debian:bookworm-slim AS build
+# Both stages start from one base, pinned by digest so that a build is repeatable and a changed
+# upstream image never enters unseen; the tag beside it says what the digest is (bookworm-slim,
+# Debian 12.12, the multi-platform index). To refresh it (for Debian's point releases and
+# security updates), take the index digest the tag names today and review the change:
+#   docker buildx imagetools inspect debian:bookworm-slim --format '{{.Manifest.Digest}}'
+# (or `crane digest debian:bookworm-slim`, `skopeo inspect --format '{{.Digest}}'
+# docker://debian:bookworm-slim`), then `docker build --build-arg BASE_IMAGE=...` tries one.
+ARG BASE_IMAGE=debian:bookworm-slim@sha256:d5d3f9c23164ea16f31852f95bd5959aad1c5e854332fe00f7b3a20fcc9f635c
+
+FROM ${BASE_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 ARG DATADIR=/usr/local/share/flink-controller
 RUN apt-get update -qq \
@@ -25,7 +34,7 @@ COPY scripts/crd-schema.lua scripts/crd-schema.lua
 RUN make -j"$(nproc)" DATADIR="${DATADIR}" all \
  && make install PREFIX=/usr/local DATADIR="${DATADIR}" DESTDIR=/out
 
-FROM debian:bookworm-slim
+FROM ${BASE_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive
 # One runtime package per build library: liblua5.4-dev -> liblua5.4-0, libev-dev -> libev4,
 # libcurl4-openssl-dev -> libcurl4, libssl-dev -> libssl3, libjansson-dev -> libjansson4,

@@ -852,7 +852,7 @@ static json_t *parse_json(const char *raw, size_t len)
         i++;
     if (i == len || (raw[i] != '{' && raw[i] != '['))
         return NULL;
-    return json_loadb(raw, len, 0, NULL);
+    return json_loadb(raw, len, JSON_ALLOW_NUL, NULL);
 }
 
 int kube_watch_event(const char *line, size_t len, json_t **event, const char **type, json_t **object, char *err,
@@ -867,7 +867,9 @@ int kube_watch_event(const char *line, size_t len, json_t **event, const char **
     if (i == len)
         return 1;
     json_error_t je;
-    json_t *ev = json_loadb(line, len, 0, &je);
+    /* a string with a NUL ("\u0000" is valid JSON, and the API server stores it in a spec)
+     * is data of that object, not a broken watch for every object */
+    json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, &je);
     const char *t = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     if (!t || !json_is_object(obj)) {
@@ -1248,7 +1250,7 @@ static kube_call *apply_object(kube_client *c, const char *json, int dry_run, ku
                                char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *obj = json ? json_loads(json, 0, &je) : NULL;
+    json_t *obj = json ? json_loads(json, JSON_ALLOW_NUL, &je) : NULL;
     if (!json_is_object(obj)) {
         util_set_err(err, errlen, "kube_apply: not a JSON object: %s", obj ? "wrong type" : (json ? je.text : "NULL"));
         json_decref(obj);
@@ -1266,8 +1268,12 @@ static kube_call *apply_object(kube_client *c, const char *json, int dry_run, ku
         util_set_err(err, errlen, "kube_apply: unknown apiVersion/kind: %s/%s", av ? av : "?", kind ? kind : "?");
     else if (!name || !*name)
         util_set_err(err, errlen, "kube_apply: metadata.name: missing");
+    else if (strlen(name) != json_string_length(json_object_get(meta, "name")))
+        util_set_err(err, errlen, "kube_apply: metadata.name: holds a NUL");
     else if (k->namespaced && (!ns || !*ns))
         util_set_err(err, errlen, "kube_apply: metadata.namespace: missing");
+    else if (ns && strlen(ns) != json_string_length(json_object_get(meta, "namespace")))
+        util_set_err(err, errlen, "kube_apply: metadata.namespace: holds a NUL");
     else if (patch_path(path, sizeof path, k, ns, name, NULL, APPLY_PATCH) != 0)
         util_set_err(err, errlen, "kube_apply: path too long");
     else {

@@ -333,8 +333,23 @@ int lhost_key_path(lua_State *L, int idx, char *path, size_t pathlen)
     return 0;
 }
 
+/* 0 when the value at idx is no number or a finite one; else -1 with err "<path>: NaN is not a
+ * JSON number" (or inf, -inf): JSON (RFC 8259, section 6) has no such numbers, so a policy's NaN
+ * would fail the whole pass where it is encoded, far from the policy that made it. */
+static int lhost_check_finite(lua_State *L, int idx, const char *path, char *err, size_t errlen)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER || lua_isinteger(L, idx))
+        return 0;
+    lua_Number x = lua_tonumber(L, idx);
+    if (isfinite(x))
+        return 0;
+    snprintf(err, errlen, "%s: %s is not a JSON number", path[0] ? path : "value",
+             isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf");
+    return -1;
+}
+
 /* Pushes a copy of the table at idx.  Only string and number keys; values may be booleans,
- * numbers, strings and tables.  Returns -1 with err filled on a bad value or depth. */
+ * finite numbers, strings and tables.  Returns -1 with err filled on a bad value or depth. */
 static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t errlen,
                             char *path, size_t pathlen)
 {
@@ -359,6 +374,10 @@ static int lhost_copy_table(lua_State *L, int idx, int depth, char *err, size_t 
             return -1;
         }
         int vt = lua_type(L, -1);
+        if (lhost_check_finite(L, -2, path, err, errlen) || lhost_check_finite(L, -1, path, err, errlen)) {
+            lua_pop(L, 3);
+            return -1;
+        }
         if (vt == LUA_TTABLE) {
             if (lhost_copy_table(L, -1, depth + 1, err, errlen, path, pathlen)) {
                 lua_pop(L, 3);
@@ -390,6 +409,8 @@ static int lhost_copy(lua_State *L, int idx, char *err, size_t errlen)
     if (t == LUA_TTABLE)
         return lhost_copy_table(L, idx, 0, err, errlen, path, sizeof path);
     if (t == LUA_TNIL || t == LUA_TSTRING || t == LUA_TNUMBER || t == LUA_TBOOLEAN) {
+        if (lhost_check_finite(L, idx, path, err, errlen))
+            return -1;
         lua_pushvalue(L, idx);
         return 0;
     }

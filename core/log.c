@@ -78,21 +78,22 @@ static void format_ts(double t, char *buf, size_t n)
 
 /* ---- text format (built in a util_buf) ----------------------------- */
 
-static int needs_quotes(const char *s)
+static int needs_quotes(const char *s, size_t n)
 {
-    if (!*s) return 1;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (!n) return 1;
+    for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + n; p++)
         if (*p <= ' ' || *p >= 0x7f || *p == '"' || *p == '=' || *p == '\\') return 1;
     return 0;
 }
 
-/* A msg or value in the text format: bare when safe, else quoted. */
-static void sb_text_value(util_buf *b, const char *s)
+/* A msg or value of n bytes in the text format: bare when safe, else quoted (a NUL inside is
+ * \x00 like any other control byte). */
+static void sb_text_value(util_buf *b, const char *s, size_t n)
 {
     if (!s) { util_buf_str(b, "<nil>"); return; }
-    if (!needs_quotes(s)) { util_buf_str(b, s); return; }
+    if (!needs_quotes(s, n)) { util_buf_put(b, s, n); return; }
     util_buf_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; p < (const unsigned char *)s + n; p++) {
         char esc[8];
         switch (*p) {
         case '"': util_buf_put(b, "\\\"", 2); break;
@@ -128,61 +129,69 @@ static int reserved_key(const char *k)
     return strcmp(k, "ts") == 0 || strcmp(k, "level") == 0 || strcmp(k, "msg") == 0;
 }
 
-static char *format_text(const char *ts, log_level level, const char *msg, size_t npairs,
-                         const char *const *kvs)
+/* The length of value i: lens[i], else its strlen (0 for NULL). */
+static size_t value_len(const char *const *kvs, const size_t *lens, size_t i)
+{
+    const char *v = kvs[2 * i + 1];
+    return !v ? 0 : lens ? lens[i] : strlen(v);
+}
+
+static char *format_text(const char *ts, log_level level, const char *msg, size_t msglen, size_t npairs,
+                         const char *const *kvs, const size_t *lens)
 {
     util_buf b = {.first = 128};
     util_buf_str(&b, ts);
     util_buf_put(&b, " ", 1);
     util_buf_str(&b, log_level_name(level));
     util_buf_put(&b, " ", 1);
-    sb_text_value(&b, msg);
+    sb_text_value(&b, msg, msglen);
     for (size_t i = 0; i < npairs; i++) {
         const char *k = kvs[2 * i] ? kvs[2 * i] : "(MISSING)";
         util_buf_put(&b, " ", 1);
         if (reserved_key(k)) util_buf_str(&b, "field.");
         sb_text_key(&b, k);
         util_buf_put(&b, "=", 1);
-        sb_text_value(&b, kvs[2 * i + 1]);
+        sb_text_value(&b, kvs[2 * i + 1], value_len(kvs, lens, i));
     }
     util_buf_put(&b, "\n", 1);
     if (b.oom) { free(b.p); return NULL; }
     return b.p;
 }
 
-/* A JSON string of `s`; invalid UTF-8 (which jansson refuses) becomes a
- * copy with every byte >= 0x80 replaced by '?'. NULL on OOM. */
-static json_t *json_string_lossy(const char *s)
+/* A JSON string of the n bytes at s (a NUL among them is kept: json_dumps writes \u0000);
+ * invalid UTF-8 (which jansson refuses) becomes a copy with every byte >= 0x80 replaced by '?'.
+ * NULL on OOM. */
+static json_t *json_string_lossy(const char *s, size_t n)
 {
-    json_t *j = json_string(s);
+    json_t *j = json_stringn(s, n);
     if (j) return j;
-    size_t n = strlen(s);
     char *c = malloc(n + 1);
     if (!c) return NULL;
     for (size_t i = 0; i < n; i++) c[i] = ((unsigned char)s[i] >= 0x80) ? '?' : s[i];
     c[n] = '\0';
-    j = json_string(c);
+    j = json_stringn(c, n);
     free(c);
     return j;
 }
 
-static char *format_json(const char *ts, log_level level, const char *msg, size_t npairs,
-                         const char *const *kvs)
+static char *format_json(const char *ts, log_level level, const char *msg, size_t msglen, size_t npairs,
+                         const char *const *kvs, const size_t *lens)
 {
     json_t *o = json_object();
     if (!o) return NULL;
     int bad = 0;
     bad |= json_object_set_new(o, "ts", json_string(ts));
     bad |= json_object_set_new(o, "level", json_string(log_level_name(level)));
-    bad |= json_object_set_new(o, "msg", json_string_lossy(msg));
+    bad |= json_object_set_new(o, "msg", json_string_lossy(msg, msglen));
     for (size_t i = 0; i < npairs && !bad; i++) {
         const char *k = kvs[2 * i] ? kvs[2 * i] : "(MISSING)";
         const char *v = kvs[2 * i + 1];
         char key[256];
         snprintf(key, sizeof key, "%s%s", reserved_key(k) ? "field." : "", k);
-        json_t *jk = json_string_lossy(key);   /* a valid UTF-8 key */
+        json_t *jk = json_string_lossy(key, strlen(key));   /* a valid UTF-8 key */
         if (!jk) { bad = 1; break; }
-        bad |= json_object_set_new(o, json_string_value(jk), v ? json_string_lossy(v) : json_null());
+        bad |= json_object_set_new(o, json_string_value(jk),
+                                   v ? json_string_lossy(v, value_len(kvs, lens, i)) : json_null());
         json_decref(jk);
     }
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -196,25 +205,37 @@ static char *format_json(const char *ts, log_level level, const char *msg, size_
     return line;
 }
 
-char *log_format_line(log_format format, double ts, log_level level, const char *msg,
-                      size_t npairs, const char *const *kvs)
+char *log_format_line_n(log_format format, double ts, log_level level, const char *msg, size_t msglen,
+                        size_t npairs, const char *const *kvs, const size_t *lens)
 {
     if (!msg || (npairs && !kvs)) return NULL;
     char tsbuf[40];
     format_ts(ts, tsbuf, sizeof tsbuf);
-    return format == LOG_FORMAT_JSON ? format_json(tsbuf, level, msg, npairs, kvs)
-                                     : format_text(tsbuf, level, msg, npairs, kvs);
+    return format == LOG_FORMAT_JSON ? format_json(tsbuf, level, msg, msglen, npairs, kvs, lens)
+                                     : format_text(tsbuf, level, msg, msglen, npairs, kvs, lens);
+}
+
+char *log_format_line(log_format format, double ts, log_level level, const char *msg,
+                      size_t npairs, const char *const *kvs)
+{
+    return log_format_line_n(format, ts, level, msg, msg ? strlen(msg) : 0, npairs, kvs, NULL);
+}
+
+void log_kvn(log_level level, const char *msg, size_t msglen, size_t npairs, const char *const *kvs,
+             const size_t *lens)
+{
+    if (!log_enabled(level)) return;
+    char *line = log_format_line_n(g_log.format, wall_now(), level, msg, msglen, npairs, kvs, lens);
+    if (!line) return;
+    FILE *out = g_log.out ? g_log.out : stderr;
+    fwrite(line, 1, strlen(line), out);   /* escaped: the line itself holds no NUL */
+    fflush(out);
+    free(line);
 }
 
 void log_kv(log_level level, const char *msg, size_t npairs, const char *const *kvs)
 {
-    if (!log_enabled(level)) return;
-    char *line = log_format_line(g_log.format, wall_now(), level, msg, npairs, kvs);
-    if (!line) return;
-    FILE *out = g_log.out ? g_log.out : stderr;
-    fwrite(line, 1, strlen(line), out);
-    fflush(out);
-    free(line);
+    log_kvn(level, msg, msg ? strlen(msg) : 0, npairs, kvs, NULL);
 }
 
 static void log_va(log_level level, const char *msg, va_list ap)

@@ -9,7 +9,8 @@
  *   text  `<ts> <level> <msg> k=v k=v`: msg and values are written bare when
  *         they are non-empty and hold only printable ASCII other than space,
  *         '"', '=' and '\\'; otherwise they are double-quoted with \" \\ \n
- *         \r \t and \xNN escapes (bytes >= 0x80 pass through inside quotes).
+ *         \r \t and \xNN escapes (a NUL given with its length too, log_kvn;
+ *         bytes >= 0x80 pass through inside quotes).
  * A record below the threshold (log_configure) costs one comparison.
  * Every line about a FlinkCluster carries "cluster", "<namespace>/<name>"
  * (the caller passes it, e.g. the workqueue key).
@@ -59,8 +60,18 @@ int log_enabled(log_level level);
 char *log_format_line(log_format format, double ts, log_level level, const char *msg,
                       size_t npairs, const char *const *kvs);
 
+/* As log_format_line, with lengths: msg is `msglen` bytes and value i (kvs[2*i+1]) lens[i]
+ * bytes (lens NULL: each value's strlen). A NUL inside (a JSON string's "\u0000", e.g. in a
+ * name or a policy's message) is then written like any control byte -- text `"a\x00b"`, JSON
+ * "a\u0000b" -- instead of cutting the line there. */
+char *log_format_line_n(log_format format, double ts, log_level level, const char *msg, size_t msglen,
+                        size_t npairs, const char *const *kvs, const size_t *lens);
+
 /* Writes one record with `npairs` key/value pairs from `kvs`. */
 void log_kv(log_level level, const char *msg, size_t npairs, const char *const *kvs);
+/* log_kv with the lengths of log_format_line_n. */
+void log_kvn(log_level level, const char *msg, size_t msglen, size_t npairs, const char *const *kvs,
+             const size_t *lens);
 
 /* Convenience forms: the variadic arguments are const char * key, value,
  * ..., terminated by NULL:

@@ -442,6 +442,26 @@ static void run_log(log_level level, const char *key, const char *fmt, ...)
         log_msg(level, msg, NULL);
 }
 
+/* "event <type> <reason>: <message>" with the message's `mlen` bytes: a NUL in it (a policy's
+ * message naming a value "a\u0000b") is written escaped, not the end of the line. */
+static void run_log_event(const char *key, const char *type, const char *reason, const char *message,
+                          size_t mlen)
+{
+    log_level level = strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO;
+    if (!log_enabled(level))
+        return;
+    util_buf b = {.first = 256};
+    util_buf_str(&b, "event ");
+    util_buf_str(&b, type);
+    util_buf_put(&b, " ", 1);
+    util_buf_str(&b, reason);
+    util_buf_put(&b, ": ", 2);
+    util_buf_put(&b, message, mlen);
+    if (!b.oom)
+        log_kvn(level, b.p, b.len, 1, (const char *[]){"cluster", key}, NULL);
+    util_buf_free(&b);
+}
+
 /* ---- metrics ------------------------------------------------------------------------------ */
 
 static void run_count_request(struct run_ctx *ctx, const char *verb, long status)
@@ -1231,7 +1251,7 @@ static int run_start_event(struct run_item *it, json_t *ev)
         const char *pv[] = {policy};
         metrics_inc(ctx->m.policy_errors_total, pv);
     }
-    run_log(strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO, it->key, "event %s %s: %s", type, reason, message);
+    run_log_event(it->key, type, reason, message, json_string_length(json_object_get(ev, "message")));
     json_t *e = run_event_entry(ctx, it->key, type, reason, message);
     json_int_t count = json_integer_value(json_object_get(e, "count"));
     const char *ev_name = json_string_value(json_object_get(e, "name"));
@@ -1441,7 +1461,7 @@ static void run_process(struct run_ctx *ctx, const char *key)
     run_collect_free(&c);
     double dt = ev_time() - t0;
     if (rc == 0)
-        it->result = json_loads(out, 0, NULL);
+        it->result = json_loads(out, JSON_ALLOW_NUL, NULL); /* a "\u0000" in a message is data */
     free(out);
     if (rc != 0 || !json_is_object(it->result)) {
         run_log(LOG_ERROR, key, "reconcile framework error: %s", rc ? err : "result is not an object");
@@ -1626,7 +1646,7 @@ static json_t *run_override_lua(struct run_ctx *ctx, const char *fn, json_t *in,
     json_t *res = NULL;
     util_set_err(err, errlen, "out of memory");
     if (text && lhost_call_json(ctx->host, "fc.override", fn, text, &out, err, errlen) == 0) {
-        if ((res = json_loads(out, JSON_DECODE_ANY, NULL)))
+        if ((res = json_loads(out, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)))
             err[0] = '\0';
         else
             util_set_err(err, errlen, "fc.override.%s: its result is not JSON", fn);
@@ -1938,6 +1958,9 @@ static void run_usage(FILE *out)
             "DNS name), proxy (the API server's service proxy, with the kubeconfig's credentials),\n"
             "auto (default: service in a pod with the service-account config, else proxy).\n"
             "--flink-base-url (testing) replaces the JobManager REST base of every cluster.\n"
+            "--metrics-addr/--health-addr: HOST:PORT of /metrics and of /healthz, /readyz; none\n"
+            "unless given; \":8081\" (no host) is loopback only, as 127.0.0.1:8081; every interface\n"
+            "is asked for by name: 0.0.0.0:8081, or [::]:8081 (IPv6 and IPv4); \"0\" disables.\n"
             "--qps/--burst: a client-side limit of API requests (token bucket); default none (0):\n"
             "the API server's priority and fairness and its 429 Retry-After answers pace the writes.\n"
             "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"

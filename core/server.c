@@ -327,17 +327,23 @@ server *server_start(struct ev_loop *loop, const server_opts *opts, char *err, s
     s->scrape_ud = opts->scrape_ud;
     snprintf(s->reason, sizeof s->reason, "starting");
     int want_h = !addr_disabled(opts->health_addr), want_m = !addr_disabled(opts->metrics_addr);
+    /* ":8081" (no host) is loopback here: every interface is asked for by name */
+    char haddr[300], maddr[300];
+    snprintf(haddr, sizeof haddr, "%s%s", want_h && opts->health_addr[0] == ':' ? "127.0.0.1" : "",
+             want_h ? opts->health_addr : "");
+    snprintf(maddr, sizeof maddr, "%s%s", want_m && opts->metrics_addr[0] == ':' ? "127.0.0.1" : "",
+             want_m ? opts->metrics_addr : "");
     /* equal addresses share one listener, unless the port is 0 (each its own) */
-    size_t hl = want_h ? strlen(opts->health_addr) : 0;
-    int shared = want_h && want_m && strcmp(opts->health_addr, opts->metrics_addr) == 0 &&
-                 !(hl >= 2 && strcmp(opts->health_addr + hl - 2, ":0") == 0);
+    size_t hl = strlen(haddr);
+    int shared = want_h && want_m && strcmp(haddr, maddr) == 0 &&
+                 !(hl >= 2 && strcmp(haddr + hl - 2, ":0") == 0);
     plan_item plan[2];
     size_t np = 0;
     if (shared) {
-        plan[np++] = (plan_item){ "health-addr", opts->health_addr, 1, 1 };
+        plan[np++] = (plan_item){ "health-addr", haddr, 1, 1 };
     } else {
-        if (want_h) plan[np++] = (plan_item){ "health-addr", opts->health_addr, 1, 0 };
-        if (want_m) plan[np++] = (plan_item){ "metrics-addr", opts->metrics_addr, 0, 1 };
+        if (want_h) plan[np++] = (plan_item){ "health-addr", haddr, 1, 0 };
+        if (want_m) plan[np++] = (plan_item){ "metrics-addr", maddr, 0, 1 };
     }
     int fds[2] = { -1, -1 };
     for (size_t i = 0; i < np; i++) {

@@ -17,11 +17,16 @@
  * when both addresses are equal (and the port is not 0) one listener serves
  * all three.
  *
- * Addresses (`--health-addr`, `--metrics-addr`, as Go's net.Listen):
- *   ":8081"          all interfaces (IPv6 dual-stack when available, else IPv4)
+ * Addresses (`--health-addr`, `--metrics-addr`; as Go's net.Listen but for the empty host):
+ *   ":8081"          loopback only, as "127.0.0.1:8081": nothing is reachable from other
+ *                    hosts unless asked for by name (the Deployment does, for the kubelet's
+ *                    probes and Prometheus)
+ *   "0.0.0.0:8081"   every IPv4 interface; "[::]:8081" every interface (IPv6 dual-stack)
  *   "127.0.0.1:0"    loopback, the kernel picks a free port (server_*_port)
- *   "[::1]:8080", "localhost:8080"   (names resolved once at start)
+ *   "[::1]:8080", "localhost:8080", "10.0.0.5:8081"   (names resolved once at start)
  *   NULL, "" or "0"  that listener is disabled (as controller-runtime's "0")
+ * server_listen alone keeps Go's meaning of ":port" (every interface): the webhook's
+ * `--addr :9443` is reached by the API server through a Service.
  */
 #ifndef FC_SERVER_H
 #define FC_SERVER_H
@@ -62,7 +67,8 @@ int server_health_port(const server *s);
 int server_metrics_port(const server *s);
 
 /* A bound, listening, non-blocking (close-on-exec) TCP socket for `addr` (the forms above,
- * but not disabled ones); *port_out gets the bound port. -1 with err ("server: <what> <addr>:
+ * but ":port" is every interface, IPv6 dual-stack when available, and none is disabled);
+ * *port_out gets the bound port. -1 with err ("server: <what> <addr>:
  * bind: ...") on failure. Also used by core/webhook.c. */
 int server_listen(const char *what, const char *addr, int *port_out, char *err, size_t errlen);
 

@@ -66,7 +66,7 @@ static enum MHD_Result wh_text(struct MHD_Connection *conn, unsigned status, con
 static char *wh_finish(const char *result, char *err, size_t errlen)
 {
     json_error_t je;
-    json_t *root = json_loads(result, 0, &je);
+    json_t *root = json_loads(result, JSON_ALLOW_NUL, &je); /* a name "a\u0000b" is refused, not a 500 */
     json_t *review = root ? json_object_get(root, "review") : NULL;
     json_t *response = review ? json_object_get(review, "response") : NULL;
     if (!json_is_object(response)) {

@@ -160,7 +160,8 @@ describe("deploy/deployment.yaml", function()
   end)
 
   it("starts the controller with leader election, metrics, health and JSON logs", function()
-    assert.are.same({ "run", "--leader-elect", "--metrics-addr", ":8080", "--health-addr", ":8081",
+    -- every interface by name: the CLI's ":8081" is loopback, which the kubelet's probes cannot reach
+    assert.are.same({ "run", "--leader-elect", "--metrics-addr", "0.0.0.0:8080", "--health-addr", "0.0.0.0:8081",
       "--log-format", "json" }, c.args)
     assert.is_nil(c.command)
   end)
@@ -298,6 +299,17 @@ describe("deploy/webhook (the admission webhook component)", function()
   end)
 end)
 
+-- The arguments a Component's JSON patch appends to the controller container's.
+local function appended_args(ops)
+  local args = {}
+  for _, op in ipairs(ops) do
+    assert.are.equal("add", op.op)
+    assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
+    args[#args + 1] = op.value
+  end
+  return args
+end
+
 describe("deploy/policy-override (the policy override component)", function()
   local k = docs("deploy/policy-override/kustomization.yaml")[1]
   local rbac = docs("deploy/policy-override/rbac.yaml")
@@ -311,14 +323,8 @@ describe("deploy/policy-override (the policy override component)", function()
   end)
 
   it("appends --policy-configmap flink-system/flink-controller-policies and the work dir /tmp", function()
-    local args = {}
-    for _, op in ipairs(ops) do
-      assert.are.equal("add", op.op)
-      assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
-      args[#args + 1] = op.value
-    end
     assert.are.same({ "--policy-configmap", "flink-system/flink-controller-policies", "--policy-work-dir", "/tmp" },
-      args)
+      appended_args(ops))
     -- /tmp is the Deployment's emptyDir (the root file system is read-only)
     local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
     assert.are.same({ { name = "tmp", mountPath = "/tmp" } }, base.spec.template.spec.containers[1].volumeMounts)
@@ -338,16 +344,17 @@ describe("deploy/policy-override (the policy override component)", function()
   end)
 end)
 
--- Dockerfile: instructions per stage, continuation lines joined.
+-- Dockerfile: instructions per stage, continuation lines joined; those before the first FROM
+-- (global ARGs) in stages.global.
 local function dockerfile()
   local text = read("Dockerfile"):gsub("\\\n", " ")
-  local stages = {}
+  local stages = { global = {} }
   for line in text:gmatch("[^\n]+") do
     local instr, rest = line:match("^%s*(%u+)%s+(.*)$")
     if instr == "FROM" then
       stages[#stages + 1] = { from = rest }
     elseif instr then
-      local s = stages[#stages]
+      local s = stages[#stages] or stages.global
       s[#s + 1] = { instr = instr, args = rest }
     end
   end
@@ -361,14 +368,62 @@ local function find(stage, instr, pattern)
   return nil
 end
 
+describe("deploy/namespaced (RBAC scoped to the watched namespace)", function()
+  local k = docs("deploy/namespaced/kustomization.yaml")[1]
+  local rbac = docs("deploy/namespaced/rbac.yaml")
+  local ops = lyaml.load(read("deploy/namespaced/deployment-patch.yaml"))
+  local removed = docs("deploy/namespaced/remove-cluster-rbac.yaml")
+  local base = docs("deploy/rbac.yaml")
+
+  it("is a kustomize Component of its RBAC, a JSON patch of the Deployment and the removal of the cluster RBAC",
+    function()
+      assert.are.equal("Component", k.kind)
+      assert.are.same({ "rbac.yaml" }, k.resources)
+      assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
+        kind = "Deployment", name = "flink-controller" } }, { path = "remove-cluster-rbac.yaml" } }, k.patches)
+    end)
+
+  it("appends --namespace flink-jobs to the controller's arguments", function()
+    assert.are.same({ "--namespace", "flink-jobs" }, appended_args(ops))
+  end)
+
+  it("deletes exactly the ClusterRole and ClusterRoleBinding of deploy/rbac.yaml", function()
+    local got, want = {}, {}
+    for _, d in ipairs(removed) do
+      assert.are.equal("delete", d["$patch"])
+      got[#got + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name
+    end
+    for _, d in ipairs(base) do
+      if d.kind:find("^Cluster") then want[#want + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name end
+    end
+    assert.are.same(sorted(want), sorted(got))
+    assert.are.equal(2, #got)
+  end)
+
+  it("grants the ClusterRole's rules in flink-jobs only, to the controller's ServiceAccount", function()
+    assert.are.equal(2, #rbac)
+    local role, rb = by_kind(rbac, "Role")[1], by_kind(rbac, "RoleBinding")[1]
+    assert.are.equal("flink-jobs", role.metadata.namespace)
+    assert.are.equal("flink-jobs", rb.metadata.namespace)
+    assert.are.same(grants(by_kind(base, "ClusterRole")[1].rules), grants(role.rules))
+    assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = "Role", name = role.metadata.name }, rb.roleRef)
+    assert.are.same({ { kind = "ServiceAccount", name = "flink-controller", namespace = "flink-system" } }, rb.subjects)
+  end)
+end)
+
 describe("Dockerfile", function()
   local stages = dockerfile()
   local build, runtime = stages[1], stages[2]
 
-  it("builds on debian:bookworm-slim in two stages", function()
+  it("builds on debian:bookworm-slim pinned by digest, the tag beside it, in two stages", function()
     assert.are.equal(2, #stages)
-    assert.are.equal("debian:bookworm-slim AS build", build.from)
-    assert.are.equal("debian:bookworm-slim", runtime.from)
+    assert.are.equal("${BASE_IMAGE} AS build", build.from)
+    assert.are.equal("${BASE_IMAGE}", runtime.from)
+    local base = find(stages.global, "ARG", "^BASE_IMAGE=")
+    assert.is_not_nil(base, "a global ARG BASE_IMAGE")
+    assert.matches("^BASE_IMAGE=debian:bookworm%-slim@sha256:" .. string.rep("%x", 64) .. "$", base)
+    -- how to refresh it is written beside it
+    assert.is_not_nil(read("Dockerfile"):find("docker buildx imagetools inspect debian:bookworm-slim", 1, true))
   end)
 
   it("installs the build packages through `make deps-build` and builds with the installed DATADIR", function()

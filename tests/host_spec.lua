@@ -189,6 +189,32 @@ describe("fc.host (the production host in process)", function()
     assert.equal("f.lua:1: bad result: a.b: function value is not allowed", err)
   end)
 
+  it("refuses a NaN or an infinity in a result, naming its path and the hook (JSON has neither)", function()
+    local cases = {
+      { "return { spec = { replicas = 0 / 0 } }", "n.lua:1: bad result: spec.replicas: NaN is not a JSON number" },
+      { "return { items = { 1, 2, -1 / 0 } }", "n.lua:1: bad result: items[3]: -inf is not a JSON number" },
+      { "return { [1 / 0] = 'x' }", "n.lua:1: bad result: [inf]: inf is not a JSON number" },
+      { "return 0 / 0", "n.lua:1: bad result: value: NaN is not a JSON number" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = host.run_chunk("n.lua", c[1])
+      assert.is_false(ok)
+      assert.equal(c[2], err)
+    end
+    local dir = fx.tmpdir()
+    fx.write(dir .. "/cluster.lua", "return { desired = function() return { spec = { replicas = 0 / 0 } } end }\n")
+    host.configure({ policy_dir = dir })
+    local ok, err = host.call("cluster", "desired", {})
+    host.configure({ policy_dir = POLICIES .. "basic" })
+    os.execute("rm -rf " .. quote(dir))
+    assert.is_false(ok)
+    assert.equal("cluster.lua:1: desired returned a bad result: spec.replicas: NaN is not a JSON number", err)
+    -- finite floats pass as they are
+    local fok, res = host.run_chunk("f.lua", "return { r = 0.25, big = 1e300 }")
+    assert.is_true(fok, res)
+    assert.same({ r = 0.25, big = 1e300 }, res)
+  end)
+
   it("names the missing policy, the missing hook and the broken file", function()
     local ok, err = host.call("nope", "apply", {})
     assert.is_false(ok)
@@ -336,12 +362,27 @@ describe("the policy sandbox of the binary #bin", function()
   it("names a result JSON cannot hold (NaN, the smallest integer) by its path: exit 1, no stack trace", function()
     local r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", HOSTILE .. "ok.lua" })
     assert.equal(1, r.code)
-    assert.equal("nan_result.lua: result: spec.replicas[1]: not a finite number\n", r.stderr)
+    assert.equal("nan_result.lua:1: bad result: spec.replicas[2]: NaN is not a JSON number\n", r.stderr)
     assert.same({ sum = 0, upper = "ABC" }, cjson.decode(r.stdout))
     r = run({ "sandbox-run", HOSTILE .. "nan_result.lua", "--input", '{"mininteger":true}' })
     assert.equal(1, r.code)
     assert.equal("nan_result.lua: result: <root>: integer -9223372036854775808 has more digits than the "
       .. "JSON encoder keeps\n", r.stderr)
+    -- as mapping keys: the smallest integer, an integral float beyond 14 digits; a fraction is a fine key
+    local dir = fx.tmpdir()
+    fx.write(dir .. "/keys.lua", "local k = ... return { a = { [k.big and 2 ^ 53 or math.mininteger] = 1 } }\n")
+    fx.write(dir .. "/half.lua", "return { [0.5] = 1, [3] = 2 }\n")
+    r = run({ "sandbox-run", dir .. "/keys.lua", "--input", "{}" })
+    assert.equal(1, r.code)
+    assert.equal("keys.lua: result: a: key -9223372036854775808 has more digits than the JSON encoder keeps\n",
+      r.stderr)
+    r = run({ "sandbox-run", dir .. "/keys.lua", "--input", '{"big":true}' })
+    assert.equal(1, r.code)
+    assert.equal("keys.lua: result: a: key 9007199254740992 has more digits than the JSON encoder keeps\n", r.stderr)
+    r = run({ "sandbox-run", dir .. "/half.lua" })
+    os.execute("rm -rf " .. quote(dir))
+    assert.equal(0, r.code, r.stderr)
+    assert.same({ ["0.5"] = 1, ["3"] = 2 }, cjson.decode(r.stdout))
   end)
 
   it("sends print to stderr, tagged with the chunk", function()

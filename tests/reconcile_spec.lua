@@ -716,8 +716,8 @@ describe("reconcile.run with policies-min", function()
     host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = nan }) })
     local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions)
-    assert.equal("policy output cannot be sent to the API server: actions[1].object.spec.replicas: "
-      .. "not a finite number", condition(r.status, "PolicyError").message)
+    assert.matches("^cluster%.lua:%d+: desired returned a bad result: objects%[2%]%.spec%.replicas: "
+      .. "NaN is not a JSON number$", condition(r.status, "PolicyError").message)
     host.configure({ policy_dir = policy_dir() })
   end)
 

@@ -75,6 +75,11 @@ describe("fc.codec", function()
     assert.equal("<root>: not a finite number", codec.unencodable(1 / 0))
     assert.equal("f: a function is not data", codec.unencodable({ f = print }))
     assert.is_nil(codec.unencodable({ a = { "x", true, 2.5, 99999999999999 } }))
+    -- keys are written with %.14g too: named at their mapping
+    assert.equal("spec: key -9223372036854775808 has more digits than the JSON encoder keeps",
+      codec.unencodable({ spec = { [math.mininteger] = 1 } }))
+    assert.equal("<root>: key inf is not a finite number", codec.unencodable({ [1 / 0] = 1 }))
+    assert.is_nil(codec.unencodable({ [0.5] = 1, [3] = { 1 } }))
   end)
 
   it("names the path of a mapping key that is not a scalar, <root> at the top", function()
@@ -398,7 +403,8 @@ describe("flink-controller render with the project's policies #bin", function()
     os.execute("rm -rf " .. fx.quote(dir))
     assert.equal(1, r.code)
     assert.equal("", r.stdout)
-    assert.equal("second: policy: cluster.lua: desired: objects[1].spec.replicas: not a finite number\n", r.stderr)
+    assert.matches("^second: policy: cluster%.lua:%d+: desired returned a bad result: objects%[2%]%.spec%.replicas: "
+      .. "NaN is not a JSON number\n$", r.stderr)
   end)
 
   it("refuses an object of a kind the controller does not manage (fc.kinds), with its path", function()

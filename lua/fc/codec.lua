@@ -35,8 +35,11 @@ end
 -- Largest integer magnitude cjson writes exactly (it formats numbers with %.14g).
 local JSON_INT_MAX = 99999999999999
 
+-- A list position (integer key) is written 0-based, as Kubernetes field paths are; any other
+-- number key as it is (`[2.5]`, `[inf]`).
 local function path_key(path, k)
-  if type(k) == "number" then return string.format("%s[%d]", path, k - 1) end
+  if math.type(k) == "integer" then return string.format("%s[%d]", path, k - 1) end
+  if type(k) == "number" then return path .. "[" .. tostring(k) .. "]" end
   if path == "" then return tostring(k) end
   return path .. "." .. tostring(k)
 end
@@ -385,19 +388,32 @@ end
 
 --- codec.unencodable(v) -> nil, or "<path>: <reason>" for the first value (in no set order)
 -- that JSON and YAML cannot hold exactly: a non-finite number (NaN, inf), an integer beyond 14
--- significant digits (cjson's %.14g), a function, userdata or thread. Paths as validate writes
--- them (`spec.replicas`, `items[0]`), "<root>" for `v` itself.
+-- significant digits (cjson's %.14g) as a value or a mapping key, a function, userdata or
+-- thread. Paths as validate writes them (`spec.replicas`, `items[0]`; a bad key is named at its
+-- mapping), "<root>" for `v` itself.
 function codec.unencodable(v)
+  -- a number the encoder would not write exactly: as a value, or (`key`) as a mapping key,
+  -- which cjson writes with %.14g too
+  local function check_number(x, path, key)
+    local what = key and ("key " .. tostring(x) .. " ") or ""
+    if x ~= x or x == math.huge or x == -math.huge then
+      return path .. ": " .. what .. (key and "is " or "") .. "not a finite number"
+    end
+    local int = math.tointeger(x)
+    if (math.type(x) == "integer" or (key and int)) and (int > JSON_INT_MAX or int < -JSON_INT_MAX) then
+      return path .. ": " .. (key and what or ("integer " .. int .. " "))
+        .. "has more digits than the JSON encoder keeps"
+    end
+    return nil
+  end
   local function check(x, path)
     local t = type(x)
     if t == "number" then
-      if x ~= x or x == math.huge or x == -math.huge then return path .. ": not a finite number" end
-      if math.type(x) == "integer" and (x > JSON_INT_MAX or x < -JSON_INT_MAX) then
-        return path .. ": integer " .. x .. " has more digits than the JSON encoder keeps"
-      end
+      return check_number(x, path, false)
     elseif t == "table" then
       for k, y in pairs(x) do
-        local bad = check(y, path_key(path, k))
+        -- a bad key is named at its mapping (`k - 1` of math.mininteger would wrap)
+        local bad = type(k) == "number" and check_number(k, path, true) or check(y, path_key(path, k))
         if bad then return bad end
       end
     elseif t ~= "string" and t ~= "boolean" and t ~= "nil" then

@@ -236,7 +236,10 @@ class Handler(BaseHTTPRequestHandler):
             # one 100 kB event in 3000-byte chunks (the line buffer grows past its first 8 KiB)
             big = cm("big", 20, "wbig")
             big["data"]["big"] = "z" * 100000
-            data = ev("ADDED", big) + ev("MODIFIED", cm("x", 21, "wbig"))
+            # a string with a NUL in it (JSON "\u0000", valid JSON the API server stores): kept whole
+            nul = cm("x", 21, "wbig")
+            nul["data"]["nul"] = "a\x00b"
+            data = ev("ADDED", big) + ev("MODIFIED", nul)
             self.start_chunked()
             for i in range(0, len(data), 3000):
                 self.chunk(data[i:i + 3000], 0)

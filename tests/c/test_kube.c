@@ -309,6 +309,7 @@ static void path_tests(void)
 static int watch_events;
 static char watch_log[1024];
 static size_t watch_big_len;      /* length of data.big in the last event that had it */
+static size_t watch_nul_len;      /* length of data.nul ("a\0b") in the last event that had it */
 static int on_event(const char *type, json_t *obj, void *ud)
 {
     (void)ud;
@@ -316,6 +317,9 @@ static int on_event(const char *type, json_t *obj, void *ud)
     json_t *big = json_object_get(json_object_get(obj, "data"), "big");
     if (big)
         watch_big_len = json_string_length(big);
+    json_t *nul = json_object_get(json_object_get(obj, "data"), "nul");
+    if (nul)
+        watch_nul_len = json_string_length(nul);
     const char *rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     size_t n = strlen(watch_log);
     snprintf(watch_log + n, sizeof watch_log - n, "%s:%s%s ", type, rv ? rv : "",
@@ -396,6 +400,10 @@ static void net_tests(int port)
     OK(kube_apply(c, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"x\"}}", on_done, &o, err,
                   sizeof err) == NULL, "namespaced object without namespace refused");
     IS_STR(err, "kube_apply: metadata.namespace: missing", "namespace error text");
+    /* a NUL in the name would cut the request path at "jm": another object */
+    OK(kube_apply(c, "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"jm\\u0000x\","
+                  "\"namespace\":\"a\"}}", on_done, &o, err, sizeof err) == NULL, "name with a NUL refused");
+    IS_STR(err, "kube_apply: metadata.name: holds a NUL", "NUL name error text");
 
     reset(&o);
     kube_patch_status(c, &kube_kind_flinkcluster, "echo", "fc1", "{\"status\":{\"observedGeneration\":3}}", on_done, &o,
@@ -505,6 +513,7 @@ static void net_tests(int port)
     IS_INT(watch_events, 2, "watch: a 100 kB event over 3000-byte chunks, then a small one");
     IS_INT(watch_big_len, 100000, "watch: the large event arrives whole");
     IS_STR(watch_log, "ADDED:20 MODIFIED:21 ", "watch: large event then the next, in order");
+    IS_INT(watch_nul_len, 3, "watch: a string holding a NUL (\\u0000) arrives whole, not as a bad event");
     OK(o.status == 200 && o.error[0] == 0, "watch: clean end after a large event");
     reset(&o);
     watch_events = 0;

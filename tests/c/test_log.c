@@ -80,6 +80,23 @@ int main(void)
 
     OK(log_format_line(LOG_FORMAT_TEXT, t, LOG_INFO, NULL, 0, NULL) == NULL, "NULL msg refused");
 
+    /* a NUL inside a message or a value (a name "a\u0000b" from JSON), given with its length:
+     * escaped, and the rest of the line is there */
+    static const char nul_msg[] = "event Warning SpecInvalid: a\0b: metadata.name: bad";
+    static const char nul_name[] = "team-a/a\0b";
+    const size_t nul_lens[] = { sizeof nul_name - 1, 2 };
+    line = log_format_line_n(LOG_FORMAT_TEXT, t, LOG_WARN, nul_msg, sizeof nul_msg - 1, 2,
+                             (const char *[]){ "cluster", nul_name, "n", "42" }, nul_lens);
+    IS_STR(line, "2026-11-30T07:00:42.123Z warn \"event Warning SpecInvalid: a\\x00b: metadata.name: bad\" "
+           "cluster=\"team-a/a\\x00b\" n=42\n", "text: a NUL is \\x00, nothing after it is lost");
+    free(line);
+    line = log_format_line_n(LOG_FORMAT_JSON, t, LOG_WARN, nul_msg, sizeof nul_msg - 1, 2,
+                             (const char *[]){ "cluster", nul_name, "n", "42" }, nul_lens);
+    IS_STR(line, "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"warn\","
+           "\"msg\":\"event Warning SpecInvalid: a\\u0000b: metadata.name: bad\","
+           "\"cluster\":\"team-a/a\\u0000b\",\"n\":\"42\"}\n", "json: a NUL is \\u0000, nothing after it is lost");
+    free(line);
+
     log_format fmt;
     log_level lvl;
     OK(log_parse_format("json", &fmt) == 0 && fmt == LOG_FORMAT_JSON, "parse format json");

@@ -2,6 +2,8 @@
  * fetched with libcurl (core/http, the multi interface on the same loop, so
  * one thread serves and fetches). */
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,17 @@
 #include "transport_tap.h"
 
 static struct ev_loop *loop;
+
+/* 1 when a TCP connection to ip:port is accepted, else 0 (blocking, refused at once). */
+static int can_connect(const char *ip, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    inet_pton(AF_INET, ip, &sa.sin_addr);
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
 static http_client *hc;
 
 typedef struct fetch {
@@ -251,7 +264,32 @@ int main(void)
     f = get("GET", hp, "/healthz");
     IS_INT(f->status, 0, "nothing listens after stop");
 
-    /* one shared listener, all interfaces, on a port found free just now */
+    /* ":port" is loopback only; "0.0.0.0:port" every interface (when the host has an address
+     * other than loopback, connecting to it tells them apart) */
+    char other[INET_ADDRSTRLEN] = "";
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) == 0) {
+        for (struct ifaddrs *i = ifs; i && !other[0]; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !(i->ifa_flags & IFF_LOOPBACK))
+                inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, other, sizeof other);
+        freeifaddrs(ifs);
+    }
+    const struct { const char *addr; int everywhere; } reach[] = { { ":0", 0 }, { "0.0.0.0:0", 1 } };
+    for (size_t r = 0; r < 2; r++) {
+        server_opts ro = { .health_addr = reach[r].addr };
+        s = server_start(loop, &ro, err, sizeof err);
+        OK(s != NULL, "\"%s\" binds (%s)", reach[r].addr, s ? "" : err);
+        hp = server_health_port(s);
+        IS_INT(can_connect("127.0.0.1", hp), 1, "\"%s\" answers on loopback", reach[r].addr);
+        if (other[0])
+            IS_INT(can_connect(other, hp), reach[r].everywhere, "\"%s\" %s on %s", reach[r].addr,
+                   reach[r].everywhere ? "answers" : "is not reachable", other);
+        else
+            printf("# no address but loopback here: the other-interface check is skipped\n");
+        server_stop(s);
+    }
+
+    /* one shared listener, loopback, on a port found free just now */
     int tmp = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in ta = { .sin_family = AF_INET };
     socklen_t tl = sizeof ta;
@@ -261,7 +299,7 @@ int main(void)
     snprintf(addr, sizeof addr, ":%d", ntohs(ta.sin_port));
     server_opts one = { .health_addr = addr, .metrics_addr = addr, .metrics = reg };
     s = server_start(loop, &one, err, sizeof err);
-    OK(s != NULL, "\"%s\" binds all interfaces (%s)", addr, s ? "" : err);
+    OK(s != NULL, "\"%s\" binds loopback (%s)", addr, s ? "" : err);
     hp = server_health_port(s);
     IS_INT(hp, ntohs(ta.sin_port), "the port asked for");
     IS_INT(server_metrics_port(s), hp, "one listener for equal addresses");

@@ -484,21 +484,115 @@ case_leader() {
 
 # The controller as the flink-controller ServiceAccount of deploy/rbac.yaml: the rules are enough
 # for everything it does (watch, apply, delete, status, Events, the Lease), nothing is refused.
+# sa_runs NAME KUBECONFIG NS: the controller NAME with that kubeconfig's token, watching NS, the
+# Lease in flink-system: wordcount applied there is Running with a StateChanged Event, no request
+# was refused, it led, and it exits 0
+sa_runs() {
+  local name=$1 ns=$3
+  start_controller "$name" --kubeconfig "$2" --namespace "$ns" --leader-elect --leader-election-namespace flink-system
+  kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
+  poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/$name.log"; return 1; }
+  poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
+  if grep -E 'HTTP 403|forbidden' "$WORK/$name.log"; then return 1; fi
+  grep -q 'leading as' "$WORK/$name.log" || { echo "never led"; return 1; }
+  expect "exit status" "$(stop_controller "$name")" 0
+}
 case_rbac() {
   local ns
   ns=$(new_ns rbac)
   t_rbac() {
     local sakc="$WORK/sa.kubeconfig"
     sa_kubeconfig "$sakc" || return 1
-    start_controller rbac --kubeconfig "$sakc" --namespace "$ns" --leader-elect --leader-election-namespace flink-system
-    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
-    poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/rbac.log"; return 1; }
-    poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
-    if grep -E 'HTTP 403|forbidden' "$WORK/rbac.log"; then return 1; fi
-    grep -q 'leading as' "$WORK/rbac.log" || { echo "never led"; return 1; }
-    expect "exit status" "$(stop_controller rbac)" 0
+    sa_runs rbac "$sakc" "$ns"
   }
   check "as the ServiceAccount of deploy/rbac.yaml (token): Lease, watches, apply, status, Events, nothing forbidden" t_rbac
+}
+
+# deploy/namespaced as a user applies it: an overlay of deploy/ with the Component, retargeted to
+# the test's namespace (patches of the Role's and RoleBinding's namespace and of --namespace's
+# value), every name prefixed so that its ServiceAccount is not the one deploy/rbac.yaml binds
+# cluster-wide for other cases. Its RBAC objects are applied (not the Deployment: the controller
+# runs here, with that ServiceAccount's token and the Deployment's --namespace).
+case_namespaced() {
+  local ns other
+  ns=$(new_ns nsrbac)
+  other=$(new_ns nsother)
+  t_namespaced() {
+    local ov=$WORK/namespaced-overlay out=$WORK/namespaced.yaml sakc=$WORK/ns-sa.kubeconfig rel
+    mkdir -p "$ov" || return 1
+    rel=$(realpath --relative-to="$ov" "$ROOT")
+    cat >"$ov/kustomization.yaml" <<EOF
+resources: [$rel/deploy]
+components: [$rel/deploy/namespaced]
+namePrefix: nsrbac-
+patches:
+  - target: {kind: Role, name: flink-controller}
+    patch: '[{"op": "replace", "path": "/metadata/namespace", "value": "$ns"}]'
+  - target: {kind: RoleBinding, name: flink-controller}
+    patch: '[{"op": "replace", "path": "/metadata/namespace", "value": "$ns"}]'
+  - target: {kind: Deployment, name: flink-controller}
+    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/args/9", "value": "$ns"}]'
+EOF
+    kc kustomize "$ov" >"$out" || return 1
+    expect "cluster-scoped RBAC in the build" "$(grep -c '^kind: Cluster' "$out")" 0 || return 1
+    kc create --dry-run=client -f "$out" -o json >"$out.json" || return 1
+    # the Deployment's last arguments, and the RBAC objects alone
+    expect "the Deployment's last arguments" "$(python3 -c '
+import json, sys
+text, items, dec, i = open(sys.argv[1]).read(), [], json.JSONDecoder(), 0
+while text[i:].strip():
+    o, i = dec.raw_decode(text, i + len(text[i:]) - len(text[i:].lstrip()))
+    items.append(o)
+dep = [o for o in items if o["kind"] == "Deployment"][0]
+print(" ".join(dep["spec"]["template"]["spec"]["containers"][0]["args"][-2:]))
+items = [o for o in items if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[2], "w"))' "$out.json" "$out.rbac.json")" \
+      "--namespace $ns" || return 1
+    kc apply -f "$out.rbac.json" >/dev/null || return 1
+    sa_kubeconfig "$sakc" nsrbac-flink-controller || return 1
+    local skc=("$TESTENV_KUBECTL" --kubeconfig="$sakc")
+    can() { "${skc[@]}" auth can-i "$@" 2>/dev/null; }
+    expect "can list FlinkClusters in $ns" "$(can list flinkclusters.flinkoperator.k8s.io -n "$ns")" yes || return 1
+    expect "can list FlinkClusters in $other" "$(can list flinkclusters.flinkoperator.k8s.io -n "$other")" no || return 1
+    expect "can list FlinkClusters everywhere" "$(can list flinkclusters.flinkoperator.k8s.io -A)" no || return 1
+    expect "can patch StatefulSets in $other" "$(can patch statefulsets.apps -n "$other")" no || return 1
+    local got
+    got=$("${skc[@]}" -n "$other" get flinkclusters 2>&1)
+    [[ $got == *Forbidden* ]] || { echo "read $other: $got"; return 1; }
+    kc -n "$other" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
+    sa_runs namespaced "$sakc" "$ns" || return 1
+    # the same token for the other namespace: refused by the API server, nothing written there
+    start_controller namespaced2 --kubeconfig "$sakc" --namespace "$other"
+    refused() { grep -qE '403|forbidden' "$WORK/namespaced2.log"; }
+    poll 20 refused || { echo "no 403 for $other"; tail -n 5 "$WORK/namespaced2.log"; return 1; }
+    stop_controller namespaced2 >/dev/null
+    expect "status in $other" "$(state "$other" wordcount)" "" || return 1
+    expect "children in $other" "$(kc -n "$other" get statefulsets -o name | wc -l)" 0
+  }
+  check "deploy/namespaced: a Role in the watched namespace, no ClusterRole; Running there, another namespace forbidden" t_namespaced
+}
+
+# A string with a NUL (JSON "\u0000", which the API server stores) in one FlinkCluster's spec:
+# that cluster is reconciled like any other, and so is its neighbour (the whole list of the
+# namespace was refused before: no FlinkCluster of it was seen).
+case_nulstring() {
+  local ns
+  ns=$(new_ns nulstring)
+  t_nulstring() {
+    start_controller nulstring --namespace "$ns"
+    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
+    printf '%s' '{"apiVersion": "flinkoperator.k8s.io/v1beta1", "kind": "FlinkCluster", "metadata": {"name": "nul"},
+      "spec": {"image": {"name": "flink:1.20.0\u0000x"}, "jobManager": {}, "taskManager": {"replicas": 1}}}' |
+      kc -n "$ns" apply -f - >/dev/null || return 1
+    expect "stored image" "$(kc -n "$ns" get flinkcluster nul -o json | grep -o '"name": "flink:[^"]*"')" \
+      '"name": "flink:1.20.0\u0000x"' || return 1
+    poll 60 is_state "$ns" wordcount Running || { echo "wordcount: $(state "$ns" wordcount)"; tail -n 5 "$WORK/nulstring.log"; return 1; }
+    has_jm() { [ -n "$(jp "$ns" statefulset/nul-jobmanager '{.metadata.uid}')" ]; }
+    poll 30 has_jm || { echo "no nul-jobmanager"; tail -n 5 "$WORK/nulstring.log"; return 1; }
+    if grep -E 'response without items|bad event' "$WORK/nulstring.log"; then return 1; fi
+    expect "exit status" "$(stop_controller nulstring)" 0
+  }
+  check "a NUL in one FlinkCluster's spec: it and its neighbour are reconciled, the list and watch hold" t_nulstring
 }
 
 # --- Convergence (issue 8): what the spec no longer says leaves the children, configuration

@@ -11,12 +11,13 @@
 # endpoints controller rewrites its Endpoints): the controller runs with a policy dir whose
 # cluster.lua wraps the real one and drops the JobManager Service's selector.
 
-# sa_kubeconfig FILE: applies deploy/rbac.yaml and writes a kubeconfig with a 1 h token of its
-# ServiceAccount flink-system/flink-controller (also used by case_rbac)
+# sa_kubeconfig FILE [SA]: applies deploy/rbac.yaml and writes a kubeconfig with a 1 h token of its
+# ServiceAccount flink-system/flink-controller (also used by case_rbac); with SA, only the token
+# of flink-system/SA, whose RBAC the caller applied (case_namespaced)
 sa_kubeconfig() {
-  kc apply -f "$ROOT/deploy/namespace.yaml" -f "$ROOT/deploy/rbac.yaml" >/dev/null || return 1
+  [ -n "${2:-}" ] || kc apply -f "$ROOT/deploy/namespace.yaml" -f "$ROOT/deploy/rbac.yaml" >/dev/null || return 1
   local token skc=("$TESTENV_KUBECTL" --kubeconfig="$1")
-  token=$(kc -n flink-system create token flink-controller --duration=1h) || return 1
+  token=$(kc -n flink-system create token "${2:-flink-controller}" --duration=1h) || return 1
   "${skc[@]}" config set-cluster testenv --server="$KUBE_APISERVER_URL" \
     --certificate-authority="$TESTENV_DIR/pki/ca.crt" --embed-certs=true >/dev/null &&
     "${skc[@]}" config set-credentials sa --token="$token" >/dev/null &&
