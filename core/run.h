@@ -32,6 +32,7 @@
  * 1,000 clusters go through in 16 rounds, the API write rate being bounded by the API server's
  * pace (or by --qps/--burst when given). */
 #define RUN_WORKERS_DEFAULT 64
+#define RUN_PASSES_PER_TURN 1      /* passes started per loop iteration (see run_pump_cb) */
 /* The controller's client-side rate limit by default: none (qps 0), as controller-runtime's
  * since v0.21 (kubernetes-sigs/controller-runtime#3119, on SIG API Machinery's advice): the API
  * server's priority and fairness (APF, on since Kubernetes 1.20) queues and sheds load, and every
