@@ -33,7 +33,8 @@ fault_cut() { curl -sfk -X POST "$(fault_url api)/cut" | python3 -c 'import json
 # fault_census NS: prints "lost L duplicate D orphaned O" for the FAULT_N session clusters f1..fN
 # of NS and the job clusters j*: lost = an expected child (ConfigMap, JobManager and TaskManager
 # StatefulSets, JobManager Service) missing; duplicate = more objects of a kind labelled for the
-# cluster than it should have; orphaned = an object labelled for a cluster whose controller owner
+# cluster than it should have (of these kinds, and submitter Jobs: one for a job cluster, none for
+# a session cluster); orphaned = an object labelled for a cluster whose controller owner
 # is not that live FlinkCluster
 fault_census() {
   kc -n "$1" get flinkclusters,configmaps,statefulsets,services,jobs -o json | python3 -c '
@@ -58,8 +59,9 @@ for c in uid:
         lost += ["%s/%s" % (kind, n % c) for n in names if n % c not in got]
         if len(got) > len(names):
             dup += ["%s/%s" % (kind, n) for n in got]
-    if not c.startswith("j") and have.get(("Job", c)):
-        dup += ["Job/%s" % n for n in have[("Job", c)]]
+    jobs = have.get(("Job", c), [])
+    if len(jobs) > (1 if c.startswith("j") else 0):  # a job cluster has one submitter Job
+        dup += ["Job/%s" % n for n in jobs]
 print("lost %d duplicate %d orphaned %d" % (len(lost), len(dup), len(orphan)))
 for what, l in (("lost", lost), ("duplicate", dup), ("orphaned", orphan)):
     if l:
@@ -225,7 +227,7 @@ case_faults() {
     poll 150 halfclosed || { echo "$kinds watches cut, $(injected api halfclose) half-closed ones ended"; return 1; }
     gave_up=$(grep '"event": "inject", "fault": "halfclose"' "$WORK/fp-api.log" | grep -vc '"client_gave_up_after_s": null')
     took=$(grep '"event": "inject", "fault": "halfclose"' "$WORK/fp-api.log" |
-      python3 -c 'import json, sys; print(max(json.loads(l)["client_gave_up_after_s"] or 999 for l in sys.stdin))')
+      python3 -c 'import json, sys; print(max([json.loads(l)["client_gave_up_after_s"] or 0 for l in sys.stdin] or [0]))')
     fault_note "$kinds watches cut; half-closed: $(injected api halfclose), given up by the controller: $gave_up (the last $took s after the answer's head)"
     expect "half-closed watches the controller gave up on" "$gave_up" "$(injected api halfclose)" || return 1
     jm_faulted() { [ "$(injected jm hang)" -ge 2 ]; }
