@@ -233,8 +233,9 @@ kube_call *kube_list(kube_client *c, const char *path, const char *label_selecto
  * "most recent" with synthetic ADDEDs), with allowWatchBookmarks=true and
  * timeoutSeconds = `timeout_s` (server side; the client gives up 30 s
  * later, or after the client's watch idle limit without a byte: the
- * error is then libcurl's "Operation too slow"). The newline-delimited event stream is split on '\n' regardless of
- * chunk boundaries and each line parsed; `on_event(type, object)` gets
+ * error is then libcurl's "Operation too slow"). The newline-delimited
+ * event stream is split on '\n' regardless of chunk boundaries and each
+ * line parsed; `on_event(type, object)` gets
  * "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (object a
  * metav1.Status) with a borrowed object. Returning non-zero from on_event
  * stops the watch (done then reports error "stopped"). `done` fires once
