@@ -384,6 +384,10 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 10000L);
     if (o->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+    if (o->idle_timeout_s > 0) {
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, o->idle_timeout_s);
+    }
     const char *method = o->method && *o->method ? o->method : "GET";
     if (strcmp(method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);

@@ -89,6 +89,10 @@ typedef struct http_opts {
     const char *bearer_token;    /* sent as "Authorization: Bearer <token>" */
     long connect_timeout_ms;     /* default 10000 when 0 */
     long timeout_ms;             /* whole transfer incl. streaming; 0 = none */
+    long idle_timeout_s;         /* fail the transfer when less than 1 byte a second
+                                    arrived over this many seconds (libcurl's
+                                    LOW_SPEED_LIMIT/TIME: a stream gone silent on
+                                    an open socket); 0 = never */
     int stream;                  /* 1: 2xx body goes to on_data, not buffered */
     size_t max_body;             /* buffered body cap in bytes, default 64 MiB;
                                     over it the transfer fails */

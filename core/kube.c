@@ -623,6 +623,7 @@ struct kube_client {
     kube_limiter limiter;
     char *token;
     double token_loaded;
+    long watch_idle_s;        /* kube_client_set_watch_idle */
     double (*now_fn)(void *);
     void *now_ud;
     kube_call *calls;
@@ -717,6 +718,7 @@ kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char 
         return NULL;
     }
     kube_limiter_init(&c->limiter, c->cfg.qps, c->cfg.burst, client_now(c));
+    c->watch_idle_s = KUBE_WATCH_IDLE_S;
     return c;
 }
 
@@ -760,6 +762,11 @@ void kube_client_set_clock(kube_client *c, double (*now)(void *ud), void *ud)
 {
     c->now_fn = now;
     c->now_ud = ud;
+}
+
+void kube_client_set_watch_idle(kube_client *c, long seconds)
+{
+    c->watch_idle_s = seconds > 0 ? seconds : 0;
 }
 
 void kube_client_set_rate_limit(kube_client *c, double qps, int burst)
@@ -1089,6 +1096,7 @@ static void call_send(kube_call *k)
     o.bearer_token = c->token;
     o.timeout_ms = (long)(k->timeout_s * 1000);
     o.stream = k->type == CALL_WATCH;
+    o.idle_timeout_s = k->type == CALL_WATCH ? c->watch_idle_s : 0;
     o.on_data = watch_data;
     o.on_done = http_done;
     o.ud = k;

@@ -24,6 +24,11 @@
 #define KUBE_MAX_RETRIES 10     /* client-go request.go maxRetries for 429/5xx + Retry-After */
 #define KUBE_TOKEN_RELOAD_S 60  /* client-go NewCachedFileTokenSource period */
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+/* A watch stream silent this long is taken for dead (a half-closed connection: the socket open,
+ * nothing sent) and ends with an error: the API server sends a BOOKMARK at least every minute to
+ * a watch with allowWatchBookmarks (apiserver cacher's bookmarkFrequency, 1 min; seen on
+ * kube-apiserver 1.34), so a live watch is never this quiet. */
+#define KUBE_WATCH_IDLE_S 90
 
 /* ---- configuration --------------------------------------------------- */
 
@@ -194,6 +199,9 @@ void kube_client_free(kube_client *c);
 /* Overrides the clock used by the rate limiter and token reload (tests);
  * NULL restores ev_now(loop). */
 void kube_client_set_clock(kube_client *c, double (*now)(void *ud), void *ud);
+/* Sets the idle limit of the client's watches: a stream over which no byte came for `seconds`
+ * ends with an error (the caller watches again). Default KUBE_WATCH_IDLE_S; 0 = none (tests). */
+void kube_client_set_watch_idle(kube_client *c, long seconds);
 /* Sets the rate limit (qps <= 0: unlimited) starting with a full bucket. */
 void kube_client_set_rate_limit(kube_client *c, double qps, int burst);
 const kube_config *kube_client_config(const kube_client *c);
@@ -225,8 +233,10 @@ kube_call *kube_list(kube_client *c, const char *path, const char *label_selecto
 /* WATCH of a collection path from `resource_version` (NULL/"" = server's
  * "most recent" with synthetic ADDEDs), with allowWatchBookmarks=true and
  * timeoutSeconds = `timeout_s` (server side; the client gives up 30 s
- * later). The newline-delimited event stream is split on '\n' regardless of
- * chunk boundaries and each line parsed; `on_event(type, object)` gets
+ * later, or after the client's watch idle limit without a byte: the
+ * error is then libcurl's "Operation too slow"). The newline-delimited
+ * event stream is split on '\n' regardless of chunk boundaries and each
+ * line parsed; `on_event(type, object)` gets
  * "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (object a
  * metav1.Status) with a borrowed object. Returning non-zero from on_event
  * stops the watch (done then reports error "stopped"). `done` fires once

@@ -244,6 +244,12 @@ class Handler(BaseHTTPRequestHandler):
             for i in range(0, len(data), 3000):
                 self.chunk(data[i:i + 3000], 0)
             return self.end_chunked()
+        if ns == "wsilent":
+            # one event, then silence with the socket open (a half-closed stream), 30 s at most
+            self.start_chunked()
+            self.chunk(ev("ADDED", cm("x", 8, "wsilent")))
+            time.sleep(30)
+            return self.end_chunked()
         if ns == "wbad":
             self.start_chunked()
             self.chunk(ev("ADDED", cm("x", 8, "wbad")) + b"this is not json\n")

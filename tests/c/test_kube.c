@@ -2,7 +2,7 @@
  * bucket on a fake clock, paths; then calls against
  * tests/c/fake_apiserver.py: 429 + Retry-After retries, 401 -> token file
  * re-read, apply/status/delete/event requests, paginated list with an
- * expired continue token, watch event parsing. */
+ * expired continue token, watch event parsing, a silent watch stream's idle limit. */
 #include "transport_tap.h"
 #include "transport_server.h"
 #include "kube.h"
@@ -521,6 +521,19 @@ static void net_tests(int port)
     wait_done(&o);
     IS_INT(watch_events, 1, "bad line: the event before it was delivered");
     OK(strstr(o.error, "watch: bad event:") == o.error, "bad line ends the watch: %s", o.error);
+    /* a stream that goes silent on an open socket ends after the idle limit (2 s here) */
+    reset(&o);
+    watch_events = 0;
+    kube_client_set_watch_idle(c, 2);
+    double t0 = ev_time();
+    kube_watch(c, "/api/v1/namespaces/wsilent/configmaps", "", NULL, 0, on_event, on_done, &o, err, sizeof err);
+    loop_run_until(loop, &o.done, 25);
+    double took = ev_time() - t0;
+    IS_INT(watch_events, 1, "silent stream: its one event delivered");
+    /* (libcurl averages the speed over 5 s: the limit counts from then) */
+    OK(o.done && o.status == 200 && o.error[0] && took >= 2 && took < 20,
+       "silent stream ends with an error after the 2 s idle limit, not the server's 30 s (%.1f s: %s)", took, o.error);
+    kube_client_set_watch_idle(c, KUBE_WATCH_IDLE_S);
 
     /* cancel a call waiting in the rate limiter */
     kube_client_set_rate_limit(c, 1, 1);
