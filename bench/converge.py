@@ -228,7 +228,7 @@ class Controller:
         return self.port
 
     def metrics(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port(), timeout=10)
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port(), timeout=120)
         c.request("GET", "/metrics")
         text = c.getresponse().read().decode()
         c.close()
@@ -411,6 +411,11 @@ def main():
         r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
         r["cpu_s"] = round(c.proc.cpu(), 2)
         r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+        # where the memory is once converged: the compact caches' texts and the Lua state
+        r["cache_kib_per_cluster"] = round(c.metric("flink_controller_cache_bytes", text) / 1024 / a.n, 2)
+        r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
+        r["lua_mib"] = round(c.metric("flink_controller_lua_memory_bytes", text) / 2**20, 1)
+        r["rss_converged_mib"] = round(c.proc.rss_kib() / 1024, 1)
         if perf:
             perf.send_signal(2)
             perf.wait()
@@ -488,6 +493,9 @@ def main():
         ("writes per cluster", r.get("writes_per_cluster")),
         ("controller CPU to converge, s", r.get("cpu_s")),
         ("peak RSS, MiB", r.get("peak_rss_mib")),
+        ("RSS once converged, MiB", r.get("rss_converged_mib")),
+        ("cache: objects / KiB of text per cluster", "%s / %s" % (r.get("cache_objects"), r.get("cache_kib_per_cluster"))),
+        ("Lua state once converged, MiB", r.get("lua_mib")),
         ("update wave (TM replicas 1 -> 2), s", r.get("update_s")),
         ("update wave writes", r.get("update_writes")),
         ("steady %s s: writes" % a.steady, r.get("steady_writes")),

@@ -483,8 +483,16 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     REG(policy_set_info, METRICS_GAUGE, "flink_controller_policy_set_info",
         "1 for the policy set serving, labelled with its hash (sha256 of its files, 12 hex).", 1, hash,
         NULL, 0);
+    REG(lua_memory_bytes, METRICS_GAUGE, "flink_controller_lua_memory_bytes",
+        "Bytes allocated by the Lua state (framework, policies and their garbage not yet collected).",
+        0, NULL, NULL, 0);
+    REG(cache_objects, METRICS_GAUGE, "flink_controller_cache_objects",
+        "Objects in the watch caches by kind.", 1, kind, NULL, 0);
+    REG(cache_bytes, METRICS_GAUGE, "flink_controller_cache_bytes",
+        "Bytes of the cached objects' compact JSON texts by kind.", 1, kind, NULL, 0);
 #undef REG
-    if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0)) {
+    if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
+        metrics_set(c.lua_memory_bytes, NULL, 0)) {
         util_set_err(err, errlen, "metrics_register_controller: out of memory");
         return -1;
     }

@@ -98,6 +98,10 @@ typedef struct metrics_controller {
                                                of --policy-configmap */
     metrics_family *policy_set_info;        /* gauge {hash}: 1 for the policy set serving
                                                (one series) */
+    metrics_family *lua_memory_bytes;       /* gauge: bytes the Lua state holds (framework,
+                                               policies, the last pass's garbage) */
+    metrics_family *cache_objects;          /* gauge {kind}: objects in the watch caches */
+    metrics_family *cache_bytes;            /* gauge {kind}: bytes of the compact caches' texts */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

@@ -21,6 +21,7 @@ struct reflector {
     json_t *by_owner;     /* controller owner uid -> {"ns/name": true} */
     json_t *by_cluster;   /* "ns/cluster" -> {"ns/name": true} */
     char *rv;
+    size_t bytes;         /* compact mode: the texts' bytes in `store` */
     kube_call *call;
     ev_timer retry, resync, kick;
     double backoff;
@@ -206,6 +207,11 @@ static const char *entry_rv(const reflector *r, json_t *v)
     return r->o.compact ? json_string_value(json_array_get(v, ENTRY_RV)) : obj_rv(v);
 }
 
+static size_t entry_bytes(const reflector *r, json_t *v)
+{
+    return r->o.compact ? json_string_length(json_array_get(v, ENTRY_TEXT)) : 0;
+}
+
 static void index_entry(reflector *r, json_t *v, const char *key, int add)
 {
     if (r->o.compact)
@@ -262,7 +268,9 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
         }
         json_incref(old);
         index_entry(r, old, key, 0);
+        r->bytes -= entry_bytes(r, old);
     }
+    r->bytes += entry_bytes(r, entry);
     json_object_set_new(r->store, key, entry);
     index_obj(r, copy, key, 1);
     int rc = emit(r, old ? REFLECTOR_MODIFIED : REFLECTOR_ADDED, copy, r->o.compact ? NULL : old);
@@ -278,6 +286,7 @@ static int remove_key(reflector *r, const char *key, json_t *last)
         return 0;
     json_incref(old);
     index_entry(r, old, key, 0);
+    r->bytes -= entry_bytes(r, old);
     json_object_del(r->store, key);
     /* shown as the cache would have kept it: the server's last state, else the cached one */
     json_t *shown = last ? cache_copy(r, last, NULL) : NULL;
@@ -605,6 +614,11 @@ json_t *reflector_get_copy(const reflector *r, const char *ns, const char *name)
 size_t reflector_len(const reflector *r)
 {
     return r ? json_object_size(r->store) : 0;
+}
+
+size_t reflector_bytes(const reflector *r)
+{
+    return r ? r->bytes : 0;
 }
 
 /* fn on the cached value v as a tree (decoded for the call in compact mode); 1 when called. */

@@ -92,6 +92,8 @@ json_t *reflector_get(const reflector *r, const char *ns, const char *name);
  * cached tree itself, which must not be modified). json_decref when done. */
 json_t *reflector_get_copy(const reflector *r, const char *ns, const char *name);
 size_t reflector_len(const reflector *r);
+/* Bytes of the cached objects' texts in compact mode (0 otherwise). */
+size_t reflector_bytes(const reflector *r);
 /* Calls fn for every cached object / the ones whose controller
  * ownerReference has `uid` / the ones in `ns` labelled cluster=<cluster>.
  * Returns how many. fn must not stop the reflector. `obj` is borrowed for the

@@ -493,6 +493,17 @@ static void run_on_scrape(void *ud)
     if (ctx->q)
         metrics_set(ctx->m.workqueue_depth, NULL, (double)workqueue_len(ctx->q));
     metrics_set(ctx->m.leader, NULL, ctx->o.leader_elect && ctx->leading ? 1 : 0);
+    metrics_set(ctx->m.lua_memory_bytes, NULL, (double)lhost_mem_used(ctx->host));
+    for (int k = 0; k < run_nkinds; k++) {
+        size_t n = 0, bytes = 0;
+        for (size_t i = 0; i < ctx->nns; i++) {
+            n += reflector_len(ctx->nss[i].r[k]);
+            bytes += reflector_bytes(ctx->nss[i].r[k]);
+        }
+        const char *kv[] = {run_kinds[k]->kind};
+        metrics_set(ctx->m.cache_objects, kv, (double)n);
+        metrics_set(ctx->m.cache_bytes, kv, (double)bytes);
+    }
 }
 
 /* ---- snapshot ------------------------------------------------------------------------------ */

@@ -175,8 +175,17 @@ int main(void)
     r = metrics_registry_new(0, NULL);
     metrics_register_controller(r, &m, err, sizeof err);
     text = metrics_render(r, NULL);
-    OK(text && strstr(text, "\nflink_controller_leader 0\n") && strstr(text, "\nflink_controller_workqueue_depth 0\n"),
+    OK(text && strstr(text, "\nflink_controller_leader 0\n") && strstr(text, "\nflink_controller_workqueue_depth 0\n") &&
+           strstr(text, "# TYPE flink_controller_lua_memory_bytes gauge\nflink_controller_lua_memory_bytes 0\n"),
        "unlabelled gauges render 0 from the start");
+    const char *sts[] = {"StatefulSet"};
+    metrics_set(m.cache_bytes, sts, 2048);
+    metrics_set(m.cache_objects, sts, 1);
+    free(text);
+    text = metrics_render(r, NULL);
+    OK(text && strstr(text, "\nflink_controller_cache_bytes{kind=\"StatefulSet\"} 2048\n") &&
+           strstr(text, "\nflink_controller_cache_objects{kind=\"StatefulSet\"} 1\n"),
+       "cache gauges by kind");
     free(text);
     metrics_registry_free(r);
     return DONE_TESTING();

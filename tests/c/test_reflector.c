@@ -185,6 +185,18 @@ static void refl_scenario(int compact)
     OK(get(r, "refl", "b") == NULL && get(r, "refl", "c") == NULL, "b and c gone");
     if (compact) {
         OK(reflector_get(r, "refl", "a") == NULL, "compact: reflector_get hands out no tree");
+        size_t sum = 0;
+        const char *names[] = {"a", "d", "e"};
+        for (int i = 0; i < 3; i++) {
+            char *t = json_dumps(get(r, "refl", names[i]), JSON_COMPACT);
+            sum += t ? strlen(t) : 0;
+            free(t);
+        }
+        IS_INT((int)reflector_bytes(r), (int)sum, "compact: reflector_bytes is the three texts' length");
+    } else {
+        IS_INT((int)reflector_bytes(r), 0, "trees: reflector_bytes is 0");
+    }
+    if (compact) {
         text_names[0] = '\0';
         IS_INT(reflector_texts_by_owner_uid(r, "uid-fc1", collect_text, a), 1, "compact: one text owned by uid-fc1");
         IS_STR(text_names, "a=same ", "it is a, the same object as reflector_get_copy decodes");
