@@ -59,12 +59,10 @@
 
 #define LHOST_TIMEOUT_MS_DEFAULT   200u       /* CPU ms per policy call */
 #define LHOST_MEMORY_MIB_DEFAULT   64u        /* MiB a policy call may add to the heap */
-#define LHOST_HARD_MIB_MIN         512u       /* whole state cap: max(this, 4 x call cap) MiB */
+#define LHOST_HARD_MIB_DEFAULT     128u       /* whole state cap (MiB), see lhost_opts.hard_mib */
 #define LHOST_HOOK_EVERY           10000      /* instructions between budget checks */
-#define LHOST_MOVE_MAX             (1 << 24)  /* elements per table.move in the sandbox */
-#define LHOST_PATTERN_COST         1e13       /* see the pattern heuristic above */
-#define LHOST_FIND_COST            1e9        /* subject x pattern bytes of a plain find */
-#define LHOST_SORT_MAX             (1 << 20)  /* elements sorted without a Lua comparator */
+#define LHOST_MOVE_CHUNK           (1 << 16)  /* table.move elements between budget polls */
+#define LHOST_SORT_POLL            4096u      /* sort work units between budget polls */
 #define LHOST_POLICY_FILE_MAX      (4u << 20) /* bytes per policy/lib source file */
 
 /* C Lua modules compiled into the binary.  Each core/lua_<name>.c declares its opener here
@@ -81,6 +79,10 @@ struct lhost_opts {
     const char *policy_dir;  /* NULL: <datadir>/policies */
     unsigned timeout_ms;     /* 0: LHOST_TIMEOUT_MS_DEFAULT; CPU milliseconds per policy call */
     unsigned memory_mib;     /* 0: LHOST_MEMORY_MIB_DEFAULT; MiB per policy call */
+    unsigned hard_mib;       /* 0: $FLINK_CONTROLLER_LUA_MEMORY_MIB (16..65536), else
+                              * LHOST_HARD_MIB_DEFAULT; MiB the whole Lua state may hold (at
+                              * least memory_mib + 16).  The Deployment's memory limit must
+                              * exceed it plus the C caches (deploy/deployment.yaml). */
 };
 
 /* Creates the state, opens the standard libraries for the framework, sets package.path to
