@@ -1,7 +1,8 @@
 /*
  * lpattern: a budgeted Lua pattern matcher (see lpattern.h), written from the semantics of
  * the Lua 5.4 manual, section 6.4.1:
- *   single character classes  x . %a %c %d %g %l %p %s %u %w %x (upper case: complement)
+ *   single character classes  x . %a %c %d %g %l %p %s %u %w %x (upper case: complement),
+ *                             %z (NUL; no longer in the manual, still in lstrlib 5.4)
  *                             %<non-alphanumeric> [set] [^set]
  *   pattern items             class, class*, class+, class- (shortest), class?, %1..%9,
  *                             %bxy (balanced), %f[set] (frontier)
@@ -49,11 +50,12 @@ static void lpattern_step(struct lpattern_state *ms, size_t n)
     }
 }
 
-/* Does byte c belong to class %<cl>? */
+/* Does byte c belong to class %<cl>?  (cl | 0x20 lowers an ASCII letter and maps no other
+ * byte to one; the C locale's classes, as the host never calls setlocale.) */
 static int lpattern_class(int c, int cl)
 {
     int in;
-    switch (tolower(cl)) {
+    switch (cl | 0x20) {
     case 'a': in = isalpha(c); break;
     case 'c': in = iscntrl(c); break;
     case 'd': in = isdigit(c); break;
@@ -64,9 +66,10 @@ static int lpattern_class(int c, int cl)
     case 'u': in = isupper(c); break;
     case 'w': in = isalnum(c); break;
     case 'x': in = isxdigit(c); break;
+    case 'z': in = c == 0; break; /* the NUL byte: deprecated since 5.2, still in 5.4 */
     default: return cl == c; /* an escaped character stands for itself */
     }
-    if (isupper(cl))
+    if (cl <= 'Z')
         in = !in;
     return in != 0;
 }
