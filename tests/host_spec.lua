@@ -113,6 +113,34 @@ describe("fc.host (the production host in process)", function()
     end)
   end
 
+  it("keeps table.move (in chunks) and table.sort (budgeted comparator) exact", function()
+    -- overlapping moves of 200,000 elements both ways, and into another table, against a loop
+    local ok, res = host.run_chunk("move.lua", [[
+local n = 200000
+local function fresh() local t = {} for i = 1, n do t[i] = i end return t end
+local function same(a, b, len) for i = 1, len do if a[i] ~= b[i] then return i end end return true end
+local up, ref = fresh(), fresh()
+table.move(up, 1, n - 5, 6)
+for i = n - 5, 1, -1 do ref[i + 5] = ref[i] end
+local down, ref2 = fresh(), fresh()
+table.move(down, 6, n, 1)
+for i = 6, n do ref2[i - 5] = ref2[i] end
+local other = table.move(fresh(), 1, n, 3, {})
+local s = {}
+for i = 1, 30000 do s[i] = (i * 7919) % 30011 end
+table.sort(s)
+local sorted = true
+for i = 2, #s do if s[i - 1] > s[i] then sorted = false end end
+local words = { "pear", "apple", "fig" }
+table.sort(words)
+local bad = { pcall(table.sort, { 1, "x", 2 }) }
+return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, sorted, words, bad[1], bad[2] }
+]])
+    assert.is_true(ok, res)
+    assert.same({ true, true, 1, 200000, 200002, true, { "apple", "fig", "pear" }, false,
+      "attempt to compare string with number" }, res) -- as Lua's own sort (lua5.4 -e)
+  end)
+
   it("copies plain data across, keeping integers and floats apart, and refuses anything else", function()
     local ok, res = host.run_chunk("types.lua", "local x = ... return { x.i, x.f, math.type(x.i), math.type(x.f), "
       .. "x.b, x.s, x.t[2], x[1], x[2.5] }", { i = 3, f = 3.0, b = false, s = "a\0b", t = { "p", "q" }, "one",
