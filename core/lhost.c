@@ -4,8 +4,12 @@
  *
  * Budgets.  One struct lhost is the allocator's ud, so the hook, the allocator and every
  * C function reach it through lua_getallocf.  A policy call ("call window") sets in_call,
- * records call_base = bytes in use and a CPU-time deadline, and installs a count hook on the
- * calling thread.  When the deadline passes, or when the allocator refused memory inside the
+ * records call_base = bytes in use and a CPU-time deadline, installs a count hook on the
+ * calling thread and arms the host's CPU-time timer for the deadline (its signal handler
+ * re-arms the hook with count 1, so the hook runs at the very next instruction however long
+ * each instruction or C call between count hooks is).  Long C loops poll the same deadline
+ * (lhost_poll: lpattern's matcher, the sort comparator, chunked table.move).  When the
+ * deadline passes, or when the allocator refused memory inside the
  * window, `tripped` is set and the hook is re-armed with count 1: from then on every Lua
  * instruction raises (a light userdata, so raising needs no memory), which makes pcall,
  * xpcall, message handlers and __close methods unable to run any code; the error unwinds to
