@@ -10,7 +10,7 @@ local POLICIES = ROOT .. "/tests/testdata/policies/"
 local quote, slurp, run = fx.quote, fx.read, fx.run_bin
 
 -- hostile file -> accepted patterns of its error (after "<file>:<line>: "), in process and in the
--- binary; `line` the line the error must name, `ms` the CPU milliseconds the call (and the GC after
+-- binary; `line` the line the error must name (a pattern), `ms` the CPU milliseconds the call (and the GC after
 -- it) may take in process (200 ms budget + margin for the ones that run out of time), `mib` the MiB
 -- the call may add to the heap (its call_peak).  The first block is issue 14's list: C code out
 -- of the count hook's reach (patterns, single long C calls, loops of them, deep recursion that
@@ -25,11 +25,14 @@ local HOSTILE_CASES = {
   { "pattern_bomb.lua", TIME, line = 2, ms = 400, mib = 1 },
   { "gsub_lazy.lua", TIME, line = 3, ms = 400, mib = 1 },
   { "gmatch_lazy.lua", TIME, line = 3, ms = 400, mib = 1 },
-  { "deep_recursion_memory.lua", MEMORY, line = 4, ms = 600, mib = 66 },
+  -- the table of the frame (line 3) or the stack growing for the call (line 4) crosses the cap,
+  -- as the heap stood before the call; the time budget first on a slow (sanitizer) build
+  { "deep_recursion_memory.lua", MEMORY, TIME, line = "[34]", ms = 600, mib = 66 },
   { "upper_loop.lua", TIME, line = 3, ms = 400, mib = 56 },
   { "utf8_loop.lua", TIME, line = 4, ms = 400, mib = 36 },
   { "format_q_loop.lua", TIME, line = 3, ms = 400, mib = 56 },
-  { "compare_loop.lua", TIME, line = 4, ms = 400, mib = 56 },
+  -- line 4, the loop; 3 (making the strings) on a sanitizer build, where that takes 200 ms
+  { "compare_loop.lua", TIME, line = "[34]", ms = 400, mib = 56 },
   { "move_loop.lua", TIME, line = 3, ms = 400, mib = 33 },
   { "find_plain.lua", TIME, line = 3, ms = 400, mib = 36 },
   { "sort_big.lua", TIME, line = 4, ms = 400, mib = 33 },
