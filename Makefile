@@ -85,7 +85,7 @@ $(BUILD)/lib/fc/%.so: $(BUILD)/obj/lua_%.o
 	$(CC) -shared -o $@ $(sort $^ $(wildcard $(BUILD)/obj/$*.o)) $(LDFLAGS)
 $(BUILD)/lib/fc/slots.so: $(BUILD)/obj/slots.o
 # fc.sandbox: the binary's policy host (lhost and the C modules it preloads) for busted
-$(BUILD)/lib/fc/sandbox.so: $(BUILD)/obj/lhost.o $(BUILD)/obj/util.o $(BUILD)/obj/lua_slots.o $(BUILD)/obj/slots.o
+$(BUILD)/lib/fc/sandbox.so: $(BUILD)/obj/lhost.o $(BUILD)/obj/lpattern.o $(BUILD)/obj/util.o $(BUILD)/obj/lua_slots.o $(BUILD)/obj/slots.o
 .SECONDARY: $(BUILD)/obj/lua_sandbox.o
 
 $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)

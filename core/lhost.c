@@ -4,8 +4,12 @@
  *
  * Budgets.  One struct lhost is the allocator's ud, so the hook, the allocator and every
  * C function reach it through lua_getallocf.  A policy call ("call window") sets in_call,
- * records call_base = bytes in use and a CPU-time deadline, and installs a count hook on the
- * calling thread.  When the deadline passes, or when the allocator refused memory inside the
+ * records call_base = bytes in use and a CPU-time deadline, installs a count hook on the
+ * calling thread and arms the host's CPU-time timer for the deadline (its signal handler
+ * re-arms the hook with count 1, so the hook runs at the very next instruction however long
+ * each instruction or C call between count hooks is).  Long C loops poll the same deadline
+ * (lhost_poll: lpattern's matcher, the sort comparator, chunked table.move).  When the
+ * deadline passes, or when the allocator refused memory inside the
  * window, `tripped` is set and the hook is re-armed with count 1: from then on every Lua
  * instruction raises (a light userdata, so raising needs no memory), which makes pcall,
  * xpcall, message handlers and __close methods unable to run any code; the error unwinds to
@@ -14,16 +18,21 @@
  * setmetatable refuses metatables that carry __gc.
  */
 #include "lhost.h"
+#include "lpattern.h"
 #include "util.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
+
+#include <malloc.h>
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -33,17 +42,25 @@
 #endif
 
 #define LHOST_MIB ((size_t)1 << 20)
+/* The signal of the call windows' CPU-time timer (see lhost_on_timer). */
+#define LHOST_TIMER_SIGNAL (SIGRTMIN + 7)
 #define LHOST_COPY_DEPTH 100
+/* A failed call that grew the heap by more than this gives the freed memory back (malloc_trim). */
+#define LHOST_TRIM_ABOVE ((size_t)8 << 20)
 
 enum lhost_trip { LHOST_TRIP_NONE = 0, LHOST_TRIP_TIME, LHOST_TRIP_MEMORY };
 
 struct lhost {
     lua_State *L;
     size_t used, peak;
-    size_t hard_cap, call_cap, call_base;
-    int in_call;
+    size_t hard_cap, call_cap, call_base, call_peak;
+    volatile sig_atomic_t in_call; /* read by the timer's signal handler */
     int tripped;
-    lua_State *call_L;
+    lua_State *volatile call_L;
+    int has_timer;
+    timer_t timer;                 /* CPU-time timer of the thread that made the host */
+    struct lpattern_budget budget; /* lhost_poll, for the sandbox's pattern functions */
+    unsigned sort_cost;            /* comparisons (weighted by length) since the last poll */
     int call_depth; /* frames on call_L when the window opened (the host's, not the policy's) */
     struct timespec deadline;
     unsigned timeout_ms, memory_mib;
@@ -135,22 +152,110 @@ static int lhost_stack_depth(lua_State *L)
 #define LHOST_WHERE_FROM_ALLOC 0
 #endif
 
-/* Sets `where` (once per window) to "<file>:<line>" of the innermost Lua frame of the call
- * window: C frames (string.rep, table.concat, ...) are skipped, frames of the host below the
- * window never named.  Reads debug info only: allocates nothing. */
-static void lhost_note_position(struct lhost *h)
+/* Levels looked at, from the top of the stack, for the position of an error. */
+#define LHOST_WHERE_LEVELS 16
+
+/* Writes "<file>:<line>" of the innermost Lua frame of the call window on L, from `level` up,
+ * into out; -1 when none of the LHOST_WHERE_LEVELS levels from the top is one.  C frames
+ * (string.rep, table.concat, ...) are skipped, frames of the host below the window never
+ * named.  The cost does not grow with the policy's depth: lua_getstack(L, n) walks n frames,
+ * so the levels looked at are bounded, and "level is the window's" is tested as "a frame
+ * exists call_depth levels above it" (the host's frames below the window are call_depth),
+ * not by counting every frame (which made a memory trip in a 100,000-deep recursion walk the
+ * stack once per frame).  Reads debug info only: allocates nothing. */
+static int lhost_window_position(const struct lhost *h, lua_State *L, int level, char *out,
+                                 size_t n)
 {
-    lua_State *L = h->call_L;
-    if (h->where[0] || !L)
-        return;
-    int own = lhost_stack_depth(L) - h->call_depth;
-    lua_Debug ar;
-    for (int level = 0; level < own && lua_getstack(L, level, &ar); level++) {
+    lua_Debug ar, probe;
+    for (; level < LHOST_WHERE_LEVELS; level++) {
+        if (!lua_getstack(L, h->call_depth + level, &probe) || !lua_getstack(L, level, &ar))
+            return -1;
         if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-            snprintf(h->where, sizeof h->where, "%s:%d", ar.short_src, ar.currentline);
-            return;
+            snprintf(out, n, "%s:%d", ar.short_src, ar.currentline);
+            return 0;
         }
     }
+    return -1;
+}
+
+/* Sets `where` (once per window) to the position of the innermost Lua frame of the window. */
+static void lhost_note_position(struct lhost *h)
+{
+    if (!h->where[0] && h->call_L)
+        lhost_window_position(h, h->call_L, 0, h->where, sizeof h->where);
+}
+
+/* Raises the budget error of a tripped call from C code (a pattern search, a sort): the
+ * position is the innermost Lua frame, the hook is armed for every instruction. */
+static int lhost_raise_trip(struct lhost *h, lua_State *L)
+{
+    lhost_note_position(h);
+    lhost_arm_every_instruction(h);
+    lua_pushlightuserdata(L, &lhost_key_trip);
+    return lua_error(L);
+}
+
+/* The poll of long C loops inside a call window (lpattern's budget, the sort comparator,
+ * chunked table.move): raises once the call is tripped or past its deadline. */
+static void lhost_poll(lua_State *L, void *ud)
+{
+    struct lhost *h = ud;
+    if (!h->in_call)
+        return;
+    if (!h->tripped && lhost_deadline_passed(h))
+        h->tripped = LHOST_TRIP_TIME;
+    if (h->tripped)
+        lhost_raise_trip(h, L);
+}
+
+/* The CPU-time timer's signal: at the deadline of a call window it arms the hook for every
+ * instruction (lua_sethook may be called asynchronously, lua.h), so the call stops at its next
+ * instruction, whatever one VM instruction or C function between count hooks costs: a loop of
+ * string.upper on 20 MiB, or `s .. "x"` on a 16 MiB s, overruns by one instruction, not by
+ * LHOST_HOOK_EVERY of them.  The hook itself reads the clock and raises. */
+static void lhost_on_timer(int sig, siginfo_t *si, void *uctx)
+{
+    (void)sig;
+    (void)uctx;
+    struct lhost *h = si->si_value.sival_ptr;
+    if (si->si_code == SI_TIMER && h && h->in_call && h->call_L)
+        lua_sethook(h->call_L, lhost_hook, LUA_MASKCOUNT, 1);
+}
+
+/* Creates the host's CPU-time timer (signal LHOST_TIMER_SIGNAL to this thread); without one
+ * (an old kernel, a sandbox refusing timers) the count hook alone keeps the budget. */
+static void lhost_timer_init(struct lhost *h)
+{
+    static int installed;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = lhost_on_timer;
+        sa.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(LHOST_TIMER_SIGNAL, &sa, NULL) != 0)
+            return;
+        installed = 1;
+    }
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = LHOST_TIMER_SIGNAL;
+    sev.sigev_value.sival_ptr = h;
+    sev._sigev_un._tid = gettid();
+    h->has_timer = timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &h->timer) == 0;
+}
+
+/* Arms the timer to fire at the window's deadline (ms from now), or disarms it (0). */
+static void lhost_timer_set(struct lhost *h, unsigned ms)
+{
+    if (!h->has_timer)
+        return;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    its.it_value.tv_sec = ms / 1000;
+    its.it_value.tv_nsec = (long)(ms % 1000) * 1000000L;
+    timer_settime(h->timer, 0, &its, NULL);
 }
 
 static void lhost_hook(lua_State *L, lua_Debug *ar)
@@ -211,8 +316,12 @@ static void *lhost_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     h->used = h->used - old + nsize;
     if (h->used > h->peak)
         h->peak = h->used;
-    if (h->in_call && h->used < h->call_base)
-        h->call_base = h->used;
+    if (h->in_call) {
+        if (h->used < h->call_base)
+            h->call_base = h->used;
+        else if (h->used - h->call_base > h->call_peak)
+            h->call_peak = h->used - h->call_base;
+    }
     return p;
 }
 
@@ -232,6 +341,8 @@ static void lhost_window_open(struct lhost *h, lua_State *L, struct lhost_window
     h->call_L = L;
     h->call_depth = lhost_stack_depth(L);
     h->call_base = h->used;
+    h->call_peak = 0;
+    h->sort_cost = 0;
     lhost_now(&h->deadline);
     h->deadline.tv_sec += h->timeout_ms / 1000;
     h->deadline.tv_nsec += (long)(h->timeout_ms % 1000) * 1000000L;
@@ -240,10 +351,12 @@ static void lhost_window_open(struct lhost *h, lua_State *L, struct lhost_window
         h->deadline.tv_nsec -= 1000000000L;
     }
     lua_sethook(L, lhost_hook, LUA_MASKCOUNT, LHOST_HOOK_EVERY);
+    lhost_timer_set(h, h->timeout_ms);
 }
 
 static void lhost_window_close(struct lhost *h, lua_State *L, const struct lhost_window *w)
 {
+    lhost_timer_set(h, 0);
     h->in_call = 0;
     h->call_L = NULL;
     lua_sethook(L, w->old_hook, w->old_mask, w->old_count);
@@ -280,15 +393,11 @@ static int lhost_policy_msgh(lua_State *L)
     if (lhost_has_position(msg))
         return 1;
     /* only the frames of the call window: never the host's below it */
-    int own = lhost_stack_depth(L) - h->call_depth;
-    lua_Debug ar;
-    for (int level = 1; level < own && lua_getstack(L, level, &ar); level++) {
-        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-            lua_pushfstring(L, "%s:%d: %s", ar.short_src, ar.currentline, msg);
-            return 1;
-        }
-    }
-    lua_pushstring(L, msg);
+    char where[256];
+    if (lhost_window_position(h, L, 1, where, sizeof where) == 0)
+        lua_pushfstring(L, "%s: %s", where, msg);
+    else
+        lua_pushstring(L, msg);
     return 1;
 }
 
@@ -313,8 +422,13 @@ static void lhost_push_failure(struct lhost *h, lua_State *L, int status, const 
                         status == LUA_ERRERR ? "error in error handling" : what);
     }
     h->tripped = LHOST_TRIP_NONE;
-    /* give back what the failed call left behind */
+    /* give back what the failed call left behind, to the process (the collection) and to the
+     * system (malloc keeps freed blocks below its dynamic mmap threshold, up to 32 MiB each:
+     * without the trim, hostile calls one after the other left the RSS at 176 MiB, beyond
+     * the state's 128 MiB cap) */
     lua_gc(L, LUA_GCCOLLECT, 0);
+    if (h->call_peak > LHOST_TRIM_ABOVE)
+        malloc_trim(0);
 }
 
 /* ---- plain-data copies (raw access: no metamethod of a policy ever runs here) ---- */
@@ -438,14 +552,17 @@ static int lhost_sb_print(lua_State *L)
     return 0;
 }
 
-/* Calls the original library function (upvalue 1) with the current arguments. */
-static int lhost_forward(lua_State *L)
+/* Calls upvalue 1 (the original library function, a policy's handler or comparator) with the
+ * current arguments; returns the number of its results (nresults, or all for LUA_MULTRET). */
+static int lhost_forward_n(lua_State *L, int nresults)
 {
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    lua_call(L, lua_gettop(L) - 1, nresults);
     return lua_gettop(L);
 }
+
+static int lhost_forward(lua_State *L) { return lhost_forward_n(L, LUA_MULTRET); }
 
 static int lhost_sb_setmetatable(lua_State *L)
 {
@@ -466,10 +583,7 @@ static int lhost_sb_xpcall_msgh(lua_State *L)
 {
     if (lhost_of(L)->tripped)
         return 1;
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
-    return 1;
+    return lhost_forward_n(L, 1);
 }
 
 static int lhost_sb_xpcall(lua_State *L)
@@ -521,83 +635,87 @@ static int lhost_guard_rep(lua_State *L)
     return lhost_forward(L);
 }
 
+/* table.move in chunks of LHOST_MOVE_CHUNK elements (the original on each), the budget
+ * polled between them: the C loop of one call over 2^50 elements ends at the deadline like a
+ * Lua loop.  The chunks go in the order that keeps an overlapping move right (downwards when
+ * the destination starts inside the source of the same table); the argument checks are the
+ * original's, made here once for the whole range. */
 static int lhost_guard_move(lua_State *L)
 {
     lua_Integer f = luaL_checkinteger(L, 2);
     lua_Integer e = luaL_checkinteger(L, 3);
-    if (e >= f && (lua_Unsigned)e - (lua_Unsigned)f >= (lua_Unsigned)LHOST_MOVE_MAX)
-        return luaL_error(L, "table.move: too many elements (limit %d)", LHOST_MOVE_MAX);
-    return lhost_forward(L);
+    lua_Integer t = luaL_checkinteger(L, 4);
+    int dst = lua_isnoneornil(L, 5) ? 1 : 5;
+    if (e < f || e - f < LHOST_MOVE_CHUNK)
+        return lhost_forward(L);
+    luaL_argcheck(L, f > 0 || e < LUA_MAXINTEGER + f, 3, "too many elements to move");
+    lua_Integer n = e - f + 1;
+    luaL_argcheck(L, t <= LUA_MAXINTEGER - n + 1, 4, "destination wrap around");
+    int down = t > f && t <= e && (dst == 1 || lua_rawequal(L, 1, 5));
+    struct lhost *h = lhost_of(L);
+    for (lua_Integer done = 0; done < n; done += LHOST_MOVE_CHUNK) {
+        lua_Integer len = n - done < LHOST_MOVE_CHUNK ? n - done : LHOST_MOVE_CHUNK;
+        lua_Integer cf = down ? e - done - len + 1 : f + done;
+        lua_pushvalue(L, lua_upvalueindex(1));
+        lua_pushvalue(L, 1);
+        lua_pushinteger(L, cf);
+        lua_pushinteger(L, cf + len - 1);
+        lua_pushinteger(L, t + (cf - f));
+        lua_pushvalue(L, dst);
+        lua_call(L, 5, 0);
+        lhost_poll(L, h);
+    }
+    lua_pushvalue(L, dst);
+    return 1;
 }
 
-/* table.sort without a Lua comparator runs entirely in C, out of the hook's reach. */
+/* The comparator of table.sort without a Lua one: `<` (or the C function given, upvalue 1),
+ * polling the budget every LHOST_SORT_POLL units of work (a comparison, plus one per 256
+ * bytes of the shorter string compared), so that the C sort of a million elements, or of
+ * long equal strings, ends at the deadline. */
+static int lhost_sort_less(lua_State *L)
+{
+    struct lhost *h = lhost_of(L);
+    size_t la = 0, lb = 0;
+    unsigned cost = 1;
+    if (lua_type(L, 1) == LUA_TSTRING && lua_type(L, 2) == LUA_TSTRING) {
+        lua_tolstring(L, 1, &la);
+        lua_tolstring(L, 2, &lb);
+        size_t shorter = la < lb ? la : lb;
+        cost += shorter > ((size_t)UINT_MAX >> 9) ? UINT_MAX >> 1 : (unsigned)(shorter >> 8);
+    }
+    if (cost >= LHOST_SORT_POLL - h->sort_cost) {
+        h->sort_cost = 0;
+        lhost_poll(L, h);
+    } else {
+        h->sort_cost += cost;
+    }
+    if (lua_isnil(L, lua_upvalueindex(1))) {
+        lua_pushboolean(L, lua_compare(L, 1, 2, LUA_OPLT));
+        return 1;
+    }
+    return lhost_forward_n(L, 1);
+}
+
+/* table.sort runs in C; a Lua comparator is seen by the hook, any other sort gets
+ * lhost_sort_less. */
 static int lhost_guard_sort(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
-    int lua_cmp = lua_type(L, 2) == LUA_TFUNCTION && !lua_iscfunction(L, 2);
-    if (!lua_cmp && lua_rawlen(L, 1) > (lua_Unsigned)LHOST_SORT_MAX)
-        return luaL_error(L, "table.sort: more than %d elements need a Lua comparator",
-                          LHOST_SORT_MAX);
-    return lhost_forward(L);
-}
-
-/* Quantifiers of a Lua pattern (*, +, -, %b), outside sets and escapes. */
-static int lhost_pattern_quantifiers(const char *p, size_t m)
-{
-    int q = 0;
-    for (size_t i = 0; i < m; i++) {
-        char c = p[i];
-        if (c == '%') {
-            if (i + 1 < m && p[i + 1] == 'b')
-                q++;
-            i++;
-        } else if (c == '[') {
-            i++;
-            if (i < m && p[i] == '^')
-                i++;
-            do {
-                if (i < m && p[i] == '%')
-                    i++;
-                i++;
-            } while (i < m && p[i] != ']');
-        } else if (c == '*' || c == '+' || c == '-') {
-            q++;
-        }
-    }
-    return q;
-}
-
-static int lhost_guard_pattern(lua_State *L)
-{
-    size_t n = 0, m = 0;
-    luaL_checklstring(L, 1, &n);
-    const char *p = luaL_checklstring(L, 2, &m);
-    int plain = lua_toboolean(L, lua_upvalueindex(2)) && lua_toboolean(L, 4);
-    if (!plain) {
-        int q = lhost_pattern_quantifiers(p, m);
-        if (q >= 3 && pow((double)n + 1.0, (double)q) > LHOST_PATTERN_COST)
-            return luaL_error(L, "%s: pattern with %d quantifiers is too costly for a %d-byte "
-                                 "subject (limit: (length+1)^quantifiers <= %I)",
-                              lua_tostring(L, lua_upvalueindex(3)), q, (int)n,
-                              (lua_Integer)LHOST_PATTERN_COST);
-    } else if ((double)n * (double)m > LHOST_FIND_COST) {
-        return luaL_error(L, "find: plain search of %d bytes in %d bytes is too costly",
-                          (int)m, (int)n);
+    if (lua_type(L, 2) != LUA_TFUNCTION || lua_iscfunction(L, 2)) {
+        if (!lua_isnoneornil(L, 2))
+            luaL_checktype(L, 2, LUA_TFUNCTION);
+        lua_settop(L, 2);
+        lua_pushcclosure(L, lhost_sort_less, 1);
     }
     return lhost_forward(L);
 }
 
-/* Replaces field `name` of the table on top by `fn` closed over the original (and extras). */
-static void lhost_wrap(lua_State *L, const char *name, lua_CFunction fn, int is_find)
+/* Replaces field `name` of the table on top by `fn` closed over the original. */
+static void lhost_wrap(lua_State *L, const char *name, lua_CFunction fn)
 {
     lua_getfield(L, -1, name);
-    if (fn == lhost_guard_pattern) {
-        lua_pushboolean(L, is_find);
-        lua_pushstring(L, name);
-        lua_pushcclosure(L, fn, 3);
-    } else {
-        lua_pushcclosure(L, fn, 1);
-    }
+    lua_pushcclosure(L, fn, 1);
     lua_setfield(L, -2, name);
 }
 
@@ -655,8 +773,8 @@ static void lhost_push_env(lua_State *L, const char *label)
         lua_getfield(L, pristine, libs[i]);
         lhost_shallow_copy(L, -1);
         if (i == 0) {
-            lhost_wrap(L, "move", lhost_guard_move, 0);
-            lhost_wrap(L, "sort", lhost_guard_sort, 0);
+            lhost_wrap(L, "move", lhost_guard_move);
+            lhost_wrap(L, "sort", lhost_guard_sort);
         }
         lua_setfield(L, env, libs[i]);
         lua_pop(L, 1);
@@ -1090,11 +1208,12 @@ static int lhost_l_configure(lua_State *L)
     return 0;
 }
 
-/* fc.host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=bytes, peak=bytes} */
+/* fc.host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=bytes, peak=bytes,
+ *   call_peak=bytes (the last call window's most above its base), hard_cap=bytes} */
 static int lhost_l_info(lua_State *L)
 {
     struct lhost *h = lhost_of(L);
-    lua_createtable(L, 0, 6);
+    lua_createtable(L, 0, 8);
     lua_pushstring(L, h->policy_dir);
     lua_setfield(L, -2, "policy_dir");
     lua_pushstring(L, h->datadir);
@@ -1107,6 +1226,10 @@ static int lhost_l_info(lua_State *L)
     lua_setfield(L, -2, "used");
     lua_pushinteger(L, (lua_Integer)h->peak);
     lua_setfield(L, -2, "peak");
+    lua_pushinteger(L, (lua_Integer)h->call_peak);
+    lua_setfield(L, -2, "call_peak");
+    lua_pushinteger(L, (lua_Integer)h->hard_cap);
+    lua_setfield(L, -2, "hard_cap");
     return 1;
 }
 
@@ -1139,11 +1262,8 @@ static int lhost_setup(lua_State *L)
     /* the table behind string methods ("x"):rep(...) is a guarded copy; the metatable is
      * protected so that policies cannot reach or change it */
     lhost_shallow_copy(L, -1);
-    lhost_wrap(L, "rep", lhost_guard_rep, 0);
-    lhost_wrap(L, "find", lhost_guard_pattern, 1);
-    lhost_wrap(L, "match", lhost_guard_pattern, 0);
-    lhost_wrap(L, "gmatch", lhost_guard_pattern, 0);
-    lhost_wrap(L, "gsub", lhost_guard_pattern, 0);
+    lhost_wrap(L, "rep", lhost_guard_rep);
+    lpattern_register(L, &h->budget);
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_guarded_string);
     lua_pushliteral(L, "");
@@ -1225,8 +1345,24 @@ struct lhost *lhost_new(const struct lhost_opts *opts, char *err, size_t errlen)
     h->timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : LHOST_TIMEOUT_MS_DEFAULT;
     h->memory_mib = opts && opts->memory_mib ? opts->memory_mib : LHOST_MEMORY_MIB_DEFAULT;
     h->call_cap = (size_t)h->memory_mib * LHOST_MIB;
-    size_t hard = (size_t)LHOST_HARD_MIB_MIN * LHOST_MIB;
-    h->hard_cap = 4 * h->call_cap > hard ? 4 * h->call_cap : hard;
+    unsigned hard_mib = opts && opts->hard_mib ? opts->hard_mib : LHOST_HARD_MIB_DEFAULT;
+    const char *env = getenv("FLINK_CONTROLLER_LUA_MEMORY_MIB");
+    if ((!opts || !opts->hard_mib) && env && *env) {
+        char *end;
+        unsigned long v = strtoul(env, &end, 10);
+        if (*end || v < 16 || v > 65536) {
+            snprintf(err, errlen, "FLINK_CONTROLLER_LUA_MEMORY_MIB: expected an integer 16..65536, "
+                                  "got '%s'", env);
+            goto fail;
+        }
+        hard_mib = (unsigned)v;
+    }
+    size_t hard = (size_t)hard_mib * LHOST_MIB;
+    /* one call's cap and its slack above what the framework holds */
+    h->hard_cap = hard > h->call_cap + 16 * LHOST_MIB ? hard : h->call_cap + 16 * LHOST_MIB;
+    h->budget.poll = lhost_poll;
+    h->budget.ud = h;
+    lhost_timer_init(h);
     h->L = lua_newstate(lhost_alloc, h);
     if (!h->L) {
         snprintf(err, errlen, "lhost_new: cannot create the Lua state");
@@ -1249,6 +1385,8 @@ void lhost_free(struct lhost *h)
         return;
     if (h->L)
         lua_close(h->L);
+    if (h->has_timer)
+        timer_delete(h->timer);
     free(h);
 }
 

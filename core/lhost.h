@@ -18,26 +18,38 @@
  *   - chunks are text only (mode "t"); policies have no load/loadfile/dofile/collectgarbage/
  *     coroutine/io/debug/package; `require` serves fc.util, fc.quantity, fc.slots and
  *     lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;
- *   - every call (and the loading of a policy file) runs under a CPU-time budget (count hook
- *     every LHOST_HOOK_EVERY instructions; once tripped the hook fires before every instruction
- *     and raises again, so pcall/xpcall/handlers/__close cannot swallow it; __gc metamethods
- *     are refused by the sandbox's setmetatable) and a memory cap (growth beyond
- *     `call base + memory cap` trips the call and arms the same hook; small allocations may
- *     overshoot by 1 MiB, larger ones fail at once; either way the error names the line of
- *     the innermost Lua frame of the call when the cap tripped, e.g. the `s = s .. s` or the
- *     `x:rep(n)` line: "rep.lua:3: policy exceeded its memory cap (64 MiB)".  That position
- *     is read in the allocator, which is safe up to Lua 5.4.4 (see core/lhost.c); built
- *     against a later release, a failure that unwinds uncaught names the hook function's
- *     first line instead);
- *   - C-side loops that the hook cannot see are capped where practical: string.rep with an
- *     empty result, table.move over more than LHOST_MOVE_MAX elements, table.sort of more
- *     than LHOST_SORT_MAX elements without a Lua comparator, plain string.find where
- *     subject x pattern length exceeds LHOST_FIND_COST, and pattern functions whose
- *     (subject length + 1) ^ quantifiers exceeds LHOST_PATTERN_COST with >= 3 quantifiers.
- *     The last is a heuristic against exponential patterns: polynomial backtracking (e.g.
- *     ("a"):rep(1e5):find(".-b"), quadratic) is NOT interrupted, nor is any single C call
- *     bounded by the memory cap (string.rep of 60 MB takes ~0.3 s); such a call still fails
- *     on its budget when it returns past the deadline.
+ *   - every call (and the loading of a policy file) runs under a CPU-time budget and a
+ *     memory cap.  Time: a CPU-time timer of the thread (LHOST_TIMER_SIGNAL in core/lhost.c)
+ *     arms the count hook for every instruction at the deadline, and the count hook checks the
+ *     clock every LHOST_HOOK_EVERY instructions besides (the only check where timers are
+ *     refused); once tripped the hook fires before every instruction and raises again, so
+ *     pcall/xpcall/handlers/__close cannot swallow it; __gc metamethods are refused by the
+ *     sandbox's setmetatable.  Memory: growth beyond `call base + memory cap` trips the call
+ *     and arms the same hook; small allocations may overshoot by 1 MiB, larger ones fail at
+ *     once; either way the error names the line of the innermost Lua frame of the call when
+ *     the cap tripped, e.g. the `s = s .. s` or the `x:rep(n)` line: "rep.lua:3: policy
+ *     exceeded its memory cap (64 MiB)".  That position is read in the allocator, at a cost
+ *     independent of the depth of the stack (a trip in a 100,000-deep recursion is as quick as
+ *     any), which is safe up to Lua 5.4.4 (see core/lhost.c); built against a later release,
+ *     a failure that unwinds uncaught names the hook function's first line instead;
+ *   - C code that runs long without returning to the VM is bounded where its cost is not
+ *     linear in what the memory cap bounds: string.find/match/gmatch/gsub are core/lpattern.c
+ *     (the same results and errors as lstrlib, the budget polled every LPATTERN_POLL_STEPS
+ *     matcher steps: ("a"):rep(2e4):find(".-.-b") fails at the deadline); table.sort without a
+ *     Lua comparator compares through a C comparator that polls the budget every
+ *     LHOST_SORT_POLL units (a comparison, plus one per 256 bytes of string compared);
+ *     table.move runs in chunks of LHOST_MOVE_CHUNK elements with a poll between them;
+ *     string.rep with an empty result returns at once.  Other C functions (string.upper,
+ *     utf8.len, string.format "%q", table.concat, ...) are linear in sizes the memory cap
+ *     bounds (~100 ms at most on 32 MiB); a loop of them stops at the next instruction after
+ *     the deadline (the timer), as does a loop of VM operations on long strings (`a < b`,
+ *     `s .. x`).  The polls raise the same time-budget error, naming the Lua line of the call;
+ *   - recursion ends on Lua's own limits ("stack overflow" at LUAI_MAXSTACK = 1,000,000 stack
+ *     slots, "C stack overflow" at 200 nested C calls) or on the memory cap, whichever first;
+ *   - the whole state (framework included) is capped at lhost_opts.hard_mib (default
+ *     LHOST_HARD_MIB_DEFAULT = 128 MiB, or $FLINK_CONTROLLER_LUA_MEMORY_MIB); a failed call that
+ *     grew the heap by more than 8 MiB gives the freed memory back to the system (malloc_trim),
+ *     so that the RSS follows the state's use (deploy/deployment.yaml's limit: 256Mi);
  *   - failures come back as "<policy file>:<line>: <message>", e.g.
  *     "defaults.lua:12: policy exceeded its time budget (200 ms)".
  *
@@ -59,12 +71,10 @@
 
 #define LHOST_TIMEOUT_MS_DEFAULT   200u       /* CPU ms per policy call */
 #define LHOST_MEMORY_MIB_DEFAULT   64u        /* MiB a policy call may add to the heap */
-#define LHOST_HARD_MIB_MIN         512u       /* whole state cap: max(this, 4 x call cap) MiB */
+#define LHOST_HARD_MIB_DEFAULT     128u       /* whole state cap (MiB), see lhost_opts.hard_mib */
 #define LHOST_HOOK_EVERY           10000      /* instructions between budget checks */
-#define LHOST_MOVE_MAX             (1 << 24)  /* elements per table.move in the sandbox */
-#define LHOST_PATTERN_COST         1e13       /* see the pattern heuristic above */
-#define LHOST_FIND_COST            1e9        /* subject x pattern bytes of a plain find */
-#define LHOST_SORT_MAX             (1 << 20)  /* elements sorted without a Lua comparator */
+#define LHOST_MOVE_CHUNK           (1 << 16)  /* table.move elements between budget polls */
+#define LHOST_SORT_POLL            4096u      /* sort work units between budget polls */
 #define LHOST_POLICY_FILE_MAX      (4u << 20) /* bytes per policy/lib source file */
 
 /* C Lua modules compiled into the binary.  Each core/lua_<name>.c declares its opener here
@@ -81,6 +91,10 @@ struct lhost_opts {
     const char *policy_dir;  /* NULL: <datadir>/policies */
     unsigned timeout_ms;     /* 0: LHOST_TIMEOUT_MS_DEFAULT; CPU milliseconds per policy call */
     unsigned memory_mib;     /* 0: LHOST_MEMORY_MIB_DEFAULT; MiB per policy call */
+    unsigned hard_mib;       /* 0: $FLINK_CONTROLLER_LUA_MEMORY_MIB (16..65536), else
+                              * LHOST_HARD_MIB_DEFAULT; MiB the whole Lua state may hold (at
+                              * least memory_mib + 16).  The Deployment's memory limit must
+                              * exceed it plus the C caches (deploy/deployment.yaml). */
 };
 
 /* Creates the state, opens the standard libraries for the framework, sets package.path to

@@ -12,7 +12,8 @@
  *   host.configure{policy_dir=, timeout_ms=, memory_mib=}
  *   host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>"
  *   host.run_chunk(name, text, input) -> true, result | false, err
- *   host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=, peak=}
+ *   host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=, peak=, call_peak=,
+ *                    hard_cap=}
  *   host.sandboxed = true
  * Arguments are copied into the inner state and results out of it as plain data: nil,
  * booleans, integers and floats (kept apart), strings and tables with string or number keys

@@ -10,8 +10,44 @@ local POLICIES = ROOT .. "/tests/testdata/policies/"
 local quote, slurp, run = fx.quote, fx.read, fx.run_bin
 
 -- hostile file -> accepted patterns of its error (after "<file>:<line>: "), in process and in the
--- binary
+-- binary; `line` the line the error must name (a pattern), `ms` the CPU milliseconds the call (and the GC after
+-- it) may take in process (200 ms budget + margin for the ones that run out of time), `mib` the MiB
+-- the call may add to the heap (its call_peak).  The first block is issue 14's list: C code out
+-- of the count hook's reach (patterns, single long C calls, loops of them, deep recursion that
+-- trips the memory cap).
+local TIME = "policy exceeded its time budget %(200 ms%)"
+local MEMORY = "policy exceeded its memory cap %(64 MiB%)"
 local HOSTILE_CASES = {
+  { "pattern_lazy.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "pattern_optional.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "pattern_single_lazy.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "pattern_balance.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "pattern_bomb.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "gsub_lazy.lua", TIME, line = 3, ms = 400, mib = 1 },
+  { "gmatch_lazy.lua", TIME, line = 3, ms = 400, mib = 1 },
+  -- the table of the frame (line 3) or the stack growing for the call (line 4) crosses the cap,
+  -- as the heap stood before the call; the time budget first on a slow (sanitizer) build
+  { "deep_recursion_memory.lua", MEMORY, TIME, line = "[34]", ms = 600, mib = 66 },
+  { "upper_loop.lua", TIME, line = 3, ms = 400, mib = 56 },
+  { "utf8_loop.lua", TIME, line = 4, ms = 400, mib = 36 },
+  { "format_q_loop.lua", TIME, line = 3, ms = 400, mib = 56 },
+  -- line 4, the loop; 3 (making the strings) on a sanitizer build, where that takes 200 ms
+  { "compare_loop.lua", TIME, line = "[34]", ms = 400, mib = 56 },
+  { "move_loop.lua", TIME, line = 3, ms = 400, mib = 33 },
+  { "find_plain.lua", TIME, line = 3, ms = 400, mib = 36 },
+  { "sort_big.lua", TIME, line = 4, ms = 400, mib = 33 },
+  { "sort_strings.lua", TIME, line = 5, ms = 400, mib = 36 },
+  { "table_move.lua", TIME, line = 2, ms = 400, mib = 1 },
+  { "pcall_loop.lua", TIME, ms = 400 },
+  { "xpcall_loop.lua", TIME, ms = 400 },
+  { "close_loop.lua", TIME, ms = 400 },
+  { "rep_1gib.lua", MEMORY, line = 2, ms = 400, mib = 66 },
+  { "table_growth.lua", MEMORY, ms = 600, mib = 66 },
+  -- swallows the memory errors in pcall: the cap still ends it
+  { "table_bomb.lua", MEMORY, ms = 600, mib = 66 },
+  -- Lua's stack limit (LUAI_MAXSTACK, 1,000,000 slots), or the time budget first on a slow
+  -- (sanitizer) build
+  { "deep_recursion.lua", "stack overflow", TIME, line = 2, ms = 600, mib = 66 },
   { "os_execute.lua", "attempt to call a nil value %(field 'execute'%)" },
   { "io_open.lua", "undefined global 'io' %(not available to policies%)" },
   { "dump_load.lua", "attempt to call a nil value %(field 'dump'%)" },
@@ -19,30 +55,18 @@ local HOSTILE_CASES = {
   { "string_metatable.lua", "attempt to index a string value %(local 'mt'%)" },
   { "global_write.lua", "assignment to global 'leaked': policies cannot write globals" },
   { "g_write.lua", "undefined global '_G' %(not available to policies%)" },
-  { "require_io.lua", "require: module 'io' is not available to policies" },
+  { "require_io.lua", "require: module 'io' is not available to policies %(allowed: [^)]*%)" },
   { "read_package.lua", "undefined global 'package' %(not available to policies%)" },
   { "read_debug.lua", "undefined global 'debug' %(not available to policies%)" },
-  { "pcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
-  { "xpcall_loop.lua", "policy exceeded its time budget %(200 ms%)" },
-  { "close_loop.lua", "policy exceeded its time budget %(200 ms%)" },
   { "gc_finalizer.lua", "setmetatable: __gc metamethods are not allowed in policies" },
-  { "rep_1gib.lua", "policy exceeded its memory cap %(64 MiB%)" },
-  { "table_growth.lua", "policy exceeded its memory cap %(64 MiB%)" },
-  -- swallows the memory errors in pcall: the cap still ends it
-  { "table_bomb.lua", "policy exceeded its memory cap %(64 MiB%)" },
-  { "table_move.lua", "table%.move: too many elements %(limit 16777216%)" },
-  { "pattern_bomb.lua", "find: pattern with 40 quantifiers is too costly for a 40%-byte subject" },
-  { "find_plain.lua", "find: plain search of 4097 bytes in 16777216 bytes is too costly" },
-  { "sort_big.lua", "table%.sort: more than 1048576 elements need a Lua comparator" },
-  -- Lua's stack limit, or the time budget first on a slow (sanitizer) build
-  { "deep_recursion.lua", "stack overflow", "policy exceeded its time budget %(200 ms%)" },
   { "error_table.lua", "%(error object is a table value%)" },
 }
 
 -- True when error `first` of hostile file `file` is "<file>:<line>: " and one of the patterns of `case`.
 local function hostile_matches(case, file, first)
+  local line = case.line and tostring(case.line) or "%d+"
   for i = 2, #case do
-    if first:find("^" .. file:gsub("%.", "%%.") .. ":%d+: " .. case[i]) then return true end
+    if first:find("^" .. file:gsub("%.", "%%.") .. ":" .. line .. ": " .. case[i] .. "$") then return true end
   end
   return false
 end
@@ -75,17 +99,50 @@ describe("fc.host (the production host in process)", function()
 
   for _, case in ipairs(HOSTILE_CASES) do
     local file = case[1]
-    it("contains " .. file .. " in under a second and keeps working", function()
+    local ms, mib = case.ms or 1000, case.mib or 4
+    it(("contains %s in %d ms and %d MiB and keeps working"):format(file, ms, mib), function()
+      local text = slurp(HOSTILE .. file)
       local t0 = os.clock()
-      local ok, err = host.run_chunk(file, slurp(HOSTILE .. file), { values = { 1, 2, 3 } })
+      local ok, err = host.run_chunk(file, text, { values = { 1, 2, 3 } })
+      local took = (os.clock() - t0) * 1000
       assert.is_false(ok)
       assert.is_true(hostile_matches(case, file, err), err)
-      assert.is_true(os.clock() - t0 < 1, file .. " took " .. (os.clock() - t0) .. " s of CPU")
+      assert.is_true(took < ms, ("%s took %.0f ms of CPU"):format(file, took))
+      local peak = host.info().call_peak
+      assert.is_true(peak < mib * 1024 * 1024, ("%s added %.1f MiB"):format(file, peak / 1048576))
       local ok2, res = host.run_chunk("ok.lua", slurp(HOSTILE .. "ok.lua"), { values = { 1, 2, 3 } })
       assert.is_true(ok2, res)
       assert.same({ values = { 1, 2, 3 }, sum = 6, upper = "ABC" }, res)
     end)
   end
+
+  it("keeps table.move (in chunks) and table.sort (budgeted comparator) exact", function()
+    -- overlapping moves of 200,000 elements both ways, and into another table, against a loop
+    local ok, res = host.run_chunk("move.lua", [[
+local n = 200000
+local function fresh() local t = {} for i = 1, n do t[i] = i end return t end
+local function same(a, b, len) for i = 1, len do if a[i] ~= b[i] then return i end end return true end
+local up, ref = fresh(), fresh()
+table.move(up, 1, n - 5, 6)
+for i = n - 5, 1, -1 do ref[i + 5] = ref[i] end
+local down, ref2 = fresh(), fresh()
+table.move(down, 6, n, 1)
+for i = 6, n do ref2[i - 5] = ref2[i] end
+local other = table.move(fresh(), 1, n, 3, {})
+local s = {}
+for i = 1, 30000 do s[i] = (i * 7919) % 30011 end
+table.sort(s)
+local sorted = true
+for i = 2, #s do if s[i - 1] > s[i] then sorted = false end end
+local words = { "pear", "apple", "fig" }
+table.sort(words)
+local bad = { pcall(table.sort, { 1, "x", 2 }) }
+return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, sorted, words, bad[1], bad[2] }
+]])
+    assert.is_true(ok, res)
+    assert.same({ true, true, 1, 200000, 200002, true, { "apple", "fig", "pear" }, false,
+      "attempt to compare string with number" }, res) -- as Lua's own sort (lua5.4 -e)
+  end)
 
   it("copies plain data across, keeping integers and floats apart, and refuses anything else", function()
     local ok, res = host.run_chunk("types.lua", "local x = ... return { x.i, x.f, math.type(x.i), math.type(x.f), "
@@ -332,6 +389,30 @@ return M
   end)
 end)
 
+-- Not #bin: the ASan build's shadow memory and quarantine make its RSS meaningless here.
+describe("the binary's memory under hostile policies", function()
+  it("keeps the process's peak RSS bounded through every hostile case in one process", function()
+    local args = { fx.BIN, "sandbox-run" }
+    for _, case in ipairs(HOSTILE_CASES) do args[#args + 1] = HOSTILE .. case[1] end
+    args[#args + 1] = HOSTILE .. "ok.lua"
+    for i, a in ipairs(args) do args[i] = quote(a) end
+    -- the child's peak RSS (KiB) from getrusage, by the test tooling's Python
+    local py = "import resource, subprocess, sys\n"
+      .. "r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)\n"
+      .. "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.stdout.decode().count('ABC'))\n"
+    local p = assert(io.popen("python3 -c " .. quote(py) .. " " .. table.concat(args, " ")))
+    local out = p:read("a")
+    p:close()
+    local code, rss_kib, served = out:match("^(%d+) (%d+) (%d+)")
+    assert.equal("1", code, out)
+    assert.equal("1", served, out) -- ok.lua ran after all of them
+    -- the whole Lua state is capped at 128 MiB (one call: 64 MiB + 1 MiB of slack above the
+    -- framework); the binary, libraries and what malloc keeps (trimmed after a failed call) are
+    -- the 16 MiB above it (measured: 114 MiB, 176 MiB before the trim)
+    assert.is_true(tonumber(rss_kib) < (128 + 16) * 1024, rss_kib .. " KiB")
+  end)
+end)
+
 describe("the policy sandbox of the binary #bin", function()
 
   local function ok_result(stdout)
@@ -351,10 +432,10 @@ describe("the policy sandbox of the binary #bin", function()
     end)
   end
 
-  it("fails a call whose one long C function ran past the budget", function()
+  it("stops one long pattern search at the budget, naming its line", function()
     local r = run({ "sandbox-run", "--policy-timeout-ms", "20", HOSTILE .. "pattern_poly.lua", HOSTILE .. "ok.lua" })
     assert.equal(1, r.code)
-    assert.equal("pattern_poly.lua:1: policy exceeded its time budget (20 ms)\n", r.stderr)
+    assert.equal("pattern_poly.lua:4: policy exceeded its time budget (20 ms)\n", r.stderr)
     assert.same({ sum = 0, upper = "ABC" }, cjson.decode(r.stdout))
     assert.is_true(r.cpu_ms < 1000, r.cpu_ms .. " ms of CPU")
   end)

@@ -1,6 +1,6 @@
 /* core/lhost C API: data directories, lhost_call_json (the entry point core/run.c will use),
  * lhost_run_chunk_json under the budgets, memory given back after a capped call, and
- * lhost_pcall errors.  Prints TAP; run from the repository root (FC_DATADIR is compiled in). */
+ * lhost_pcall errors, the whole state's hard cap (option and environment).  Prints TAP; run from the repository root (FC_DATADIR is compiled in). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +22,26 @@ static void ok(int cond, const char *name, const char *detail)
 
 static int streq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+static char rep_err[256];
+
+/* string.rep('x', mib MiB) in the framework's state (no call window; it holds twice that for
+ * a moment: the buffer and the string): 0, or -1 with the message in rep_err. */
+static int test_rep(struct lhost *h, int mib)
+{
+    lua_State *L = lhost_state(h);
+    lua_getglobal(L, "string");
+    lua_getfield(L, -1, "rep");
+    lua_remove(L, -2);
+    lua_pushliteral(L, "x");
+    lua_pushinteger(L, (lua_Integer)mib << 20);
+    int rc = lhost_pcall(h, 2, 0, rep_err, sizeof rep_err);
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return rc;
+}
+
 int main(void)
 {
-    printf("1..18\n");
+    printf("1..22\n");
     char err[1024] = "";
     unsetenv("FLINK_CONTROLLER_HOME");
     struct lhost_opts o = {.timeout_ms = 50, .memory_mib = 8};
@@ -136,5 +153,28 @@ int main(void)
        "the framework is looked up under the data directory", err);
     lhost_free(h);
     unsetenv("FLINK_CONTROLLER_HOME");
+
+    /* the hard cap holds for the framework too (outside any call window) */
+    struct lhost_opts o3 = {.memory_mib = 8, .hard_mib = 32};
+    h = lhost_new(&o3, err, sizeof err);
+    ok(h && test_rep(h, 8) == 0 && test_rep(h, 40) == -1 && strstr(rep_err, "not enough memory"),
+       "hard_mib caps the whole state: 8 MiB fits, 40 MiB does not", rep_err);
+    lhost_free(h);
+    setenv("FLINK_CONTROLLER_LUA_MEMORY_MIB", "24", 1);
+    struct lhost_opts o4 = {.memory_mib = 8};
+    h = lhost_new(&o4, err, sizeof err);
+    ok(h && test_rep(h, 6) == 0 && test_rep(h, 30) == -1,
+       "FLINK_CONTROLLER_LUA_MEMORY_MIB sets the hard cap", err);
+    lhost_free(h);
+    setenv("FLINK_CONTROLLER_LUA_MEMORY_MIB", "12x", 1);
+    h = lhost_new(&o4, err, sizeof err);
+    ok(!h && streq(err, "FLINK_CONTROLLER_LUA_MEMORY_MIB: expected an integer 16..65536, got '12x'"),
+       "a bad FLINK_CONTROLLER_LUA_MEMORY_MIB is refused", err);
+    lhost_free(h);
+    unsetenv("FLINK_CONTROLLER_LUA_MEMORY_MIB");
+    struct lhost_opts o5 = {.memory_mib = 100, .hard_mib = 16};
+    h = lhost_new(&o5, err, sizeof err);
+    ok(h && test_rep(h, 50) == 0, "the hard cap is at least one call's cap + 16 MiB", rep_err);
+    lhost_free(h);
     return tests_failed ? 1 : 0;
 }

@@ -120,11 +120,13 @@ case_invalid() {
 case_policy() {
   local ns pdir
   ns=$(new_ns policy)
-  # cluster.lua errors for the cluster named "broken" only
-  pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end/' \
+  # cluster.lua errors for the cluster named "broken" only, and runs a cubic pattern search (minutes
+  # of C without the sandbox's own matcher) for the one named "hostile"
+  pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end\n  if input.cluster.metadata.name == "hostile" then return ("a"):rep(2e4):find(".-.-b") end/' \
     'refusing broken on purpose')
   start_controller policy --namespace "$ns" --policy-dir "$pdir"
   session_cluster broken | kc -n "$ns" apply -f - >/dev/null
+  session_cluster hostile | kc -n "$ns" apply -f - >/dev/null
   session_cluster fine | kc -n "$ns" apply -f - >/dev/null
   t_policy() {
     marked() { [ "$(condition "$ns" broken PolicyError)" = "True PolicyFailed" ]; }
@@ -132,12 +134,17 @@ case_policy() {
     jp "$ns" flinkcluster/broken '{.status.conditions[?(@.type=="PolicyError")].message}' |
       grep -q 'cluster.lua:[0-9]*: refusing broken on purpose' || { echo "message without file:line"; return 1; }
     poll 10 has_event "$ns" broken PolicyError || { echo "no PolicyError event"; return 1; }
+    hostile_marked() { [ "$(condition "$ns" hostile PolicyError)" = "True PolicyFailed" ]; }
+    poll 30 hostile_marked || { echo "hostile PolicyError: $(condition "$ns" hostile PolicyError)"; return 1; }
+    jp "$ns" flinkcluster/hostile '{.status.conditions[?(@.type=="PolicyError")].message}' |
+      grep -q 'cluster.lua:[0-9]*: policy exceeded its time budget (200 ms)' ||
+      { echo "hostile: $(jp "$ns" flinkcluster/hostile '{.status.conditions[?(@.type=="PolicyError")].message}')"; return 1; }
     poll 90 is_state "$ns" fine Running || { echo "fine: $(state "$ns" fine)"; return 1; }
     expect "fine PolicyError" "$(condition "$ns" fine PolicyError)" "False PoliciesSucceeded" || return 1
     expect "objects of the broken cluster" "$(kc -n "$ns" get statefulsets,services -l cluster=broken -o name | wc -l)" 0
     ctl_alive policy || { echo "controller exited"; return 1; }
   }
-  check "a policy failing for one cluster marks only that one (PolicyError=True with file:line, event); the other runs" t_policy
+  check "a policy failing for one cluster (an error, a hostile pattern past its budget) marks only that one (PolicyError=True with file:line, event); the other runs" t_policy
 }
 
 # The API server refuses an object of one cluster (a policy copy gives its ConfigMap an invalid

@@ -1,4 +1,4 @@
--- hostile: a quadratic pattern search (each start scans to the end): one uninterruptible C
--- call; the call still fails on its CPU budget once it returns
+-- hostile: a quadratic pattern search (each start scans to the end): one C call, which the
+-- pattern matcher's budget poll stops at the call's deadline
 local s = string.rep("a", 6000)
 return s:find(".-b")
