@@ -5,7 +5,7 @@ the controller is quiet. Talks to the API server through kubectl ($TESTENV_KUBEC
 
   churn.py drive --seed S --ns NS --seconds D [--rest-jar URL --savepoints DIR]
       runs the schedule of seed S over about D seconds; one line per operation on stdout
-  churn.py sweep --ns NS --bin FLINK_CONTROLLER [--flink URL]
+  churn.py sweep --ns NS --bin FLINK_CONTROLLER [--flink URL --since MS]
       prints `<count name> <n>` for each count (and what each one is, as `#` lines); exit 1
       unless every count is 0
 
@@ -42,10 +42,12 @@ def resources(limit_mem="300Mi"):
     return {"limits": {"memory": limit_mem, "cpu": "100m"}}
 
 
-def cluster_manifest(name, kind, rest_jar=None, savepoints=None):
+def cluster_manifest(name, kind, rest_jar=None, savepoints=None, recreate=True):
     """A small FlinkCluster: `session`, `job` (the submitter Job) or `rest` (the job submitted
-    by the controller through Flink's REST API, jarFile an http:// URL)."""
+    by the controller through Flink's REST API, jarFile an http:// URL); `recreate` false: its
+    StatefulSets roll in place on an update instead of being deleted and created again."""
     spec = {
+        "recreateOnUpdate": recreate,
         "image": {"name": IMAGES[0]},
         "jobManager": {"resources": resources(), "memoryOffHeapMin": "100M"},
         "taskManager": {"replicas": 1, "resources": resources(), "memoryOffHeapMin": "100M"},
@@ -68,12 +70,17 @@ def schedule(seed, seconds, rest):
     delete. c001..c100 are created in a random order over the first 40% of the run (a quarter
     job clusters; c100 the REST-submitted one when `rest`), spec updates and deletes of live
     clusters follow at random, some deleted names created again (a new uid, the old children
-    maybe not yet collected); c100 is never deleted."""
+    maybe not yet collected); c100 is never deleted. Each create says (kind, recreateOnUpdate)."""
     rng = random.Random(seed)
     names = ["c%03d" % i for i in range(1, CLUSTERS + 1)]
     kinds = {n: ("job" if rng.random() < 0.25 else "session") for n in names}
     if rest:
         kinds[names[-1]] = "rest"
+    # half the clusters roll their StatefulSets in place (recreateOnUpdate false): both update
+    # paths are churned, and fewer StatefulSets are deleted and created again at once under the
+    # same name (which the garbage collector can race: kubernetes/kubernetes#131284)
+    for n in names:
+        kinds[n] = (kinds[n], rng.random() < 0.5)
     order = names[:]
     rng.shuffle(order)
     ops = []
@@ -110,7 +117,7 @@ def schedule(seed, seconds, rest):
                 patch = {"spec": {"taskManager": {"podLabels": {"churn": str(rng.randint(0, 999))}}}}
             out.append((at, "update", n, patch))
         elif op == "delete":
-            cand = [c for c in candidates if kinds[c] != "rest"]
+            cand = [c for c in candidates if kinds[c][0] != "rest"]
             if cand:
                 n = rng.choice(cand)
                 live.discard(n)
@@ -132,7 +139,7 @@ def drive(a):
         if wait > 0:
             time.sleep(wait)
         if op == "create":
-            doc = json.dumps(cluster_manifest(name, arg, a.rest_jar, a.savepoints))
+            doc = json.dumps(cluster_manifest(name, arg[0], a.rest_jar, a.savepoints, arg[1]))
             p = kubectl("-n", a.ns, "create", "-f", "-", stdin=doc, check=False)
         elif op == "update":
             p = kubectl("-n", a.ns, "patch", "flinkcluster", name, "--type", "merge",
@@ -141,7 +148,8 @@ def drive(a):
             p = kubectl("-n", a.ns, "delete", "flinkcluster", name, "--wait=false", check=False)
         ok = p.returncode == 0
         counts[op + ("" if ok else " failed")] = counts.get(op + ("" if ok else " failed"), 0) + 1
-        print("%6.1f %s %s %s%s" % (time.monotonic() - t0, op, name, json.dumps(arg) if op == "update" else arg or "",
+        what = json.dumps(arg) if op == "update" else "%s recreateOnUpdate=%s" % arg if op == "create" else ""
+        print("%6.1f %s %s %s%s" % (time.monotonic() - t0, op, name, what,
                                     "" if ok else " FAILED: " + p.stderr.strip()), flush=True)
     print("operations: " + ", ".join("%s %d" % kv for kv in sorted(counts.items())), flush=True)
     # a create of a name whose deletion the API server has not finished is refused: that is the
@@ -272,18 +280,27 @@ def sweep(a):
             notes.append("%s: %d ControllerRevisions, limit %d" % (name, len(revisions), limit))
     if a.flink:
         # the host Flink (every cluster's JobManager here, --flink-base-url) runs the jobs the
-        # controller submitted through the REST API: at most one not ended, and it is the one
-        # the REST cluster's status follows
+        # controller submitted through the REST API (those started since --since): never two at
+        # once (a job started before the previous one ended), at most one per REST cluster not
+        # ended, and each of those is the one that cluster's status follows
         out = subprocess.run(["curl", "-sf", a.flink + "/jobs/overview"], capture_output=True, text=True)
-        jobs = json.loads(out.stdout or '{"jobs": []}')["jobs"]
-        running = [j["jid"] for j in jobs if j["state"] not in ("FINISHED", "CANCELED", "FAILED")]
+        jobs = [j for j in json.loads(out.stdout or '{"jobs": []}')["jobs"] if j.get("start-time", 0) >= a.since]
+        jobs.sort(key=lambda j: j["start-time"])
+        ended = ("FINISHED", "CANCELED", "FAILED")
+        running = [j["jid"] for j in jobs if j["state"] not in ended]
         rest = [c for c in live.values() if (c["metadata"].get("labels") or {}).get("churn-kind") == "rest"]
         followed = {((c.get("status") or {}).get("components") or {}).get("job", {}).get("id") for c in rest}
         unfollowed = [jid for jid in running if jid not in followed]
-        counts["duplicate_flink_jobs"] = max(len(running) - len(rest), len(unfollowed))
+        overlapping = 0
+        if len(rest) == 1:
+            for prev, j in zip(jobs, jobs[1:]):
+                if prev["state"] not in ended or prev.get("end-time", -1) > j["start-time"]:
+                    overlapping += 1
+                    notes.append("Flink job %s started while %s ran" % (j["jid"], prev["jid"]))
+        counts["duplicate_flink_jobs"] = max(len(running) - len(rest), len(unfollowed), overlapping)
         if unfollowed:
             notes.append("Flink jobs no cluster follows: %s (status ids %s)" % (unfollowed, sorted(map(str, followed))))
-        notes.append("Flink jobs: %d listed, %d not ended %s" % (len(jobs), len(running), running))
+        notes.append("Flink jobs since the start: %d, %d not ended %s" % (len(jobs), len(running), running))
     notes.append("%d live clusters, %d children" % (len(live), len(children)))
     for line in notes:
         print("# " + line)
@@ -305,6 +322,7 @@ def main():
     s.add_argument("--ns", required=True)
     s.add_argument("--bin", required=True)
     s.add_argument("--flink")
+    s.add_argument("--since", type=int, default=0, help="Flink jobs started before (ms since the epoch) are not ours")
     a = ap.parse_args()
     return drive(a) if a.cmd == "drive" else sweep(a)
 
