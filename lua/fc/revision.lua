@@ -147,8 +147,8 @@ end
 --- revision.first(revisions) -> name or nil: the observed ControllerRevision (`{name=obj}`) with
 -- the lowest `.revision` (ties: the lower name), nil when there are none. With no
 -- status.currentRevision recorded (every pass since the create was cut short before its status
--- write, e.g. a SIGKILL), it is the revision the first pass applied before any child (the
--- framework applies the revision first), so the children it left are of that revision.
+-- write, e.g. a SIGKILL), it is the revision the first of those passes applied, before any
+-- submitter Job (fc.reconcile's apply order), so a submitter they left is of that revision.
 function revision.first(revisions)
   local best, best_n
   for name, obj in pairs(revisions or {}) do

@@ -8,8 +8,12 @@
 # counts, against `render` of each live cluster and its status: missing, extra and orphaned
 # children, duplicate submitter Jobs, more Flink jobs not ended than REST clusters (or one no
 # cluster follows), observedGeneration != generation, children that do not match the current
-# spec. Each count must be 0. CHURN_SEED=<n> repeats a schedule (the seed is printed);
-# CHURN_SECONDS (120) is the length of the schedule, the kills are spread over it.
+# spec. Each count must be 0; and no instance may exit by itself or log an error. CHURN_SEED=<n>
+# repeats a schedule and the kill intervals (the seed is printed; the interleaving of the two
+# with the controller's own timing is not replayed exactly); CHURN_SECONDS (120) is the length
+# of the schedule, the kills are spread over it. Half the clusters have recreateOnUpdate false.
+# Garbage collection of deleted clusters' children is the kube-controller-manager's; the sweep
+# is repeated for up to 60 s until it passes.
 
 case_churn() {
   local ns seed=${CHURN_SEED:-$((($(date +%s%N) / 1000) % 1000000))} kills=${CHURN_KILLS:-100}
@@ -57,7 +61,8 @@ case_churn() {
     >"$sweep" 2>&1 ||
     [ $(($(date +%s) - t2)) -ge 60 ]; do sleep 2; done
   t3=$(date +%s)
-  sed 's/^/# churn sweep: /' "$sweep" | grep -v '^# churn sweep: # ' | tr '\n' ' ' | sed 's/ # churn sweep: /, /g; s/$/\n/'
+  grep -E '^# (Flink jobs since|[0-9]+ live clusters)' "$sweep" | sed 's/^# /# churn sweep: /'
+  grep -v '^#' "$sweep" | tr '\n' ' ' | sed 's/ \([a-z]\)/, \1/g; s/^/# churn sweep: /; s/ *$/\n/'
   echo "# churn: schedule + $kills kills $((t1 - t0)) s, quiet after $((t2 - t1)) s, sweep $((t3 - t2)) s; $(tail -n 1 "$WORK/churn-drive.log")"
   t_churn_ops() {
     grep -q '^operations: ' "$WORK/churn-drive.log" || { tail -n 20 "$WORK/churn-drive.log"; return 1; }
