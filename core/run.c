@@ -513,11 +513,14 @@ static void run_collect_fn(json_t *obj, void *ud)
         json_object_set_new(c->into, name, run_typed(obj, c->kind));
 }
 
+/* The Flink answers kept for `key`: {answers={...}, since=<unix s this process first kept
+ * them>}; a request made before `since` (by an earlier process, e.g. one SIGKILLed) has no
+ * answer to come. */
 static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
 {
     json_t *st = json_object_get(ctx->flink, key);
     if (!st) {
-        st = json_pack("{s:{}}", "answers");
+        st = json_pack("{s:{}, s:I}", "answers", "since", (json_int_t)time(NULL));
         json_object_set_new(ctx->flink, key, st);
     }
     return st;

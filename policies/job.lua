@@ -288,7 +288,7 @@ end
 --- job.decide(input) -> decision
 -- input: {cluster=<defaulted, status as observed>, job=<from observe, savepoint fields updated by
 --   savepoint.lua>, flink_state=<string>, flink=<fc.flink view, as job.observe's: the REST
---   submission reads jobs, jobs_time and submissions>, savepoint=<status.savepoint after savepoint.lua>,
+--   submission reads jobs, jobs_time, submissions and since>, savepoint=<status.savepoint after savepoint.lua>,
 --   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool

@@ -9,7 +9,9 @@
 --   Uploading  the jar id came back -> Submitted: run_jar intent (POST /jars/<jar id>/run with
 --              jobId = jobID, the entry class, args, parallelism, savepoint and
 --              allowNonRestoredState), and job.id = jobID at once (the status holds it before the
---              request goes out); no answer after RETRY_SECONDS (a restart lost it) -> Checking
+--              request goes out); no answer after RETRY_SECONDS (lost) -> Checking; at once when
+--              the upload was asked before this controller process began (flink.since: a
+--              restart, e.g. after a SIGKILL, lost the answer for sure)
 --   Submitted  job.observe follows job.id like a submitted one (Lost if never listed, Failed
 --              with the run's error as the reason)
 --
@@ -42,7 +44,7 @@ local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
 --- restsubmit.step(input) -> {intents={...}, submitted=bool, failed=<reason or nil>,
 --   requeue_after=<seconds or nil>}; updates j.submission (and j.id once submitted) in place.
 -- input: {job=<status.components.job, changed in place>, spec=<spec.job>, flink=<fc.flink view:
---   jobs, jobs_time, submissions>, from_savepoint=<path or nil>, now=<unix s>}.
+--   jobs, jobs_time, submissions, since>, from_savepoint=<path or nil>, now=<unix s>}.
 function restsubmit.step(input)
   local j, spec, flink, now = input.job, input.spec, input.flink or {}, input.now
   local out = { intents = {} }
@@ -90,7 +92,7 @@ function restsubmit.step(input)
   elseif up and up.time >= sub.time and up.error then
     j.submission = nil
     out.failed = failed(up.error)
-  elseif now - sub.time >= restsubmit.RETRY_SECONDS then
+  elseif now - sub.time >= restsubmit.RETRY_SECONDS or (tonumber(flink.since) or 0) > sub.time then
     sub.state, sub.time = "Checking", now
     out.intents[1] = { kind = "list_jobs" }
     out.requeue_after = 1

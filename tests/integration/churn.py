@@ -213,7 +213,7 @@ def sweep(a):
     live = {c["metadata"]["uid"]: c for c in clusters if not c["metadata"].get("deletionTimestamp")}
     by_owner = {}
     counts = {k: 0 for k in ("missing", "extra", "orphaned", "duplicate_submitters", "generation_lag",
-                             "spec_mismatch", "duplicate_flink_jobs", "render_failed")}
+                             "spec_mismatch", "duplicate_flink_jobs", "rest_job_not_running", "render_failed")}
     notes = []
     for obj in children:
         md = obj["metadata"]
@@ -298,6 +298,12 @@ def sweep(a):
                     overlapping += 1
                     notes.append("Flink job %s started while %s ran" % (j["jid"], prev["jid"]))
         counts["duplicate_flink_jobs"] = max(len(running) - len(rest), len(unfollowed), overlapping)
+        # and each REST cluster's job runs once the controller is quiet (none lost by a kill)
+        for c in rest:
+            job = ((c.get("status") or {}).get("components") or {}).get("job") or {}
+            if job.get("state") != "Running" or job.get("id") not in running:
+                counts["rest_job_not_running"] += 1
+                notes.append("%s: job %s %s, Flink runs %s" % (c["metadata"]["name"], job.get("id"), job.get("state"), running))
         if unfollowed:
             notes.append("Flink jobs no cluster follows: %s (status ids %s)" % (unfollowed, sorted(map(str, followed))))
         notes.append("Flink jobs since the start: %d, %d not ended %s" % (len(jobs), len(running), running))

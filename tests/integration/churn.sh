@@ -7,8 +7,8 @@
 # again at once; then one controller runs until it writes nothing for 10 s and churn.py sweep
 # counts, against `render` of each live cluster and its status: missing, extra and orphaned
 # children, duplicate submitter Jobs, more Flink jobs not ended than REST clusters (or one no
-# cluster follows), observedGeneration != generation, children that do not match the current
-# spec. Each count must be 0; and no instance may exit by itself or log an error. CHURN_SEED=<n>
+# cluster follows, or c100's job not Running), observedGeneration != generation, children that
+# do not match the current spec. Each count must be 0; and no instance may exit by itself or log an error. CHURN_SEED=<n>
 # repeats a schedule and the kill intervals (the seed is printed; the interleaving of the two
 # with the controller's own timing is not replayed exactly); CHURN_SECONDS (120) is the length
 # of the schedule, the kills are spread over it. Half the clusters have recreateOnUpdate false.
@@ -79,12 +79,13 @@ case_churn() {
   t_churn_sweep() {
     cat "$sweep"
     local k v
-    for k in missing extra orphaned duplicate_submitters duplicate_flink_jobs generation_lag spec_mismatch render_failed; do
+    for k in missing extra orphaned duplicate_submitters duplicate_flink_jobs rest_job_not_running generation_lag \
+      spec_mismatch render_failed; do
       v=$(awk -v k="$k" '$1 == k { print $2 }' "$sweep")
       expect "$k" "$v" 0 || return 1
     done
   }
-  check "churn (CHURN_SEED=$seed): sweep: no missing, extra or orphaned child, no duplicate submitter or Flink job, observedGeneration = generation, children match the spec" \
+  check "churn (CHURN_SEED=$seed): sweep: no missing, extra or orphaned child, no duplicate submitter or Flink job, the REST job runs, observedGeneration = generation, children match the spec" \
     t_churn_sweep
   stop_controller churn-quiet >/dev/null
   kill "$jarpid" 2>/dev/null
