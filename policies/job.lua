@@ -253,6 +253,10 @@ function job.observe(input)
       -- our REST submission's run request failed (lib.restsubmit)
       out.state = "Failed"
       out.failureReason = restsubmit.run_error(out, flink)
+    elseif restsubmit.run_lost(out, flink) and not job.TERMINAL[out.state] then
+      -- our run request went out from an earlier controller process and Flink never got it:
+      -- submit again with the same id (lib.restsubmit), instead of Lost after the grace period
+      restsubmit.again(out, input.now)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
       if input.now - since >= job.LOST_AFTER_SECONDS then
