@@ -385,6 +385,7 @@ struct run_item {
     int status_refused; /* the status write failed or met a 409: the annotation stays */
     int waiting;        /* the cache lacks our last writes: no pass ran */
     int fenced;         /* leadership lost: the rest of the pass was dropped */
+    int gone;           /* the status write found no FlinkCluster (404): no Events follow */
     kube_call *call;
     char what[600];   /* the action in flight, for logs */
     enum run_write write;
@@ -580,11 +581,14 @@ static void run_collect_free(struct run_collect *c)
     json_decref(c->names);
 }
 
+/* The Flink answers kept for `key`: {answers={...}, since=<unix s this process first kept
+ * them>}; a request made before `since` (by an earlier process, e.g. one SIGKILLed) has no
+ * answer to come. */
 static json_t *run_flink_state(struct run_ctx *ctx, const char *key)
 {
     json_t *st = json_object_get(ctx->flink, key);
     if (!st) {
-        st = json_pack("{s:{}}", "answers");
+        st = json_pack("{s:{}, s:I}", "answers", "since", (json_int_t)time(NULL));
         json_object_set_new(ctx->flink, key, st);
     }
     return st;
@@ -923,6 +927,14 @@ static void run_kube_done(const kube_result *res, void *ud)
             json_string_value(json_object_get(json_object_get(it->cluster, "metadata"), "resourceVersion"));
         if (read_rv)
             run_expect(ctx, it->key, 0, it->name, json_pack("{s:s}", "not_rv", read_rv));
+    } else if (!ok && it->phase == PHASE_STATUS && res->status == 404) {
+        /* the FlinkCluster is gone: deleted after the cache showed it to this pass (a status
+         * write on a cluster recreated meanwhile is a 409: its resourceVersion is another).
+         * Nothing to retry and no Event about an object that no longer exists; the watch's
+         * DELETED event forgets the key. */
+        it->status_refused = 1;
+        it->gone = 1;
+        run_log(LOG_INFO, it->key, "%s: HTTP 404: the FlinkCluster is gone", it->what);
     } else if (!ok) {
         ctx->action_errors++;
         it->failed = 1;
@@ -1390,6 +1402,10 @@ static void run_item_step(struct run_item *it)
             continue;
         case PHASE_EVENTS: {
             json_t *events = json_object_get(it->result, "events");
+            if (it->gone) {
+                it->phase = PHASE_DONE;
+                continue;
+            }
             /* also after a status conflict: they were decided, and run_event_seen keeps the
              * next pass from repeating them */
             if (it->next < json_array_size(events)) {

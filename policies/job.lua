@@ -253,6 +253,10 @@ function job.observe(input)
       -- our REST submission's run request failed (lib.restsubmit)
       out.state = "Failed"
       out.failureReason = restsubmit.run_error(out, flink)
+    elseif restsubmit.run_lost(out, flink) and not job.TERMINAL[out.state] then
+      -- our run request went out from an earlier controller process and Flink never got it:
+      -- submit again with the same id (lib.restsubmit), instead of Lost after the grace period
+      restsubmit.again(out, input.now)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
       if input.now - since >= job.LOST_AFTER_SECONDS then
@@ -288,7 +292,7 @@ end
 --- job.decide(input) -> decision
 -- input: {cluster=<defaulted, status as observed>, job=<from observe, savepoint fields updated by
 --   savepoint.lua>, flink_state=<string>, flink=<fc.flink view, as job.observe's: the REST
---   submission reads jobs, jobs_time and submissions>, savepoint=<status.savepoint after savepoint.lua>,
+--   submission reads jobs, jobs_time, submissions and since>, savepoint=<status.savepoint after savepoint.lua>,
 --   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool

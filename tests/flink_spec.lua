@@ -118,8 +118,14 @@ describe("fc.flink.view", function()
     v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
-    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {} },
-      flink.view(nil))
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
+      since = 0 }, flink.view(nil))
+  end)
+
+  it("passes on since: when this controller process began keeping the cluster's answers", function()
+    assert.equal(1700000110, flink.view({ answers = {}, since = 1700000110 }).since)
+    assert.equal(0, flink.view({ answers = {} }).since)
+    assert.equal(0, flink.view({ answers = {}, since = "soon" }).since)
   end)
 
   it("decodes a trigger: accepted, refused by Flink, or unanswered", function()

@@ -275,6 +275,13 @@ describe("fc.revision", function()
     assert.same({}, revision.prune(revs, 10, {}))
     assert.equal(5, revision.next_number(revs))
   end)
+  it("first: the lowest revision number (ties: the lower name), nil when none", function()
+    assert.equal("c-b", revision.first({ ["c-c"] = { revision = 3 }, ["c-b"] = { revision = 2 },
+      ["c-d"] = { revision = 4 } }))
+    assert.equal("c-a", revision.first({ ["c-z"] = { revision = 1 }, ["c-a"] = { revision = 1 } }))
+    assert.is_nil(revision.first({}))
+    assert.is_nil(revision.first(nil))
+  end)
 end)
 
 describe("fc.diff", function()
@@ -1175,6 +1182,35 @@ describe("reconcile.run with the real policies/", function()
       now = T0 + 30 })
     assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
     assert.equal("Running", r2.status.state)
+  end)
+
+  -- issue 14 (churn with kill -9): every pass so far was killed before its status write; the
+  -- submitter Job it left was rendered from the first revision, so an edit made meanwhile is an
+  -- update from that revision (it waits for the job), not the revision the submitter runs
+  it("with no status written yet, takes the observed ControllerRevision as current: an edit is an update", function()
+    local c = wordcount()
+    local r1 = run({ cluster = c, children = {}, flink = {}, now = T0 })
+    local objs = applied(r1)
+    local r2 = run({ cluster = c, children = children_of(objs, true), flink = {}, now = T0 + 30 })
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
+    for _, o in ipairs(applied(r2)) do objs[#objs + 1] = o end
+    local rev1 = r1.status.nextRevision
+    local c3 = util.deepcopy(c)
+    c3.metadata.generation = 2
+    c3.spec.image.name = "flink:1.9.3"
+    local r3 = run_answered({ cluster = c3, children = children_of(objs, true), flink = {}, now = T0 + 60 })
+    assert.equal(rev1, r3.status.currentRevision)
+    assert.are_not.equal(rev1, r3.status.nextRevision)
+    assert.equal("Updating", r3.status.state)
+    -- the apply order that makes it so: a pass that submits and applies the revision (here
+    -- none was observed) applies the revision first
+    local all = {}
+    local ch = children_of(applied(r1), true)
+    ch.ControllerRevision = nil
+    for i, o in ipairs(applied(run({ cluster = wordcount(), children = ch, flink = {}, now = T0 + 30 }))) do
+      all[i] = o.kind
+    end
+    assert.same({ "ControllerRevision", "Job" }, all)
   end)
 
   it("re-applies only what changed: a deleted Service, then the TaskManagers on a replicas change", function()

@@ -206,9 +206,11 @@ end
 
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
 --   operations={<trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}},
---   taskmanagers={ids=, time=} (only once answered)}
+--   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
--- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}}}.
+-- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}},
+-- since=<unix s: this controller process keeps answers for the cluster since then; a request
+-- made before it, by an earlier process, will never be answered>}.
 --   list_jobs: 2xx with a `jobs` list -> reachable=true, jobs=that list; else reachable=false.
 --   savepoint / stop (the trigger): 2xx -> operations[id] = {phase="accepted", time};
 --     else {phase="trigger", error=<text>, http=<status>, time} (http 0: no answer from Flink,
@@ -231,7 +233,8 @@ end
 -- `jobs_time` is when the job list was answered (0: never).
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
-  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {} }
+  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
+    since = type(raw) == "table" and math.tointeger(tonumber(raw.since)) or 0 }
   local answers = type(raw) == "table" and type(raw.answers) == "table" and raw.answers or {}
   local ids = {}
   for id in pairs(answers) do ids[#ids + 1] = id end

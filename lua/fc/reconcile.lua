@@ -109,15 +109,23 @@ local function with_control_fields(spec, from)
   return spec
 end
 
+-- The current revision of a cluster: status.currentRevision, else (no pass has written the
+-- status yet: each was cut short, e.g. by a SIGKILL, after it applied objects) the first
+-- observed ControllerRevision, whose spec the submitter Job left by those passes was rendered
+-- from (fc.revision.first; the revision is applied before it); nil before any revision.
+local function current_revision(status, children)
+  return (status or {}).currentRevision or revision.first((children or {}).ControllerRevision)
+end
+
 -- The previous defaulted FlinkCluster for validate's update rules: {} before the first
 -- revision (a create); else the spec of the current ControllerRevision with today's control
 -- fields (control-field transitions are admission's to check), and the status. Shares every
 -- table but `spec` with `defaulted`: fc.host.call copies its input, so nothing here is changed.
 local function previous(defaulted, children)
-  local st = defaulted.status or {}
-  if not st.currentRevision then return {} end
+  local cur = current_revision(defaulted.status, children)
+  if not cur then return {} end
   local old = util.merge(defaulted)
-  local rev = (children.ControllerRevision or {})[st.currentRevision]
+  local rev = (children.ControllerRevision or {})[cur]
   if rev and is_table(rev.data) then
     old.spec = with_control_fields(util.deepcopy(rev.data), defaulted.spec)
   end
@@ -131,7 +139,7 @@ end
 -- nil before the first revision, or when that ControllerRevision is not in the cache.
 local function last_valid_snapshot(snapshot)
   local cluster = snapshot.cluster
-  local cur = (cluster.status or {}).currentRevision
+  local cur = current_revision(cluster.status, snapshot.children)
   local rev = cur and ((snapshot.children or {}).ControllerRevision or {})[cur]
   if not (rev and is_table(rev.data)) then return nil end
   local held = util.merge(cluster)
@@ -445,7 +453,7 @@ function run(host, snapshot, hold)
     local held = last_valid_snapshot(snapshot)
     if held then
       local ok, res = pcall(run, host, held, { why = "invalid", message = message,
-        revision = old_status.currentRevision })
+        revision = current_revision(old_status, children) })
       if ok then return res end
       if getmetatable(res) ~= PolicyFailure then error(res, 0) end
     end
@@ -460,7 +468,7 @@ function run(host, snapshot, hold)
 
   -- 2. revision
   local next_rev = hold and hold.revision or revision.name(defaulted)
-  local current = old_status.currentRevision or next_rev
+  local current = current_revision(old_status, children) or next_rev
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
   if update.pending and not hold then
@@ -563,8 +571,14 @@ function run(host, snapshot, hold)
     if o.kind == "ControllerRevision" and o.metadata.name == next_rev then has_rev = true end
   end
   if not has_rev then
+    -- before the submitter Job in the apply order (else last): a pass cut short after the
+    -- submitter has recorded the revision it was rendered from (current_revision)
     local obj = revisions[next_rev] or revision.object(defaulted, revision.next_number(revisions))
-    desired[#desired + 1] = obj
+    local at = #desired + 1
+    for i, o in ipairs(desired) do
+      if o.kind == "Job" then at = i; break end
+    end
+    table.insert(desired, at, obj)
   end
 
   -- 5. diff: apply what differs from the last applied intent or drifted (in order), delete what
@@ -718,7 +732,7 @@ function reconcile.run(snapshot)
   local held = last_valid_snapshot(snapshot)
   if held then
     local ok2, res2 = pcall(run, host, held, { why = "policy", message = res.message,
-      revision = held.cluster.status.currentRevision })
+      revision = current_revision(snapshot.cluster.status, snapshot.children) })
     if ok2 then return res2 end
     if getmetatable(res2) ~= PolicyFailure then error(res2, 0) end
   end

@@ -144,6 +144,20 @@ function revision.next_number(revisions)
   return max + 1
 end
 
+--- revision.first(revisions) -> name or nil: the observed ControllerRevision (`{name=obj}`) with
+-- the lowest `.revision` (ties: the lower name), nil when there are none. With no
+-- status.currentRevision recorded (every pass since the create was cut short before its status
+-- write, e.g. a SIGKILL), it is the revision the first of those passes applied, before any
+-- submitter Job (fc.reconcile's apply order), so a submitter they left is of that revision.
+function revision.first(revisions)
+  local best, best_n
+  for name, obj in pairs(revisions or {}) do
+    local n = tonumber(obj.revision) or 0
+    if best == nil or n < best_n or (n == best_n and name < best) then best, best_n = name, n end
+  end
+  return best
+end
+
 --- revision.prune(revisions, limit, keep) -> {name,...}: names of the observed revisions to
 -- delete so that at most `limit` remain (oldest `.revision` first), never one named in
 -- `keep` (a set `{name=true}`: the current and next revisions). Sorted by revision number.

@@ -9,9 +9,12 @@
 --   Uploading  the jar id came back -> Submitted: run_jar intent (POST /jars/<jar id>/run with
 --              jobId = jobID, the entry class, args, parallelism, savepoint and
 --              allowNonRestoredState), and job.id = jobID at once (the status holds it before the
---              request goes out); no answer after RETRY_SECONDS (a restart lost it) -> Checking
+--              request goes out); no answer after RETRY_SECONDS (lost) -> Checking; at once when
+--              the upload was asked before this controller process began (flink.since: a
+--              restart, e.g. after a SIGKILL, lost the answer for sure)
 --   Submitted  job.observe follows job.id like a submitted one (Lost if never listed, Failed
---              with the run's error as the reason)
+--              with the run's error as the reason); a run request an earlier controller process
+--              sent that Flink does not list (run_lost) -> Checking again, the same id
 --
 -- A failed download or upload fails the submission: job Failed with "submission failed: <why>"
 -- (as a failed submitter Job: cleanupPolicy.afterJobFails applies). Pure functions.
@@ -42,7 +45,7 @@ local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
 --- restsubmit.step(input) -> {intents={...}, submitted=bool, failed=<reason or nil>,
 --   requeue_after=<seconds or nil>}; updates j.submission (and j.id once submitted) in place.
 -- input: {job=<status.components.job, changed in place>, spec=<spec.job>, flink=<fc.flink view:
---   jobs, jobs_time, submissions>, from_savepoint=<path or nil>, now=<unix s>}.
+--   jobs, jobs_time, submissions, since>, from_savepoint=<path or nil>, now=<unix s>}.
 function restsubmit.step(input)
   local j, spec, flink, now = input.job, input.spec, input.flink or {}, input.now
   local out = { intents = {} }
@@ -90,7 +93,7 @@ function restsubmit.step(input)
   elseif up and up.time >= sub.time and up.error then
     j.submission = nil
     out.failed = failed(up.error)
-  elseif now - sub.time >= restsubmit.RETRY_SECONDS then
+  elseif now - sub.time >= restsubmit.RETRY_SECONDS or (tonumber(flink.since) or 0) > sub.time then
     sub.state, sub.time = "Checking", now
     out.intents[1] = { kind = "list_jobs" }
     out.requeue_after = 1
@@ -98,6 +101,32 @@ function restsubmit.step(input)
     out.requeue_after = restsubmit.RETRY_SECONDS - (now - sub.time)
   end
   return out
+end
+
+--- restsubmit.run_lost(job, flink) -> bool: the run request of job.id was sent by an earlier
+-- controller process (submission.time before flink.since: e.g. it was SIGKILLed right after the
+-- status named the id), has no answer here, and a job list answered since this process began
+-- does not show the job: Flink never got it (a request that got in is listed), so no answer
+-- comes and the job would only turn Lost. job.observe then submits again (restsubmit.again).
+function restsubmit.run_lost(j, flink)
+  local sub = j.submission
+  if not (sub and sub.state == "Submitted" and j.id and sub.jobID == j.id) then return false end
+  flink = flink or {}
+  local since = tonumber(flink.since) or 0
+  if since <= (tonumber(sub.time) or 0) or (tonumber(flink.jobs_time) or 0) < since then return false end
+  if (((flink.submissions or {})[j.id] or {}).run) ~= nil then return false end
+  for _, fj in ipairs(flink.jobs or {}) do
+    if (fj.jid or fj.id) == j.id then return false end
+  end
+  return flink.reachable == true
+end
+
+--- restsubmit.again(job, now): the submission starts over with the same job id (Checking: a job
+-- of ours that got in after all is adopted, none runs twice); job.id is forgotten until then.
+function restsubmit.again(j, now)
+  j.id = nil
+  j.missingSince = nil
+  j.submission = { jobID = j.submission.jobID, state = "Checking", time = now }
 end
 
 --- restsubmit.run_error(job, flink) -> reason or nil: why the run request of job.id failed.

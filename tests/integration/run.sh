@@ -9,7 +9,7 @@
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
-#                                        (native.sh), faults (faults.sh), and on the real node
+#                                        (native.sh), faults (faults.sh), churn (churn.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
 #                                        nativereal nativetimeout
@@ -91,9 +91,11 @@ trap cleanup EXIT
 . "$HERE/native.sh"
 # shellcheck source=faults.sh
 . "$HERE/faults.sh"
+# shellcheck source=churn.sh
+. "$HERE/churn.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
