@@ -555,7 +555,8 @@ print(" ".join(dep["spec"]["template"]["spec"]["containers"][0]["args"][-2:]))
 items = [o for o in items if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[2], "w"))' "$out.json" "$out.rbac.json")" \
       "--namespace $ns" || return 1
-    kc apply -f "$out.rbac.json" >/dev/null || return 1
+    # the ServiceAccount lives in flink-system (deploy/namespace.yaml), whichever case ran before
+    kc apply -f "$ROOT/deploy/namespace.yaml" >/dev/null && kc apply -f "$out.rbac.json" >/dev/null || return 1
     sa_kubeconfig "$sakc" nsrbac-flink-controller || return 1
     local skc=("$TESTENV_KUBECTL" --kubeconfig="$sakc")
     can() { "${skc[@]}" auth can-i "$@" 2>/dev/null; }
