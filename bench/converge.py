@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import re
+import shlex
 import ssl
 import subprocess
 import sys
@@ -208,8 +209,10 @@ class Controller:
     def __init__(self, ns, log, extra):
         self.log = log
         self.t_exec = time.time()
+        # BENCH_WRAP: a command put before the controller's (e.g. "heaptrack -o /tmp/fc"), for a
+        # diagnosis; CPU and RSS are then the wrapper's process, not comparable figures
         self.p = subprocess.Popen(
-            [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", ns,
+            shlex.split(os.environ.get("BENCH_WRAP", "")) + [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", ns,
              "--flink-base-url", os.environ["FLINK_REST_URL"],
              "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"] + extra,
             stdin=subprocess.DEVNULL, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
@@ -306,6 +309,30 @@ def list_rv(api, kind, ns):
     return api.must("GET", PATHS[kind].format(ns=ns) + "?limit=1")["metadata"]["resourceVersion"]
 
 
+ENV_PROCS = ("kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "kwok")
+
+
+def env_cpu():
+    """CPU seconds so far of the test environment's control-plane processes, by name (/proc)."""
+    out = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                head, rest = f.read().rsplit(")", 1)
+            name = head.split("(", 1)[1]
+            if name in ENV_PROCS:
+                fields = rest.split()
+                out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / Proc.TICK
+        except OSError:
+            pass
+    return out
+
+
+def cpu_since(before):
+    now = env_cpu()
+    return {k: round(now[k] - before.get(k, 0), 1) for k in sorted(now)}
+
+
 def render(ns, clusters, variant):
     """The objects `flink-controller render` makes of the clusters (the ceiling's work)."""
     stream = "".join("---\n" + json.dumps(manifest(n, variant)) + "\n" for n in clusters)
@@ -327,6 +354,7 @@ def ceiling(api, ns, clusters, variant):
         path = PATHS[o["kind"]].format(ns=ns) + "/" + o["metadata"]["name"] + "?fieldManager=bench&force=true"
         api.must("PATCH", path, json.dumps(o), "application/apply-patch+yaml")
 
+    cpu0 = env_cpu()
     t0 = time.time()
     parallel(apply, objs)
     t_children = time.time() - t0
@@ -336,7 +364,8 @@ def ceiling(api, ns, clusters, variant):
                  {"status": {"state": "Creating"}}, "application/merge-patch+json")
 
     parallel(status, clusters)
-    return {"objects": len(objs), "children_s": round(t_children, 2), "status_s": round(time.time() - t0, 2)}
+    return {"objects": len(objs), "children_s": round(t_children, 2), "status_s": round(time.time() - t0, 2),
+            "env_cpu_s": cpu_since(cpu0)}
 
 
 def main():
@@ -346,6 +375,10 @@ def main():
     ap.add_argument("--steady", type=int, default=60, help="seconds of the steady phase (0: none)")
     ap.add_argument("--no-update", action="store_true", help="skip the update wave")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the API server's ceiling")
+    ap.add_argument("--ceiling-beside", action="store_true",
+                    help="run the ceiling in a new namespace beside the converged one instead of after "
+                         "deleting it (10,000 clusters: their garbage collection would take longer than "
+                         "the ceiling and load the API server while it runs)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -362,7 +395,7 @@ def main():
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
     r = {"n": a.n, "variant": a.variant, "controller_args": " ".join(a.controller_args)}
-    nodes = kwok_nodes(api, 2 * a.n, "bench-node-" + tag)
+    nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
     started = []  # controllers and perf, stopped in any case
     try:
         # idle: start to ready, RSS with nothing to do
@@ -386,6 +419,7 @@ def main():
                      lambda o: bool(o.get("status", {}).get("state")))
         running = Watcher(api, ns, "FlinkCluster", "0",
                           lambda o: o.get("status", {}).get("state") == "Running")
+        cpu0 = env_cpu()
         c = Controller(ns, log, a.controller_args)
         started.append(c.p)
         t0 = c.t_exec
@@ -405,6 +439,7 @@ def main():
         r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
         ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
         r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
+        r["env_cpu_s"] = cpu_since(cpu0)  # the control plane's CPU until every cluster Running
         wait_for(lambda: False, 5)  # the last status writes
         text = c.metrics()
         r["writes"] = c.writes(text)
@@ -415,6 +450,8 @@ def main():
         r["cache_kib_per_cluster"] = round(c.metric("flink_controller_cache_bytes", text) / 1024 / a.n, 2)
         r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
         r["lua_mib"] = round(c.metric("flink_controller_lua_memory_bytes", text) / 2**20, 1)
+        r["heap_mib"] = {st: round(c.metric("flink_controller_heap_bytes", text, state=st) / 2**20, 1)
+                         for st in ("in_use", "free")}
         r["rss_converged_mib"] = round(c.proc.rss_kib() / 1024, 1)
         if perf:
             perf.send_signal(2)
@@ -459,7 +496,7 @@ def main():
         delete_namespace(api, ns_idle)
         # the ceiling runs on a quiet API server: the namespace (and its GC) gone first; without
         # it, the namespace is deleted with the environment (no wait for 10,000 clusters' GC)
-        if not a.no_ceiling:
+        if not a.no_ceiling and not a.ceiling_beside:
             r["namespace_deleted"] = delete_namespace(api, ns, 900)
 
         if not a.no_ceiling:
@@ -492,12 +529,15 @@ def main():
         ("children / ceiling", r.get("children_vs_ceiling")),
         ("status / ceiling", r.get("status_vs_ceiling")),
         ("writes by verb", r.get("writes")),
+        ("control plane CPU to all Running, s", r.get("env_cpu_s")),
+        ("control plane CPU in the ceiling, s", (r.get("ceiling") or {}).get("env_cpu_s")),
         ("writes per cluster", r.get("writes_per_cluster")),
         ("controller CPU to converge, s", r.get("cpu_s")),
         ("peak RSS, MiB", r.get("peak_rss_mib")),
         ("RSS once converged, MiB", r.get("rss_converged_mib")),
         ("cache: objects / KiB of text per cluster", "%s / %s" % (r.get("cache_objects"), r.get("cache_kib_per_cluster"))),
         ("Lua state once converged, MiB", r.get("lua_mib")),
+        ("malloc heap once converged, MiB", r.get("heap_mib")),
         ("update wave (TM replicas 1 -> 2), s", r.get("update_s")),
         ("update wave writes", r.get("update_writes")),
         ("steady %s s: writes" % a.steady, r.get("steady_writes")),

@@ -451,6 +451,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *code_verb[] = { "code", "verb" };
     const char *policy[] = { "policy" };
     const char *hash[] = { "hash" };
+    const char *state[] = { "state" };
     metrics_controller c = {0};
     if (!r || !m) {
         util_set_err(err, errlen, "metrics_register_controller: no registry");
@@ -490,6 +491,9 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         "Objects in the watch caches by kind.", 1, kind, NULL, 0);
     REG(cache_bytes, METRICS_GAUGE, "flink_controller_cache_bytes",
         "Bytes of the cached objects' compact JSON texts by kind.", 1, kind, NULL, 0);
+    REG(heap_bytes, METRICS_GAUGE, "flink_controller_heap_bytes",
+        "Bytes of the process's malloc heap by state: in_use (allocated, mmapped chunks included) "
+        "or free (held by malloc, not given back to the system).", 1, state, NULL, 0);
 #undef REG
     if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
         metrics_set(c.lua_memory_bytes, NULL, 0)) {

@@ -102,6 +102,8 @@ typedef struct metrics_controller {
                                                policies, the last pass's garbage) */
     metrics_family *cache_objects;          /* gauge {kind}: objects in the watch caches */
     metrics_family *cache_bytes;            /* gauge {kind}: bytes of the compact caches' texts */
+    metrics_family *heap_bytes;             /* gauge {state}: "in_use"|"free" bytes of malloc's
+                                               heap (glibc mallinfo2) */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

@@ -1,6 +1,7 @@
 /* core/run: `flink-controller run` (see run.h and docs/contracts.md, "Reconcile"/"Transport"). */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <ev.h>
 #include <jansson.h>
 #include <lua.h>
+#include <openssl/evp.h>
 
 #include "http.h"
 #include "kube.h"
@@ -343,7 +345,8 @@ struct run_ctx {
     /* "ns/name" -> {"deadline": unix s, "objects": {"<kind index>/<name>": {"rv": s} | {"uid": s}}}:
      * the controller's own writes the cache must show before the key's next pass */
     json_t *expect;
-    json_t *kept;    /* "ns/name" -> {"sent": status, "kept": the status the server answered with} */
+    json_t *kept;    /* "ns/name" -> {"sent": digest of the status written, "kept": digest of the status the
+                        server answered with} (run_status_digest) */
     json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
     json_t *dryruns; /* "ns/name" -> {"<Kind>/<name>": {hash, status, message}}: dry-run answers */
     struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
@@ -351,6 +354,8 @@ struct run_ctx {
     ev_signal sig_term, sig_int;
     ev_timer stop_timer;
     ev_idle pump_idle;
+    ev_timer trim_timer;      /* gives malloc's free pages back after a burst (run_trim_cb) */
+    unsigned long activity;   /* passes started and watch events since the last trim */
     server *srv;
     webhook *wh;
     leader_elector *le;
@@ -495,6 +500,10 @@ static void run_on_scrape(void *ud)
         metrics_set(ctx->m.workqueue_depth, NULL, (double)workqueue_len(ctx->q));
     metrics_set(ctx->m.leader, NULL, ctx->o.leader_elect && ctx->leading ? 1 : 0);
     metrics_set(ctx->m.lua_memory_bytes, NULL, (double)lhost_mem_used(ctx->host));
+    struct mallinfo2 mi = mallinfo2();
+    const char *in_use[] = {"in_use"}, *free_[] = {"free"};
+    metrics_set(ctx->m.heap_bytes, in_use, (double)(mi.uordblks + mi.hblkhd));
+    metrics_set(ctx->m.heap_bytes, free_, (double)mi.fordblks);
     for (int k = 0; k < run_nkinds; k++) {
         size_t n = 0, bytes = 0;
         for (size_t i = 0; i < ctx->nns; i++) {
@@ -760,12 +769,25 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     return left;
 }
 
-/* A copy of a status without lastUpdateTime (each pass that finds a difference stamps it). */
-static json_t *run_unstamped(json_t *status)
+/* A status's digest for ctx->kept: hex SHA-256 of its compact JSON with sorted keys, without
+ * lastUpdateTime (each pass that finds a difference stamps it) when `unstamped`; "" for none.
+ * A digest, not the tree: the two statuses per cluster cost ~70 bytes instead of some KiB. */
+static void run_status_digest(json_t *status, int unstamped, char out[65])
 {
-    json_t *c = json_copy(status);
-    json_object_del(c, "lastUpdateTime");
-    return c;
+    out[0] = 0;
+    if (!status)
+        return;
+    json_t *c = unstamped ? json_copy(status) : json_incref(status);
+    if (unstamped)
+        json_object_del(c, "lastUpdateTime");
+    char *text = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    json_decref(c);
+    unsigned char sum[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    if (text && EVP_Digest(text, strlen(text), sum, &len, EVP_sha256(), NULL) == 1)
+        for (unsigned i = 0; i < len && i < 32; i++)
+            snprintf(out + 2 * i, 3, "%02x", sum[i]);
+    free(text);
 }
 
 /* 1 when a pass's new `status` is the one this controller last wrote for the key (but for the
@@ -774,13 +796,14 @@ static json_t *run_unstamped(json_t *status)
 static int run_status_kept(struct run_ctx *ctx, const char *key, json_t *status, json_t *cached)
 {
     json_t *last = json_object_get(ctx->kept, key);
-    if (!last || !json_equal(json_object_get(last, "kept"), cached))
+    if (!last)
         return 0;
-    json_t *a = run_unstamped(status), *b = run_unstamped(json_object_get(last, "sent"));
-    int same = json_equal(a, b);
-    json_decref(a);
-    json_decref(b);
-    return same;
+    char d[65];
+    run_status_digest(cached, 0, d);
+    if (strcmp(d, json_string_value(json_object_get(last, "kept")) ?: "-") != 0)
+        return 0;
+    run_status_digest(status, 1, d);
+    return strcmp(d, json_string_value(json_object_get(last, "sent")) ?: "-") == 0;
 }
 
 /* Cancels the Flink calls in flight of `key` (NULL: all); their answers are never used. */
@@ -952,10 +975,12 @@ static void run_kube_done(const kube_result *res, void *ud)
             run_expect_written(ctx, it->key, it->write == WRITE_APPLY ? run_kind_of(res->body) : 0, res->body);
         else if (it->event && json_is_string(json_object_get(json_object_get(res->body, "metadata"), "name")))
             json_object_set(it->event, "name", json_object_get(json_object_get(res->body, "metadata"), "name"));
-        if (it->write == WRITE_STATUS)
-            json_object_set_new(ctx->kept, it->key,
-                                json_pack("{s:O, s:O?}", "sent", it->sent,
-                                          "kept", json_object_get(res->body, "status")));
+        if (it->write == WRITE_STATUS) {
+            char sent[65], kept[65];
+            run_status_digest(it->sent, 1, sent);
+            run_status_digest(json_object_get(res->body, "status"), 0, kept);
+            json_object_set_new(ctx->kept, it->key, json_pack("{s:s, s:s}", "sent", sent, "kept", kept));
+        }
     }
     if (it->event) {
         json_decref(it->event);
@@ -1545,6 +1570,7 @@ static int run_pump_some(struct run_ctx *ctx, int max)
         if (!key)
             break;
         run_process(ctx, key);
+        ctx->activity++;
         n++;
     }
     if (ctx->stopping && ctx->inflight == 0)
@@ -1567,6 +1593,22 @@ static void run_pump_cb(struct ev_loop *loop, ev_idle *w, int revents)
     (void)revents;
     if (!run_pump_some(w->data, RUN_PASSES_PER_TURN))
         ev_idle_stop(loop, w);
+}
+
+/* Every RUN_TRIM_INTERVAL_S seconds after passes or watch events: malloc_trim(0), which gives
+ * the free pages inside the heap back to the system (glibc madvises them), not only its top.
+ * A burst of passes leaves its transient trees' memory free but resident between the cached
+ * texts that outlive them; without this, RSS stays at the burst's peak. Costs well under 1 ms
+ * per call at 1,000 clusters, and nothing when idle. */
+static void run_trim_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+    (void)loop;
+    (void)revents;
+    struct run_ctx *ctx = w->data;
+    if (!ctx->activity)
+        return;
+    ctx->activity = 0;
+    malloc_trim(0);
 }
 
 static void run_on_ready(workqueue *q, void *ud)
@@ -1594,6 +1636,7 @@ static int run_cluster_key(json_t *obj, char *key, size_t n)
 
 static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
 {
+    ((struct run_ctx *)ud)->activity++;
     (void)old;
     struct run_ctx *ctx = ud;
     char key[600];
@@ -2361,7 +2404,15 @@ int run_main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* A fixed mmap threshold: glibc's dynamic one rises to the largest block freed (up to
+     * 32 MiB), after which list pages and request bodies of a few MiB come from the heap and
+     * leave it fragmented; at 256 KiB they are mapped and unmapped. */
+    mallopt(M_MMAP_THRESHOLD, RUN_MMAP_THRESHOLD);
     ctx->loop = ev_default_loop(EVFLAG_AUTO);
+    ev_timer_init(&ctx->trim_timer, run_trim_cb, RUN_TRIM_INTERVAL_S, RUN_TRIM_INTERVAL_S);
+    ctx->trim_timer.data = ctx;
+    ev_timer_start(ctx->loop, &ctx->trim_timer);
+    ev_unref(ctx->loop); /* the trim timer alone does not keep the loop running */
     ctx->flink = json_object();
     ctx->emitted = json_object();
     ctx->expect = json_object();

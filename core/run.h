@@ -33,6 +33,8 @@
  * pace (or by --qps/--burst when given). */
 #define RUN_WORKERS_DEFAULT 64
 #define RUN_PASSES_PER_TURN 1      /* passes started per loop iteration (see run_pump_cb) */
+#define RUN_TRIM_INTERVAL_S 2.0    /* seconds between malloc_trim calls while busy (run_trim_cb) */
+#define RUN_MMAP_THRESHOLD (256 * 1024) /* bytes: larger blocks are mmapped (see run_main) */
 /* The controller's client-side rate limit by default: none (qps 0), as controller-runtime's
  * since v0.21 (kubernetes-sigs/controller-runtime#3119, on SIG API Machinery's advice): the API
  * server's priority and fairness (APF, on since Kubernetes 1.20) queues and sheds load, and every
