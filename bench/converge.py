@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import ssl
 import subprocess
 import sys
@@ -215,7 +216,8 @@ class Controller:
             shlex.split(os.environ.get("BENCH_WRAP", "")) + [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", ns,
              "--flink-base-url", os.environ["FLINK_REST_URL"],
              "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"] + extra,
-            stdin=subprocess.DEVNULL, stdout=open(log, "ab"), stderr=subprocess.STDOUT)
+            stdin=subprocess.DEVNULL, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
+            start_new_session=True)  # its own process group: a wrapper's children go with it
         self.proc = Proc(self.p.pid)
         self.port = None
 
@@ -262,12 +264,18 @@ class Controller:
 
     def close(self):
         self.proc.stop = True
-        self.p.terminate()
+        self.signal(signal.SIGTERM)
         try:
             self.p.wait(15)
         except subprocess.TimeoutExpired:
-            self.p.kill()
+            self.signal(signal.SIGKILL)
             self.p.wait()
+
+    def signal(self, sig):
+        try:
+            os.killpg(self.p.pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 class Watcher:
@@ -506,7 +514,10 @@ def main():
     finally:
         for p in started:
             if p.poll() is None:
-                p.kill()
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)  # a controller's group (its wrapper's children)
+                except ProcessLookupError:
+                    p.kill()
                 p.wait()
         for n in nodes:
             api.request("DELETE", "/api/v1/nodes/" + n)

@@ -2,6 +2,7 @@
 #include "reflector.h"
 #include "util.h"
 #include "loop.h"
+#include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct reflector {
     ev_timer retry, resync, kick;
     double backoff;
     int retry_relist, relist_needed, synced, stopped, depth, watch_events;
+    double list_t0;       /* ev_time() when the current list began (its pages included) */
     unsigned lists;
 };
 
@@ -381,6 +383,14 @@ static void list_done(const kube_result *res, void *ud)
     }
     r->lists++;
     r->relist_needed = 0;
+    /* a list's time, at info when slow (client-go traces a reflector's list over 10 s; at
+     * start every pass waits for every kind's list, so 1 s is already worth a line) */
+    double dt = ev_time() - r->list_t0;
+    char n[32], secs[32];
+    snprintf(n, sizeof n, "%zu", json_array_size(items));
+    snprintf(secs, sizeof secs, "%.3f", dt);
+    log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
+            "path", r->path, "objects", n, "seconds", secs, NULL);
     r->depth++;                      /* keep r alive across the callbacks */
     int rc = replace(r, items);
     if (rc == 0) {
@@ -402,6 +412,7 @@ static void list_done(const kube_result *res, void *ud)
 static void do_list(reflector *r)
 {
     char err[256];
+    r->list_t0 = ev_time();
     r->call = kube_list(r->client, r->path, r->selector, r->o.page_limit, list_done, r, err, sizeof err);
     if (!r->call) {
         report(r, "list %s: %s", r->path, err);

@@ -26,6 +26,10 @@
 #include <jansson.h>
 #include "kube.h"
 
+/* A list (all its pages) that took this many seconds or more is logged at info ("slow list"),
+ * a faster one at debug ("listed"). */
+#define REFLECTOR_SLOW_LIST_S 1.0
+
 typedef struct reflector reflector;
 
 typedef enum {
