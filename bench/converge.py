@@ -376,6 +376,36 @@ def ceiling(api, ns, clusters, variant):
             "env_cpu_s": cpu_since(cpu0)}
 
 
+def stop_on_signal(signum, frame):
+    raise KeyboardInterrupt
+
+
+def interrupted(r, live):
+    """What a run stopped by SIGINT or SIGTERM had reached: the converge phase's counts so far and
+    the controller's figures at that moment (a 10,000-cluster run can take longer than one has)."""
+    r["interrupted"] = True
+    c = live.get("c")
+    if not c or c.p.poll() is not None:
+        return
+    t = time.time()
+    r["interrupted_after_s"] = round(t - live["t0"], 1)
+    r["children_seen"] = "%d of %d" % (live["children"](), live["want"])
+    r["status_seen"] = len(live["fc"].held)
+    r["running_seen"] = len(live["running"].held)
+    r.setdefault("env_cpu_s", cpu_since(live["cpu0"]))
+    r["cpu_s"] = round(c.proc.cpu(), 2)
+    r["peak_rss_mib"] = round(max(c.proc.peak_kib, c.proc.rss_kib("VmHWM")) / 1024, 1)
+    r["rss_end_mib"] = round(c.proc.rss_kib() / 1024, 1)
+    try:
+        text = c.metrics()
+    except (OSError, http.client.HTTPException):
+        return
+    r["writes"] = c.writes(text)
+    r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
+    r["heap_mib"] = {st: round(c.metric("flink_controller_heap_bytes", text, state=st) / 2**20, 1)
+                     for st in ("in_use", "free")}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("n", type=int, nargs="?", default=1000, help="FlinkClusters (default 1000)")
@@ -405,6 +435,8 @@ def main():
     r = {"n": a.n, "variant": a.variant, "controller_args": " ".join(a.controller_args)}
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
     started = []  # controllers and perf, stopped in any case
+    live = {}  # the converge phase's state, for what an interrupted run prints
+    signal.signal(signal.SIGTERM, stop_on_signal)
     try:
         # idle: start to ready, RSS with nothing to do
         make_namespace(api, ns_idle)
@@ -438,6 +470,7 @@ def main():
             started.append(perf)
         want = per_cluster * a.n
         children = lambda: sum(len(w.seen) for w in watch.values())
+        live.update(c=c, t0=t0, children=children, want=want, fc=fc, running=running, cpu0=cpu0)
         wait_for(lambda: children() > 0, a.timeout, 0.001)
         # start to first reconcile: exec until the API server has the first child it wrote
         r["first_reconcile_ms"] = round(1000 * (min(t for w in watch.values() for t in w.seen.values()) - t0), 1)
@@ -511,6 +544,8 @@ def main():
             make_namespace(api, ns_ceiling)
             r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
             delete_namespace(api, ns_ceiling)
+    except KeyboardInterrupt:
+        interrupted(r, live)
     finally:
         for p in started:
             if p.poll() is None:
@@ -556,6 +591,10 @@ def main():
         ("start to first child written, ms", r.get("first_reconcile_ms")),
         ("idle RSS (no clusters), MiB", r.get("idle_rss_mib")),
     ]
+    if r.get("interrupted"):
+        rows[:0] = [("INTERRUPTED after, s", r.get("interrupted_after_s")),
+                    ("children / statuses / Running seen", "%s / %s / %s" % (
+                        r.get("children_seen"), r.get("status_seen"), r.get("running_seen")))]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print("%-*s  %s" % (w, k, "-" if v is None else v))
