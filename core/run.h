@@ -34,6 +34,7 @@
 #define RUN_WORKERS_DEFAULT 64
 #define RUN_PASSES_PER_TURN 1      /* passes started per loop iteration (see run_pump_cb) */
 #define RUN_TRIM_INTERVAL_S 2.0    /* seconds between malloc_trim calls while busy (run_trim_cb) */
+#define RUN_TRIM_COST_FACTOR 50.0  /* the next trim waits this many times the last one's time */
 #define RUN_MMAP_THRESHOLD (256 * 1024) /* bytes: larger blocks are mmapped (see run_main) */
 /* The controller's client-side rate limit by default: none (qps 0), as controller-runtime's
  * since v0.21 (kubernetes-sigs/controller-runtime#3119, on SIG API Machinery's advice): the API
