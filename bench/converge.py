@@ -175,6 +175,14 @@ def kwok_nodes(api, n_pods, prefix):
     return made
 
 
+def stat_cpu(pid):
+    """(name, CPU seconds: utime + stime) of a pid from /proc/<pid>/stat."""
+    with open("/proc/%s/stat" % pid) as f:
+        head, rest = f.read().rsplit(")", 1)
+    fields = rest.split()
+    return head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / Proc.TICK
+
+
 class Proc:
     """CPU seconds (utime+stime) and RSS of a pid from /proc; a sampler thread keeps the peak."""
     TICK = os.sysconf("SC_CLK_TCK")
@@ -184,9 +192,7 @@ class Proc:
         threading.Thread(target=self.sample, daemon=True).start()
 
     def cpu(self):
-        with open("/proc/%d/stat" % self.pid) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / self.TICK
+        return stat_cpu(self.pid)[1]
 
     def rss_kib(self, key="VmRSS"):
         with open("/proc/%d/status" % self.pid) as f:
@@ -252,6 +258,11 @@ class Controller:
             if all(got.get(k) == v for k, v in labels.items()):
                 total += float(m.group(3))
         return total
+
+    def heap_mib(self, text=None):
+        """malloc's heap in MiB by state, from flink_controller_heap_bytes."""
+        return {st: round(self.metric("flink_controller_heap_bytes", text, state=st) / 2**20, 1)
+                for st in ("in_use", "free")}
 
     def writes(self, text=None):
         """API writes by verb (every verb but GET) from flink_controller_api_requests_total."""
@@ -325,14 +336,11 @@ def env_cpu():
     out = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            with open("/proc/%s/stat" % pid) as f:
-                head, rest = f.read().rsplit(")", 1)
-            name = head.split("(", 1)[1]
-            if name in ENV_PROCS:
-                fields = rest.split()
-                out[name] = out.get(name, 0) + (int(fields[11]) + int(fields[12])) / Proc.TICK
+            name, cpu = stat_cpu(pid)
         except OSError:
-            pass
+            continue
+        if name in ENV_PROCS:
+            out[name] = out.get(name, 0) + cpu
     return out
 
 
@@ -402,8 +410,7 @@ def interrupted(r, live):
         return
     r["writes"] = c.writes(text)
     r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
-    r["heap_mib"] = {st: round(c.metric("flink_controller_heap_bytes", text, state=st) / 2**20, 1)
-                     for st in ("in_use", "free")}
+    r["heap_mib"] = c.heap_mib(text)
 
 
 def main():
@@ -491,8 +498,7 @@ def main():
         r["cache_kib_per_cluster"] = round(c.metric("flink_controller_cache_bytes", text) / 1024 / a.n, 2)
         r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
         r["lua_mib"] = round(c.metric("flink_controller_lua_memory_bytes", text) / 2**20, 1)
-        r["heap_mib"] = {st: round(c.metric("flink_controller_heap_bytes", text, state=st) / 2**20, 1)
-                         for st in ("in_use", "free")}
+        r["heap_mib"] = c.heap_mib(text)
         r["rss_converged_mib"] = round(c.proc.rss_kib() / 1024, 1)
         if perf:
             perf.send_signal(2)
