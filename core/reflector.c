@@ -169,9 +169,11 @@ static void index_obj(reflector *r, json_t *obj, const char *key, int add)
     index_keys(r, controller_uid(obj, NULL, NULL), cluster_index_key(obj, ck, sizeof ck) ? ck : NULL, key, add);
 }
 
-/* Compact mode's cache entry: [text, resourceVersion|null, controller uid|null, label index key|null]
- * (the text a JSON string of the object's compact encoding). */
-enum { ENTRY_TEXT, ENTRY_RV, ENTRY_UID, ENTRY_CK };
+/* Compact mode's cache entry: one JSON string holding "rv\0uid\0ck\0text" (resourceVersion,
+ * controller owner uid, label index key, each "" when absent, then the object's compact JSON
+ * encoding). One string instead of an array of four saves ~300 bytes an object (the array, its
+ * table and three strings): ~22 MiB at 10,000 clusters' 75,000 cached objects. */
+enum { ENTRY_RV, ENTRY_UID, ENTRY_CK, ENTRY_TEXT };
 
 static json_t *entry_new(json_t *obj)
 {
@@ -180,17 +182,38 @@ static json_t *entry_new(json_t *obj)
         return NULL;
     char ck[600];
     const char *rv = obj_rv(obj), *uid = controller_uid(obj, NULL, NULL);
-    json_t *e = json_array();
-    json_array_append_new(e, json_stringn_nocheck(text, strlen(text)));
-    json_array_append_new(e, rv ? json_string(rv) : json_null());
-    json_array_append_new(e, uid ? json_string(uid) : json_null());
-    json_array_append_new(e, cluster_index_key(obj, ck, sizeof ck) ? json_string(ck) : json_null());
-    free(text);
-    if (json_array_size(e) != 4 || !json_is_string(json_array_get(e, ENTRY_TEXT))) {
-        json_decref(e);
-        return NULL;
+    const char *head[3] = {rv ? rv : "", uid ? uid : "", cluster_index_key(obj, ck, sizeof ck) ? ck : ""};
+    size_t n = 0, tl = strlen(text);
+    for (int i = 0; i < 3; i++)
+        n += strlen(head[i]) + 1;
+    char *buf = malloc(n + tl + 1);
+    json_t *e = NULL;
+    if (buf) {
+        char *p = buf;
+        for (int i = 0; i < 3; i++) {
+            size_t l = strlen(head[i]) + 1;
+            memcpy(p, head[i], l);
+            p += l;
+        }
+        memcpy(p, text, tl + 1);
+        e = json_stringn_nocheck(buf, n + tl);
     }
+    free(buf);
+    free(text);
     return e;
+}
+
+/* Field `which` (ENTRY_*) of the packed entry v; *len (may be NULL) its length. NULL for an
+ * empty rv, uid or ck. */
+static const char *entry_field(json_t *v, int which, size_t *len)
+{
+    const char *p = json_string_value(v), *end = p + json_string_length(v);
+    for (int i = 0; i < which; i++)
+        p += strlen(p) + 1;
+    size_t l = which == ENTRY_TEXT ? (size_t)(end - p) : strlen(p);
+    if (len)
+        *len = l;
+    return l || which == ENTRY_TEXT ? p : NULL;
 }
 
 /* The cached value v as a tree: a new reference (decoded in compact mode). */
@@ -200,25 +223,28 @@ static json_t *entry_tree(const reflector *r, json_t *v)
         return NULL;
     if (!r->o.compact)
         return json_incref(v);
-    json_t *t = json_array_get(v, ENTRY_TEXT);
-    return json_loadb(json_string_value(t), json_string_length(t), JSON_ALLOW_NUL, NULL);
+    size_t len;
+    const char *t = entry_field(v, ENTRY_TEXT, &len);
+    return json_loadb(t, len, JSON_ALLOW_NUL, NULL);
 }
 
 static const char *entry_rv(const reflector *r, json_t *v)
 {
-    return r->o.compact ? json_string_value(json_array_get(v, ENTRY_RV)) : obj_rv(v);
+    return r->o.compact ? entry_field(v, ENTRY_RV, NULL) : obj_rv(v);
 }
 
 static size_t entry_bytes(const reflector *r, json_t *v)
 {
-    return r->o.compact ? json_string_length(json_array_get(v, ENTRY_TEXT)) : 0;
+    size_t len = 0;
+    if (r->o.compact)
+        entry_field(v, ENTRY_TEXT, &len);
+    return len;
 }
 
 static void index_entry(reflector *r, json_t *v, const char *key, int add)
 {
     if (r->o.compact)
-        index_keys(r, json_string_value(json_array_get(v, ENTRY_UID)), json_string_value(json_array_get(v, ENTRY_CK)),
-                   key, add);
+        index_keys(r, entry_field(v, ENTRY_UID, NULL), entry_field(v, ENTRY_CK, NULL), key, add);
     else
         index_obj(r, v, key, add);
 }
@@ -659,8 +685,9 @@ static int each_text(const reflector *r, const char *key, json_t *v, reflector_e
     const char *slash = strchr(key, '/');
     const char *name = slash ? slash + 1 : key;
     if (r->o.compact) {
-        json_t *t = json_array_get(v, ENTRY_TEXT);
-        fn(name, json_string_value(t), json_string_length(t), ud);
+        size_t len;
+        const char *t = entry_field(v, ENTRY_TEXT, &len);
+        fn(name, t, len, ud);
         return 1;
     }
     char *text = json_dumps(v, JSON_COMPACT);
