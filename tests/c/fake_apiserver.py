@@ -203,7 +203,7 @@ class Handler(BaseHTTPRequestHandler):
         elif ns == "refl":
             n = bump("refl-list") if not cont else COUNTS.get("refl-list", 0)
             if n == 1:
-                items = [cm("a", 10, owner="fc1"), cm("b", 11, cluster="fc2"), cm("c", 12)]
+                items = [cm("a", 10, owner="fc1"), cm("b", 11, cluster="fc2"), cm("c", 12, cluster="fc2")]
                 rv = "100"
             elif n == 2:
                 items = [cm("a", 101, owner="fc1"), cm("d", 151, cluster="fc2"), cm("e", 170)]
@@ -270,7 +270,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.end_chunked()
         if n == 2:
             self.start_chunked()
-            self.chunk(ev("DELETED", cm("c", 160)))
+            self.chunk(ev("DELETED", cm("c", 160, cluster="fc2")))  # the middle of the set {b, c, d}
             self.chunk(ev("ERROR", status(410, "Expired", "too old resource version: 151 (190)")))
             return self.end_chunked()
         if n == 3:
