@@ -607,6 +607,8 @@ struct kube_call {
     char *list_rv;
     char *cont;
     int full_relist;
+    kube_page_fn on_page;     /* kube_list_paged: each page to the caller, nothing merged */
+    int page_restart;         /* the next page starts the list over (the first, or after a 410) */
     /* watch */
     kube_event_fn on_event;
     util_buf line;            /* bytes of a watch event not yet ended by '\n' */
@@ -987,6 +989,7 @@ static void list_page(kube_call *k, const http_response *resp)
         free(k->cont);
         k->cont = NULL;
         json_array_clear(k->items);
+        k->page_restart = 1;
         free(k->list_rv);
         k->list_rv = NULL;
         k->full_relist = 1;
@@ -1009,7 +1012,22 @@ static void list_page(kube_call *k, const http_response *resp)
     free(k->cont);
     k->cont = cont && *cont ? strdup(cont) : NULL;
     /* a lost continue token would end the list early: a partial list read as a whole one */
-    if (!k->list_rv || (cont && *cont && !k->cont) || json_array_extend(k->items, items) != 0) {
+    int bad = !k->list_rv || (cont && *cont && !k->cont);
+    if (!bad && k->on_page) {
+        int restart = k->page_restart;
+        k->page_restart = 0;
+        k->in_cb++;
+        bad = k->on_page(items, restart, k->ud) != 0;
+        k->in_cb--;
+        if (k->cancelled) { /* kube_cancel from on_page: no done callback */
+            json_decref(body);
+            call_free(k);
+            return;
+        }
+    } else if (!bad) {
+        bad = json_array_extend(k->items, items) != 0;
+    }
+    if (bad) {
         call_finish(k, 0, "list: out of memory", "", 0, NULL);
         json_decref(body);
         return;
@@ -1170,10 +1188,18 @@ kube_call *kube_get(kube_client *c, const char *path, kube_done_fn cb, void *ud,
 kube_call *kube_list(kube_client *c, const char *path, const char *label_selector, long limit,
                      kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
+    return kube_list_paged(c, path, label_selector, limit, NULL, cb, ud, err, errlen);
+}
+
+kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_selector, long limit,
+                           kube_page_fn on_page, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
     kube_req r = {.method = "GET", .path = path};
     kube_call *k = call_new(c, CALL_LIST, &r, cb, ud, err, errlen);
     if (!k)
         return NULL;
+    k->on_page = on_page;
+    k->page_restart = 1;
     k->limit = limit > 0 ? limit : 500;
     k->selector = xstrdup(label_selector);
     k->items = json_array();

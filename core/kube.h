@@ -230,6 +230,19 @@ kube_call *kube_get(kube_client *c, const char *path, kube_done_fn cb, void *ud,
 kube_call *kube_list(kube_client *c, const char *path, const char *label_selector, long limit,
                      kube_done_fn cb, void *ud, char *err, size_t errlen);
 
+/* A page of a kube_list_paged: `items` (borrowed: json_incref to keep any) of one page;
+ * `restart` is 1 on the list's first page and on the first page after a restart (a 410 on a
+ * continue token: what earlier pages delivered is to be forgotten). Non-zero: stop the list
+ * (the done callback then reports "list: out of memory"). */
+typedef int (*kube_page_fn)(json_t *items, int restart, void *ud);
+
+/* kube_list, each page handed to `on_page` as it arrives instead of merged: the caller keeps
+ * what it needs of 500 objects at a time, not the whole list's trees (a restart's lists of
+ * 10,000 clusters' children: 2.7 GiB of trees at once). The done callback's body has
+ * "items": [] then. */
+kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_selector, long limit,
+                           kube_page_fn on_page, kube_done_fn cb, void *ud, char *err, size_t errlen);
+
 /* WATCH of a collection path from `resource_version` (NULL/"" = server's
  * "most recent" with synthetic ADDEDs), with allowWatchBookmarks=true and
  * timeoutSeconds = `timeout_s` (server side; the client gives up 30 s

@@ -28,6 +28,7 @@ struct reflector {
     double backoff;
     int retry_relist, relist_needed, synced, stopped, depth, watch_events;
     double list_t0;       /* ev_time() when the current list began (its pages included) */
+    json_t *list_seen;    /* the keys the current list's pages held so far (replace_page) */
     unsigned lists;
 };
 
@@ -41,6 +42,7 @@ static void destroy(reflector *r)
     json_decref(r->store);
     json_decref(r->by_owner);
     json_decref(r->by_cluster);
+    json_decref(r->list_seen);
     free(r->ns);
     free(r->selector);
     free(r->rv);
@@ -354,20 +356,37 @@ static int remove_key(reflector *r, const char *key, json_t *last)
 }
 
 /* Replaces the cache with a fresh list; missed deletes become DELETED. */
-static int replace(reflector *r, json_t *items)
+/* One page of a list into the cache: each item upserted (with its event) and its key noted in
+ * r->list_seen, so that the end of the list (replace_finish) removes what the list no longer
+ * holds. Pages arrive one by one and only the compact entries stay (the page's trees are freed
+ * with it). During a relist a pass may see the pages so far beside older entries: nothing is
+ * removed before the whole list is in, so a pass never sees an existing child missing. */
+static int replace_page(json_t *items, int restart, void *ud)
 {
-    json_t *seen = json_object();
+    reflector *r = ud;
+    if (restart || !r->list_seen) {
+        json_decref(r->list_seen);
+        r->list_seen = json_object();
+        if (!r->list_seen)
+            return -1;
+    }
     size_t i;
     json_t *it;
     json_array_foreach(items, i, it) {
         char key[600];
         if (obj_key(it, key, sizeof key) == 0)
-            json_object_set_new(seen, key, json_true());
-        if (upsert(r, it, 1) != 0) {
-            json_decref(seen);
+            json_object_set_new(r->list_seen, key, json_true());
+        if (upsert(r, it, 1) != 0)
             return -1;
-        }
     }
+    return 0;
+}
+
+/* The end of a list: the cached objects it did not hold are removed (DELETED events). */
+static int replace_finish(reflector *r)
+{
+    json_t *seen = r->list_seen ? r->list_seen : json_object();
+    r->list_seen = NULL;
     /* collect first: emitting while iterating the store is not safe */
     json_t *gone = json_array();
     const char *key;
@@ -378,6 +397,8 @@ static int replace(reflector *r, json_t *items)
     }
     json_decref(seen);
     int rc = 0;
+    size_t i;
+    json_t *it;
     json_array_foreach(gone, i, it) {
         if ((rc = remove_key(r, json_string_value(it), NULL)) != 0)
             break;
@@ -440,12 +461,12 @@ static void list_done(const kube_result *res, void *ud)
      * start every pass waits for every kind's list, so 1 s is already worth a line) */
     double dt = ev_time() - r->list_t0;
     char n[32], secs[32];
-    snprintf(n, sizeof n, "%zu", json_array_size(items));
+    snprintf(n, sizeof n, "%zu", json_array_size(items) + json_object_size(r->list_seen));
     snprintf(secs, sizeof secs, "%.3f", dt);
     log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
             "path", r->path, "objects", n, "seconds", secs, NULL);
     r->depth++;                      /* keep r alive across the callbacks */
-    int rc = replace(r, items);
+    int rc = replace_finish(r);
     if (rc == 0) {
         set_rv(r, json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion")));
         r->synced = 1;
@@ -466,7 +487,10 @@ static void do_list(reflector *r)
 {
     char err[256];
     r->list_t0 = ev_time();
-    r->call = kube_list(r->client, r->path, r->selector, r->o.page_limit, list_done, r, err, sizeof err);
+    json_decref(r->list_seen);
+    r->list_seen = NULL;
+    r->call = kube_list_paged(r->client, r->path, r->selector, r->o.page_limit, replace_page, list_done, r, err,
+                              sizeof err);
     if (!r->call) {
         report(r, "list %s: %s", r->path, err);
         backoff_retry(r, 1);
