@@ -349,12 +349,19 @@ def cpu_since(before):
     return {k: round(now[k] - before.get(k, 0), 1) for k in sorted(now)}
 
 
+# documents per `render` call: its Lua state is capped (FLINK_CONTROLLER_LUA_MEMORY_MIB, 128 MiB),
+# and 10,000 documents' input, trees and output text do not fit in it
+RENDER_CHUNK = 1000
+
+
 def render(ns, clusters, variant):
     """The objects `flink-controller render` makes of the clusters (the ceiling's work)."""
-    stream = "".join("---\n" + json.dumps(manifest(n, variant)) + "\n" for n in clusters)
-    out = subprocess.run([FC_BIN, "render", "-f", "-", "-o", "json"], input=stream.encode(),
-                         capture_output=True, check=True).stdout
-    objs = json.loads(out)["items"]
+    objs = []
+    for i in range(0, len(clusters), RENDER_CHUNK):
+        stream = "".join("---\n" + json.dumps(manifest(n, variant)) + "\n" for n in clusters[i:i + RENDER_CHUNK])
+        out = subprocess.run([FC_BIN, "render", "-f", "-", "-o", "json"], input=stream.encode(),
+                             capture_output=True, check=True).stdout
+        objs += json.loads(out)["items"]
     for o in objs:
         o["metadata"]["namespace"] = ns
     return objs
@@ -548,7 +555,13 @@ def main():
 
         if not a.no_ceiling:
             make_namespace(api, ns_ceiling)
-            r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
+            # the converge figures are in hand by now: a failing ceiling (e.g. an API error) is
+            # reported beside them instead of losing them
+            print("converge-partial: " + json.dumps(r), flush=True)
+            try:
+                r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
+            except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
+                r["ceiling_error"] = "%s: %s" % (type(e).__name__, e)
             delete_namespace(api, ns_ceiling)
     except KeyboardInterrupt:
         interrupted(r, live)
