@@ -355,7 +355,6 @@ static int remove_key(reflector *r, const char *key, json_t *last)
     return rc;
 }
 
-/* Replaces the cache with a fresh list; missed deletes become DELETED. */
 /* One page of a list into the cache: each item upserted (with its event) and its key noted in
  * r->list_seen, so that the end of the list (replace_finish) removes what the list no longer
  * holds. Pages arrive one by one and only the compact entries stay (the page's trees are freed
