@@ -238,7 +238,7 @@ typedef int (*kube_page_fn)(json_t *items, int restart, void *ud);
 
 /* kube_list, each page handed to `on_page` as it arrives instead of merged: the caller keeps
  * what it needs of 500 objects at a time, not the whole list's trees (a restart's lists of
- * 10,000 clusters' children: 2.7 GiB of trees at once). The done callback's body has
+ * 10,000 clusters' children: 2.8 GiB of trees at once). The done callback's body has
  * "items": [] then. */
 kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_selector, long limit,
                            kube_page_fn on_page, kube_done_fn cb, void *ud, char *err, size_t errlen);

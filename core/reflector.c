@@ -460,7 +460,7 @@ static void list_done(const kube_result *res, void *ud)
      * start every pass waits for every kind's list, so 1 s is already worth a line) */
     double dt = ev_time() - r->list_t0;
     char n[32], secs[32];
-    snprintf(n, sizeof n, "%zu", json_array_size(items) + json_object_size(r->list_seen));
+    snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
     snprintf(secs, sizeof secs, "%.3f", dt);
     log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
             "path", r->path, "objects", n, "seconds", secs, NULL);
@@ -486,8 +486,6 @@ static void do_list(reflector *r)
 {
     char err[256];
     r->list_t0 = ev_time();
-    json_decref(r->list_seen);
-    r->list_seen = NULL;
     r->call = kube_list_paged(r->client, r->path, r->selector, r->o.page_limit, replace_page, list_done, r, err,
                               sizeof err);
     if (!r->call) {

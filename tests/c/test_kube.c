@@ -22,6 +22,17 @@ typedef struct res {
     int attempts;
 } res;
 
+static char page_log[256];
+
+/* kube_page_fn of the paged list cases: logs "<items>[r] " per page. */
+static int on_page(json_t *items, int restart, void *ud)
+{
+    (void)ud;
+    size_t l = strlen(page_log);
+    snprintf(page_log + l, sizeof page_log - l, "%zu%s ", json_array_size(items), restart ? "r" : "");
+    return 0;
+}
+
 static void on_done(const kube_result *r, void *ud)
 {
     res *o = ud;
@@ -490,6 +501,21 @@ static void net_tests(int port)
     OK(json_object_get(q3, "limit") == NULL && json_object_get(q3, "continue") == NULL,
        "full relist has neither limit nor continue");
     IS_STR(jstr(q3, "labelSelector"), "app=flink,component in (jm)", "label selector escaped and decoded intact");
+
+    /* paged list: each page to the callback, restart on the first page and after the 410 */
+    reset(&o);
+    page_log[0] = '\0';
+    kube_list_paged(c, "/api/v1/namespaces/pages/configmaps", NULL, 2, on_page, on_done, &o, err, sizeof err);
+    wait_done(&o);
+    IS_STR(page_log, "2r 2 1 ", "paged list: pages of 2, 2 and 1, the first marked restart");
+    IS_INT(json_array_size(json_object_get(o.body, "items")), 0, "paged list: nothing merged into the body");
+    IS_STR(jstr(json_object_get(o.body, "metadata"), "resourceVersion"), "500", "paged list: RV of the first page");
+    reset(&o);
+    page_log[0] = '\0';
+    kube_list_paged(c, "/api/v1/namespaces/pagesexpire/configmaps", NULL, 2, on_page, on_done, &o, err, sizeof err);
+    wait_done(&o);
+    IS_STR(page_log, "2r 5r ", "paged list: the full list after an expired continue starts over (restart)");
+    IS_STR(jstr(json_object_get(o.body, "metadata"), "resourceVersion"), "600", "paged list: RV of the full relist");
 
     /* watch */
     reset(&o);
