@@ -792,6 +792,20 @@ const char *kube_client_token(kube_client *c)
     return c->token ? c->token : "";
 }
 
+int kube_status_has_cause(const json_t *body, const char *cause)
+{
+    json_t *causes = json_object_get(json_object_get(body, "details"), "causes");
+    size_t i;
+    json_t *c;
+    json_array_foreach(causes, i, c)
+    {
+        const char *r = json_string_value(json_object_get(c, "reason"));
+        if (r && strcmp(r, cause) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 void kube_cancel(kube_call *k)
 {
     if (!k || k->cancelled || k->done)

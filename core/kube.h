@@ -330,4 +330,10 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
  * not be called after the callback ran. */
 void kube_cancel(kube_call *call);
 
+/* 1 when `body` is a metav1.Status whose details.causes hold one with reason `cause`, else 0
+ * (NULL or any other JSON: 0). As apimachinery's errors.HasStatusCause; for example
+ * "NamespaceTerminating" (k8s.io/api/core/v1 NamespaceTerminatingCause), which the API server
+ * sets on the 403 for a create in a namespace being deleted. */
+int kube_status_has_cause(const json_t *body, const char *cause);
+
 #endif

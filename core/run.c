@@ -392,6 +392,7 @@ struct run_item {
     int waiting;        /* the cache lacks our last writes: no pass ran */
     int fenced;         /* leadership lost: the rest of the pass was dropped */
     int gone;           /* the status write found no FlinkCluster (404): no Events follow */
+    int terminating;    /* a write met a namespace being deleted: the rest dropped, no retry */
     kube_call *call;
     char what[600];   /* the action in flight, for logs */
     enum run_write write;
@@ -857,16 +858,22 @@ static void run_item_finish(struct run_item *it)
     struct run_ctx *ctx = it->ctx;
     json_t *ra = json_object_get(it->result, "requeue_after");
     double requeue = json_is_number(ra) ? json_number_value(ra) : 0;
-    const char *res = it->conflict ? "conflict" : it->failed ? "error" : requeue > 0 ? "requeue" : "success";
+    const char *res = it->conflict ? "conflict"
+                      : it->failed || it->terminating ? "error"
+                      : requeue > 0 ? "requeue"
+                                    : "success";
     const char *rv[] = {res};
     if (!it->waiting && !it->fenced) {
         metrics_inc(ctx->m.reconcile_total, rv);
         if (it->started > 0)
             metrics_observe(ctx->m.reconcile_duration, rv, ev_time() - it->started);
     }
-    if (it->waiting || it->fenced) {
+    if (it->waiting || it->fenced || it->terminating) {
         /* waiting: the watch event that brings our write enqueues the key (or the timeout set
-         * by run_process); fenced: nothing more from this replica */
+         * by run_process); fenced: nothing more from this replica; terminating: the namespace's
+         * deletion removes the cluster (its DELETED event forgets the key) */
+        if (it->terminating)
+            workqueue_forget(ctx->q, it->key);
     } else if (it->conflict) {
         /* a write of someone else came in between: the watch brings it; meanwhile back off as
          * for a failure (client-go: AddRateLimited on any error, conflicts included) */
@@ -959,6 +966,17 @@ static void run_kube_done(const kube_result *res, void *ud)
         it->status_refused = 1;
         it->gone = 1;
         run_log(LOG_INFO, it->key, "%s: HTTP 404: the FlinkCluster is gone", it->what);
+    } else if (!ok && res->status == 403 && kube_status_has_cause(res->body, "NamespaceTerminating")) {
+        /* the namespace is being deleted (its FlinkCluster with it): every further write of
+         * this pass, its retry and its Warning Events would be refused the same way. As
+         * Kubernetes' own controllers (the ReplicaSet and Job controllers ignore this cause):
+         * the rest of the pass is dropped and not retried; a watch event enqueues the key again. */
+        ctx->action_errors++;
+        it->terminating = 1;
+        it->status_refused = 1;
+        it->phase = PHASE_DONE;
+        run_log(LOG_INFO, it->key, "%s: HTTP 403: namespace %s is being terminated: the rest of this pass is "
+                "not written, and not retried", it->what, it->ns);
     } else if (!ok) {
         ctx->action_errors++;
         it->failed = 1;
@@ -1432,8 +1450,9 @@ static void run_item_step(struct run_item *it)
                 it->phase = PHASE_DONE;
                 continue;
             }
-            /* also after a status conflict: they were decided, and run_event_seen keeps the
-             * next pass from repeating them */
+            /* also after a status conflict: they were decided; the next pass, deciding them
+             * again from the same observed status, raises the same Event's count
+             * (run_event_entry) instead of creating a second one */
             if (it->next < json_array_size(events)) {
                 if (run_start_event(it, json_array_get(events, it->next++)))
                     return;

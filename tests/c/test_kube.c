@@ -294,6 +294,17 @@ static void path_tests(void)
     IS_INT(kube_service_proxy_path(p, 40, "ns", "http", "svc", "8081", "/jobs/overview"), -1,
            "proxy path, buffer too small -> -1");
     IS_STR(p, "", "a short buffer is left empty, not with a partial path");
+    /* the API server's 403 for a create in a namespace being deleted (k8s 1.19+) */
+    json_t *st = json_loads("{\"kind\":\"Status\",\"status\":\"Failure\",\"reason\":\"Forbidden\",\"code\":403,"
+                            "\"details\":{\"name\":\"c\",\"kind\":\"configmaps\",\"causes\":[{\"reason\":\"FieldValueInvalid\"},"
+                            "{\"reason\":\"NamespaceTerminating\",\"field\":\"metadata.namespace\"}]}}",
+                            0, NULL);
+    IS_INT(kube_status_has_cause(st, "NamespaceTerminating"), 1, "status cause found (the second of two)");
+    IS_INT(kube_status_has_cause(st, "Namespace"), 0, "status cause: whole reason only");
+    json_object_del(json_object_get(st, "details"), "causes");
+    IS_INT(kube_status_has_cause(st, "NamespaceTerminating"), 0, "status without causes -> 0");
+    json_decref(st);
+    IS_INT(kube_status_has_cause(NULL, "NamespaceTerminating"), 0, "no body -> 0");
     OK(kube_kind_find("networking.k8s.io/v1", "Ingress") == &kube_kind_ingress, "kind lookup");
     OK(kube_kind_find("v1", "Nope") == NULL, "unknown kind -> NULL");
     OK(kube_kind_find(NULL, "ControllerRevision") == &kube_kind_controllerrevision, "lookup by kind alone");

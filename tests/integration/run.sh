@@ -5,7 +5,7 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver sigkill leader rbac namespaced nulstring converge
+#                                        flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
