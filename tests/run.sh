@@ -45,6 +45,13 @@ run_suite() {
   fi
 }
 
+# not_built NAME PATH: a suite whose program is missing counts one failure (make test builds
+# it first; running tests/run.sh alone after a clean must not pass by running nothing).
+not_built() {
+  failed=$((failed + 1))
+  printf '%-28s %4d passed, %d failed (%s not built: make test builds it)\n' "$1" 0 1 "$2"
+}
+
 # the helper makes require("fc.host") the production host (fc.sandbox, build/lib/fc/sandbox.so)
 BUSTED=(lua5.4 /usr/bin/busted --output=TAP --lpath="$LUA_PATH" --cpath="$LUA_CPATH"
         --helper="$ROOT/tests/support/busted_helper.lua")
@@ -75,9 +82,14 @@ for s in "${suites[@]}"; do
         run_suite busted "${BUSTED[@]}" --pattern=_spec policies tests
       fi ;;
     c)
-      for t in build/tests/test_*; do
-        [ -x "$t" ] || continue
-        run_suite "c-$(basename "$t")" "$t"
+      # one program per tests/c/test_*.c; one not built is a failure, not a suite that ran nothing
+      for src in tests/c/test_*.c; do
+        t=build/tests/$(basename "$src" .c)
+        if [ -x "$t" ]; then
+          run_suite "c-$(basename "$t")" "$t"
+        else
+          not_built "c-$(basename "$t")" "$t"
+        fi
       done ;;
     asan)
       # the specs that run the binary, against the ASan+UBSan build
@@ -85,6 +97,8 @@ for s in "${suites[@]}"; do
         FC_BIN=$ROOT/build/asan/flink-controller ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
           run_suite asan "${BUSTED[@]}" --pattern=_spec --tags=bin "${specs[@]:-tests}"
+      else
+        not_built asan build/asan/flink-controller
       fi ;;
     fuzz)
       # libFuzzer targets under ASan+UBSan: kept inputs, then a bounded run each (tests/fuzz/run.sh)

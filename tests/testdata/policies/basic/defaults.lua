@@ -1,5 +1,5 @@
--- Test policy (tests/render_spec.lua): a tiny defaults hook. The cluster named "evil" loops
--- forever, "hog" allocates without bound, "boom" raises; the others get defaults.
+-- Test policy (tests/render_spec.lua): a tiny defaults hook. "evil" loops forever, "hog" takes 1 MiB a step
+-- (the memory cap, not the time budget, stops it, also under ASan), "boom" raises; others get defaults.
 local util = require("fc.util")
 
 local defaults = {}
@@ -11,7 +11,7 @@ function defaults.apply(c)
     while true do end
   elseif c.metadata.name == "hog" then
     local t = {}
-    for i = 1, math.maxinteger do t[i] = string.rep(string.rep("x", 1024), 1024) .. i end
+    for i = 1, math.maxinteger do t[i] = string.rep(string.rep("x", 1024), 1024) end
     return t
   elseif c.metadata.name == "boom" then
     error("boom requested")
