@@ -38,11 +38,11 @@ FROM ${BASE_IMAGE}
 ARG DEBIAN_FRONTEND=noninteractive
 # One runtime package per build library: liblua5.4-dev -> liblua5.4-0, libev-dev -> libev4,
 # libcurl4-openssl-dev -> libcurl4, libssl-dev -> libssl3, libjansson-dev -> libjansson4,
-# libyaml-dev -> libyaml-0-2, libmicrohttpd-dev -> libmicrohttpd12; lua-cjson and lua-yaml are
+# libyaml-dev -> libyaml-0-2, libmicrohttpd-dev -> libmicrohttpd12, libzstd-dev -> libzstd1; lua-cjson and lua-yaml are
 # the Lua modules themselves.
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends \
-      liblua5.4-0 lua-cjson lua-yaml libev4 libcurl4 libssl3 libjansson4 libyaml-0-2 libmicrohttpd12 \
+      liblua5.4-0 lua-cjson lua-yaml libev4 libcurl4 libssl3 libjansson4 libyaml-0-2 libmicrohttpd12 libzstd1 \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/local/ /usr/local/

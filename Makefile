@@ -5,8 +5,8 @@ CC       ?= cc
 # libev ships no pkg-config file on Debian; it is linked by name (-lev).
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC \
-            $(shell pkg-config --cflags lua5.4 libcurl openssl jansson yaml-0.1 libmicrohttpd 2>/dev/null)
-LDLIBS   += $(shell pkg-config --libs lua5.4 libcurl openssl jansson yaml-0.1 libmicrohttpd 2>/dev/null) -lev -lm -ldl
+            $(shell pkg-config --cflags lua5.4 libcurl openssl jansson yaml-0.1 libmicrohttpd libzstd 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs lua5.4 libcurl openssl jansson yaml-0.1 libmicrohttpd libzstd 2>/dev/null) -lev -lm -ldl
 BUILD    := build
 DATADIR  ?= $(CURDIR)
 CPPFLAGS += -DFC_DATADIR='"$(DATADIR)"'
@@ -26,7 +26,7 @@ LUA_SOS   := $(LUA_CMODS:%=$(BUILD)/lib/fc/%.so)
 C_TESTS   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(wildcard tests/c/test_*.c))
 
 DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
-               libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev lua-busted lua-check pkg-config \
+               libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev libzstd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
 .PHONY: all deps deps-build test lint asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies

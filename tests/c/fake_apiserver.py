@@ -31,6 +31,9 @@ def cm(name, rv, ns="refl", owner=None, cluster=None):
                                     "name": owner, "uid": "uid-" + owner, "controller": True}]
     if cluster:
         meta["labels"] = {"cluster": cluster}
+    else:
+        # over the reflector's 256-byte threshold: kept zstd-compressed (the small ones as text)
+        meta["annotations"] = {"note": "a ConfigMap of the reflector tests, " * 6}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"rv": str(rv)}}
 
 
