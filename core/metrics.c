@@ -490,7 +490,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     REG(cache_objects, METRICS_GAUGE, "flink_controller_cache_objects",
         "Objects in the watch caches by kind.", 1, kind, NULL, 0);
     REG(cache_bytes, METRICS_GAUGE, "flink_controller_cache_bytes",
-        "Bytes of the cached objects' compact JSON texts by kind.", 1, kind, NULL, 0);
+        "Bytes the cached objects' compact JSON texts take by kind (zstd-compressed ones as stored).", 1, kind, NULL, 0);
     REG(heap_bytes, METRICS_GAUGE, "flink_controller_heap_bytes",
         "Bytes of the process's malloc heap by state: in_use (allocated, mmapped chunks included) "
         "or free (held by malloc, not given back to the system).", 1, state, NULL, 0);
