@@ -95,7 +95,7 @@ trap cleanup EXIT
 . "$HERE/churn.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
 for c in "${cases[@]}"; do
   "case_$c"
 done
