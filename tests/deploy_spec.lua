@@ -440,7 +440,8 @@ describe("Dockerfile", function()
     local pkgs = mk:match("DEBIAN_PKGS%s*:=%s*([^\n]+)")
     local runtime_of = { ["liblua5.4-dev"] = "liblua5.4-0", ["libev-dev"] = "libev4",
       ["libcurl4-openssl-dev"] = "libcurl4", ["libssl-dev"] = "libssl3", ["libjansson-dev"] = "libjansson4",
-      ["libyaml-dev"] = "libyaml-0-2", ["libmicrohttpd-dev"] = "libmicrohttpd12", ["libzstd-dev"] = "libzstd1", ["lua-cjson"] = "lua-cjson",
+      ["libyaml-dev"] = "libyaml-0-2", ["libmicrohttpd-dev"] = "libmicrohttpd12", ["libzstd-dev"] = "libzstd1",
+      ["lua-cjson"] = "lua-cjson",
       ["lua-yaml"] = "lua-yaml", ["ca-certificates"] = "ca-certificates" }
     local build_only = { ["lua5.4"] = true, ["lua-busted"] = true, ["lua-check"] = true, ["pkg-config"] = true,
       gcc = true, make = true }
