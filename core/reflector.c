@@ -34,7 +34,7 @@ struct reflector {
     unsigned lists;
     char *zdict;          /* compact mode: the first object's text of ZDICT_MIN bytes or more (its
                              first ZDICT_MAX bytes), the zstd raw-content dictionary of every entry
-                             from it on (entry_pack_text); kept for the reflector's life */
+                             from it on (entry_put_text); kept for the reflector's life */
     size_t zdict_len;
 };
 
@@ -224,9 +224,10 @@ enum { ENTRY_RV, ENTRY_UID, ENTRY_CK, ENTRY_TEXT };
 static ZSTD_CCtx *zcctx;
 static ZSTD_DCtx *zdctx;
 
-/* The entry's text field for `text` (tl bytes): mark and bytes in a new buffer (*n its length),
- * compressed when the reflector has a dictionary and the frame is smaller. NULL: out of memory. */
-static char *entry_pack_text(reflector *r, const char *text, size_t tl, size_t *n)
+/* Writes the entry's text field for `text` (tl bytes) at dst (room for 1 + ZSTD_compressBound(tl)
+ * bytes): the mark, then the text compressed when the reflector has a dictionary and the frame
+ * is smaller, else the text as it is. Returns the bytes written. */
+static size_t entry_put_text(reflector *r, char *dst, const char *text, size_t tl)
 {
     if (!r->zdict && tl >= ZDICT_MIN) {
         size_t dl = tl < ZDICT_MAX ? tl : ZDICT_MAX;
@@ -238,25 +239,16 @@ static char *entry_pack_text(reflector *r, const char *text, size_t tl, size_t *
     if (r->zdict && !zcctx)
         zcctx = ZSTD_createCCtx();
     if (r->zdict && zcctx) {
-        size_t cap = ZSTD_compressBound(tl);
-        char *out = malloc(1 + cap);
-        if (!out)
-            return NULL;
-        size_t c = ZSTD_compress_usingDict(zcctx, out + 1, cap, text, tl, r->zdict, r->zdict_len, ZSTD_LEVEL);
+        size_t c = ZSTD_compress_usingDict(zcctx, dst + 1, ZSTD_compressBound(tl), text, tl, r->zdict,
+                                           r->zdict_len, ZSTD_LEVEL);
         if (!ZSTD_isError(c) && c < tl) {
-            out[0] = 'z';
-            *n = 1 + c;
-            return out;
+            dst[0] = 'z';
+            return 1 + c;
         }
-        free(out);
     }
-    char *out = malloc(1 + tl);
-    if (!out)
-        return NULL;
-    out[0] = 'j';
-    memcpy(out + 1, text, tl);
-    *n = 1 + tl;
-    return out;
+    dst[0] = 'j';
+    memcpy(dst + 1, text, tl);
+    return 1 + tl;
 }
 
 static json_t *entry_new(reflector *r, json_t *obj)
@@ -264,18 +256,13 @@ static json_t *entry_new(reflector *r, json_t *obj)
     char *text = json_dumps(obj, JSON_COMPACT);
     if (!text)
         return NULL;
-    size_t tn = 0;
-    char *packed = entry_pack_text(r, text, strlen(text), &tn);
-    free(text);
-    if (!packed)
-        return NULL;
     char ck[600];
     const char *rv = obj_rv(obj), *uid = controller_uid(obj, NULL, NULL);
     const char *head[3] = {rv ? rv : "", uid ? uid : "", cluster_index_key(obj, ck, sizeof ck) ? ck : ""};
-    size_t n = 0;
+    size_t n = 0, tl = strlen(text);
     for (int i = 0; i < 3; i++)
         n += strlen(head[i]) + 1;
-    char *buf = malloc(n + tn + 1);
+    char *buf = malloc(n + 1 + ZSTD_compressBound(tl) + 1);
     json_t *e = NULL;
     if (buf) {
         char *p = buf;
@@ -284,12 +271,12 @@ static json_t *entry_new(reflector *r, json_t *obj)
             memcpy(p, head[i], l);
             p += l;
         }
-        memcpy(p, packed, tn);
+        size_t tn = entry_put_text(r, p, text, tl);
         p[tn] = '\0';
         e = json_stringn_nocheck(buf, n + tn);
     }
     free(buf);
-    free(packed);
+    free(text);
     return e;
 }
 
@@ -409,19 +396,21 @@ static int upsert(reflector *r, json_t *obj, int only_if_changed)
         json_decref(copy);
         return remove_key(r, key, NULL);
     }
+    json_t *old = json_object_get(r->store, key);
+    if (old && only_if_changed) {
+        /* before the entry is made: a relist's unchanged objects are not encoded again */
+        const char *orv = entry_rv(r, old), *nrv = obj_rv(copy);
+        if (orv && nrv && strcmp(orv, nrv) == 0) {
+            json_decref(copy);
+            return 0;
+        }
+    }
     json_t *entry = r->o.compact ? entry_new(r, copy) : json_incref(copy);
     if (!entry) {
         json_decref(copy);
         return 0;
     }
-    json_t *old = json_object_get(r->store, key);
     if (old) {
-        const char *orv = entry_rv(r, old), *nrv = obj_rv(copy);
-        if (only_if_changed && orv && nrv && strcmp(orv, nrv) == 0) {
-            json_decref(entry);
-            json_decref(copy);
-            return 0;
-        }
         json_incref(old);
         index_entry(r, old, key, 0);
         r->bytes -= entry_bytes(r, old);
