@@ -5,7 +5,9 @@ the test API server (kwok nodes), beside the API server's own ceiling for the sa
 Run by bench/converge (it brings the test environment up and sources its env.sh); by hand:
   . build/testenv-bench/env.sh && python3 bench/converge.py N [options]
 
-Phases, one controller process, its namespace only (--namespace):
+Phases, one controller process, on the run's namespace only (--namespace), or with
+--namespaces K on all namespaces (no --namespace, as the cluster-wide Deployment) and the N clusters
+spread over K namespaces of equal size:
   idle      the controller on an empty namespace: start to ready, RSS after 3 s (then stopped);
   converge  N FlinkClusters created first, then the controller started: seconds from its start
             until every child exists (watch ADDED events), until every FlinkCluster has a
@@ -15,7 +17,7 @@ Phases, one controller process, its namespace only (--namespace):
   steady    STEADY seconds of nothing changing: writes and CPU (% of one core);
   ceiling   with the controller stopped: the same rendered objects applied (server-side apply,
             16 concurrent clients) into a second namespace, then one status write per cluster:
-            the API server's own time for the same work.
+            the API server's own time for the same work (K namespaces likewise).
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
@@ -132,6 +134,17 @@ def names(n):
     return ["c%05d" % i for i in range(1, n + 1)]
 
 
+def spread(clusters, namespaces):
+    """{cluster name: its namespace}: consecutive blocks of equal size, one per namespace."""
+    k, n = len(namespaces), len(clusters)
+    return {c: namespaces[i * k // n] for i, c in enumerate(clusters)}
+
+
+def all_ns_path(kind):
+    """The collection path of a kind over all namespaces."""
+    return PATHS[kind].replace("/namespaces/{ns}", "")
+
+
 def parallel(fn, items):
     with ThreadPoolExecutor(CLIENTS) as ex:
         return list(ex.map(fn, items))
@@ -211,7 +224,8 @@ class Proc:
 
 
 class Controller:
-    """`flink-controller run` on one namespace, its log in `log`, its /metrics read by metric()."""
+    """`flink-controller run` on one namespace (None: all namespaces), its log in `log`, its
+    /metrics read by metric()."""
 
     def __init__(self, ns, log, extra):
         self.log = log
@@ -219,8 +233,9 @@ class Controller:
         # BENCH_WRAP: a command put before the controller's (e.g. "heaptrack -o /tmp/fc"), for a
         # diagnosis; CPU and RSS are then the wrapper's process, not comparable figures
         self.p = subprocess.Popen(
-            shlex.split(os.environ.get("BENCH_WRAP", "")) + [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"], "--namespace", ns,
-             "--flink-base-url", os.environ["FLINK_REST_URL"],
+            shlex.split(os.environ.get("BENCH_WRAP", "")) + [FC_BIN, "run", "--kubeconfig", os.environ["KUBECONFIG"]] +
+            (["--namespace", ns] if ns else []) +
+            ["--flink-base-url", os.environ["FLINK_REST_URL"],
              "--metrics-addr", "127.0.0.1:0", "--health-addr", "127.0.0.1:0"] + extra,
             stdin=subprocess.DEVNULL, stdout=open(log, "ab"), stderr=subprocess.STDOUT,
             start_new_session=True)  # its own process group: a wrapper's children go with it
@@ -290,12 +305,16 @@ class Controller:
 
 
 class Watcher:
-    """Watches the kinds of one namespace from a resourceVersion and records, per object, the
-    first time it was seen, the first time its `pred` held, and calls nothing else."""
+    """Watches one kind in a list of namespaces (one: that namespace's collection; more: the
+    collection over all namespaces, other namespaces' objects skipped) from a resourceVersion and
+    records, per object ("namespace/name"), the first time it was seen, the first time its `pred`
+    held, and calls nothing else."""
 
-    def __init__(self, api, ns, kind, rv, pred=None):
+    def __init__(self, api, namespaces, kind, rv, pred=None):
         self.seen, self.held, self.pred = {}, {}, pred
-        self.api, self.path = api, PATHS[kind].format(ns=ns)
+        self.namespaces = set(namespaces)
+        self.api = api
+        self.path = PATHS[kind].format(ns=namespaces[0]) if len(namespaces) == 1 else all_ns_path(kind)
         self.rv = rv
         threading.Thread(target=self.run, daemon=True).start()
 
@@ -307,7 +326,10 @@ class Watcher:
                     self.rv = o.get("metadata", {}).get("resourceVersion", self.rv)
                     if ev.get("type") not in ("ADDED", "MODIFIED"):
                         continue
-                    name, now = o["metadata"]["name"], time.time()
+                    md = o["metadata"]
+                    if md.get("namespace") not in self.namespaces:
+                        continue
+                    name, now = md["namespace"] + "/" + md["name"], time.time()
                     self.seen.setdefault(name, now)
                     if self.pred and name not in self.held and self.pred(o):
                         self.held[name] = now
@@ -324,8 +346,9 @@ def wait_for(check, timeout, step=0.2):
     return check()
 
 
-def list_rv(api, kind, ns):
-    return api.must("GET", PATHS[kind].format(ns=ns) + "?limit=1")["metadata"]["resourceVersion"]
+def list_rv(api, kind, namespaces):
+    path = PATHS[kind].format(ns=namespaces[0]) if len(namespaces) == 1 else all_ns_path(kind)
+    return api.must("GET", path + "?limit=1")["metadata"]["resourceVersion"]
 
 
 ENV_PROCS = ("kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "kwok")
@@ -367,14 +390,19 @@ def render(ns, clusters, variant):
     return objs
 
 
-def ceiling(api, ns, clusters, variant):
+def ceiling(api, home, variant):
     """Seconds the API server takes for the same objects from CLIENTS concurrent clients
-    (server-side apply, as the controller writes), then for one status write per cluster."""
-    parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=ns), manifest(n, variant)), clusters)
-    objs = render(ns, clusters, variant)
+    (server-side apply, as the controller writes), then for one status write per cluster.
+    home: {cluster name: its namespace}."""
+    clusters = list(home)
+    parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, variant)), clusters)
+    objs = []
+    for ns in sorted(set(home.values())):
+        objs += render(ns, [n for n in clusters if home[n] == ns], variant)
 
     def apply(o):
-        path = PATHS[o["kind"]].format(ns=ns) + "/" + o["metadata"]["name"] + "?fieldManager=bench&force=true"
+        path = PATHS[o["kind"]].format(ns=o["metadata"]["namespace"]) + "/" + o["metadata"]["name"] + \
+            "?fieldManager=bench&force=true"
         api.must("PATCH", path, json.dumps(o), "application/apply-patch+yaml")
 
     cpu0 = env_cpu()
@@ -383,7 +411,7 @@ def ceiling(api, ns, clusters, variant):
     t_children = time.time() - t0
 
     def status(n):
-        api.must("PATCH", PATHS["FlinkCluster"].format(ns=ns) + "/" + n + "/status",
+        api.must("PATCH", PATHS["FlinkCluster"].format(ns=home[n]) + "/" + n + "/status",
                  {"status": {"state": "Creating"}}, "application/merge-patch+json")
 
     parallel(status, clusters)
@@ -431,6 +459,13 @@ def main():
                     help="run the ceiling in a new namespace beside the converged one instead of after "
                          "deleting it (10,000 clusters: their garbage collection would take longer than "
                          "the ceiling and load the API server while it runs)")
+    ap.add_argument("--namespaces", type=int, default=1, metavar="K",
+                    help="spread the clusters over K namespaces of equal size and run the controller on "
+                         "all namespaces (default 1: one namespace, the controller on it alone). "
+                         "kube-controller-manager's StatefulSet controller scans a namespace's "
+                         "ControllerRevisions on each sync and its EndpointSlice controller a "
+                         "namespace's Services on each pod event, so 10,000 clusters in one "
+                         "namespace make the control plane, not the controller, the bound")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -444,9 +479,15 @@ def main():
     api = Api()
     tag = "%d-%d" % (os.getpid(), int(time.time()) % 100000)
     ns, ns_idle, ns_ceiling = "bench-" + tag, "bench-idle-" + tag, "bench-ceiling-" + tag
+    if a.namespaces < 1 or a.namespaces > a.n:
+        ap.error("--namespaces: 1 to N")
+    k = a.namespaces
+    nss = [ns] if k == 1 else ["%s-%d" % (ns, i) for i in range(k)]
+    nss_ceiling = [ns_ceiling] if k == 1 else ["%s-%d" % (ns_ceiling, i) for i in range(k)]
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
-    r = {"n": a.n, "variant": a.variant, "controller_args": " ".join(a.controller_args)}
+    r = {"n": a.n, "variant": a.variant, "namespaces": k, "controller_args": " ".join(a.controller_args)}
+    home = spread(clusters, nss)
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
     started = []  # controllers and perf, stopped in any case
     live = {}  # the converge phase's state, for what an interrupted run prints
@@ -462,19 +503,20 @@ def main():
         c.close()
 
         # converge
-        make_namespace(api, ns)
+        for x in nss:
+            make_namespace(api, x)
         t = time.time()
-        parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=ns), manifest(n, a.variant)), clusters)
+        parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, a.variant)), clusters)
         r["create_s"] = round(time.time() - t, 2)
         one = render(ns, clusters[:1], a.variant)
         kinds, per_cluster = sorted({o["kind"] for o in one}), len(one)
-        watch = {k: Watcher(api, ns, k, list_rv(api, k, ns)) for k in kinds if k != "FlinkCluster"}
-        fc = Watcher(api, ns, "FlinkCluster", "0",
+        watch = {kd: Watcher(api, nss, kd, list_rv(api, kd, nss)) for kd in kinds if kd != "FlinkCluster"}
+        fc = Watcher(api, nss, "FlinkCluster", "0",
                      lambda o: bool(o.get("status", {}).get("state")))
-        running = Watcher(api, ns, "FlinkCluster", "0",
+        running = Watcher(api, nss, "FlinkCluster", "0",
                           lambda o: o.get("status", {}).get("state") == "Running")
         cpu0 = env_cpu()
-        c = Controller(ns, log, a.controller_args)
+        c = Controller(ns if k == 1 else None, log, a.controller_args)
         started.append(c.p)
         t0 = c.t_exec
         perf = None
@@ -516,10 +558,10 @@ def main():
 
         if not a.no_update:
             before = c.writes()
-            sts = Watcher(api, ns, "StatefulSet", list_rv(api, "StatefulSet", ns),
+            sts = Watcher(api, nss, "StatefulSet", list_rv(api, "StatefulSet", nss),
                           lambda o: o["metadata"]["name"].endswith("-taskmanager") and o["spec"].get("replicas") == 2)
             t = time.time()
-            parallel(lambda n: api.must("PATCH", PATHS["FlinkCluster"].format(ns=ns) + "/" + n,
+            parallel(lambda n: api.must("PATCH", PATHS["FlinkCluster"].format(ns=home[n]) + "/" + n,
                                         {"spec": {"taskManager": {"replicas": 2}}}, "application/merge-patch+json"),
                      clusters)
             ok = wait_for(lambda: len(sts.held) >= a.n, a.timeout)
@@ -551,18 +593,21 @@ def main():
         # the ceiling runs on a quiet API server: the namespace (and its GC) gone first; without
         # it, the namespace is deleted with the environment (no wait for 10,000 clusters' GC)
         if not a.no_ceiling and not a.ceiling_beside:
-            r["namespace_deleted"] = delete_namespace(api, ns, 900)
+            r["namespace_deleted"] = all([delete_namespace(api, x) for x in nss] +
+                                         [delete_namespace(api, x, 900) for x in nss])
 
         if not a.no_ceiling:
-            make_namespace(api, ns_ceiling)
+            for x in nss_ceiling:
+                make_namespace(api, x)
             # the converge figures are in hand by now: a failing ceiling (e.g. an API error) is
             # reported beside them instead of losing them
             print("converge-partial: " + json.dumps(r), flush=True)
             try:
-                r["ceiling"] = ceiling(api, ns_ceiling, clusters, a.variant)
+                r["ceiling"] = ceiling(api, spread(clusters, nss_ceiling), a.variant)
             except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
                 r["ceiling_error"] = "%s: %s" % (type(e).__name__, e)
-            delete_namespace(api, ns_ceiling)
+            for x in nss_ceiling:
+                delete_namespace(api, x)
     except KeyboardInterrupt:
         interrupted(r, live)
     finally:
@@ -575,7 +620,7 @@ def main():
                 p.wait()
         for n in nodes:
             api.request("DELETE", "/api/v1/nodes/" + n)
-        for n in (ns, ns_idle, ns_ceiling):
+        for n in set([ns, ns_idle, ns_ceiling] + nss + nss_ceiling):
             api.request("DELETE", "/api/v1/namespaces/" + n)
     if r.get("ceiling") and r.get("children_s"):
         r["children_vs_ceiling"] = round(r["children_s"] / r["ceiling"]["children_s"], 2)
@@ -585,6 +630,7 @@ def main():
     print("converge-json: " + json.dumps(r, sort_keys=True))
     rows = [
         ("FlinkClusters (%s)" % a.variant, a.n),
+        ("namespaces", k if k == 1 else "%d (controller on all)" % k),
         ("controller flags", r["controller_args"] or "(defaults)"),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
