@@ -17,7 +17,9 @@ spread over K namespaces of equal size:
   steady    STEADY seconds of nothing changing: writes and CPU (% of one core);
   ceiling   with the controller stopped: the same rendered objects applied (server-side apply,
             16 concurrent clients) into a second namespace, then one status write per cluster:
-            the API server's own time for the same work (K namespaces likewise).
+            the API server's own time for the same work (K namespaces likewise);
+            --ceiling-only runs this phase alone on a fresh environment, --ceiling-clients C
+            with C clients (the controller keeps up to 64 requests in flight).
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
@@ -145,8 +147,8 @@ def all_ns_path(kind):
     return PATHS[kind].replace("/namespaces/{ns}", "")
 
 
-def parallel(fn, items):
-    with ThreadPoolExecutor(CLIENTS) as ex:
+def parallel(fn, items, clients=CLIENTS):
+    with ThreadPoolExecutor(clients) as ex:
         return list(ex.map(fn, items))
 
 
@@ -288,6 +290,24 @@ class Controller:
                 out[verb] = v
         return out
 
+    def by_label(self, name, label, text=None):
+        """{label value: sum of the samples of `name`} (e.g. watch events by kind)."""
+        out = {}
+        for line in (text or self.metrics()).splitlines():
+            m = re.match(r"^(\w+)\{([^}]*)\}\s+(\S+)$", line)
+            if not m or m.group(1) != name:
+                continue
+            v = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2))).get(label)
+            if v is not None:
+                out[v] = out.get(v, 0) + float(m.group(3))
+        return out
+
+    def activity(self):
+        """(watch events by kind, passes) so far, from one /metrics scrape."""
+        text = self.metrics()
+        return (self.by_label("flink_controller_watch_events_total", "kind", text),
+                int(self.metric("flink_controller_reconcile_total", text)))
+
     def close(self):
         self.proc.stop = True
         self.signal(signal.SIGTERM)
@@ -390,10 +410,11 @@ def render(ns, clusters, variant):
     return objs
 
 
-def ceiling(api, home, variant):
-    """Seconds the API server takes for the same objects from CLIENTS concurrent clients
+def ceiling(api, home, variant, clients, progress):
+    """Seconds the API server takes for the same objects from `clients` concurrent clients
     (server-side apply, as the controller writes), then for one status write per cluster.
-    home: {cluster name: its namespace}."""
+    home: {cluster name: its namespace}; progress: a dict, its "applied" and "status" counts kept
+    up to date (what an interrupted run prints)."""
     clusters = list(home)
     parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, variant)), clusters)
     objs = []
@@ -404,19 +425,37 @@ def ceiling(api, home, variant):
         path = PATHS[o["kind"]].format(ns=o["metadata"]["namespace"]) + "/" + o["metadata"]["name"] + \
             "?fieldManager=bench&force=true"
         api.must("PATCH", path, json.dumps(o), "application/apply-patch+yaml")
+        progress["applied"] = progress.get("applied", 0) + 1
 
     cpu0 = env_cpu()
     t0 = time.time()
-    parallel(apply, objs)
+    progress.update(objects=len(objs), t0=t0)
+    parallel(apply, objs, clients)
     t_children = time.time() - t0
 
     def status(n):
         api.must("PATCH", PATHS["FlinkCluster"].format(ns=home[n]) + "/" + n + "/status",
                  {"status": {"state": "Creating"}}, "application/merge-patch+json")
+        progress["status"] = progress.get("status", 0) + 1
 
-    parallel(status, clusters)
+    parallel(status, clusters, clients)
     return {"objects": len(objs), "children_s": round(t_children, 2), "status_s": round(time.time() - t0, 2),
             "env_cpu_s": cpu_since(cpu0)}
+
+
+def perf_record(pid, out):
+    """perf recording pid (cpu-clock, call graphs) into out until perf_top."""
+    return subprocess.Popen(["perf", "record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o", out, "-p", str(pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_top(perf, out):
+    """Stops a perf_record and returns its top functions by self time (lines of perf report)."""
+    perf.send_signal(2)
+    perf.wait()
+    rep = subprocess.run(["perf", "report", "-i", out, "--stdio", "--no-children", "--sort", "dso,symbol",
+                          "-g", "none", "--percent-limit", "1.5", "-q"], capture_output=True, text=True).stdout
+    return [" ".join(l.split()) for l in rep.splitlines() if l.strip()][:20]
 
 
 def stop_on_signal(signum, frame):
@@ -427,6 +466,10 @@ def interrupted(r, live):
     """What a run stopped by SIGINT or SIGTERM had reached: the converge phase's counts so far and
     the controller's figures at that moment (a 10,000-cluster run can take longer than one has)."""
     r["interrupted"] = True
+    cp = live.get("ceiling")
+    if cp and cp.get("t0"):
+        r["ceiling_reached"] = {"after_s": round(time.time() - cp["t0"], 1), "objects": cp["objects"],
+                                "applied": cp.get("applied", 0), "status": cp.get("status", 0)}
     c = live.get("c")
     if not c or c.p.poll() is not None:
         return
@@ -466,6 +509,11 @@ def main():
                          "ControllerRevisions on each sync and its EndpointSlice controller a "
                          "namespace's Services on each pod event, so 10,000 clusters in one "
                          "namespace make the control plane, not the controller, the bound")
+    ap.add_argument("--ceiling-only", action="store_true",
+                    help="the API server's ceiling alone, on a fresh environment (no controller)")
+    ap.add_argument("--ceiling-clients", type=int, default=CLIENTS, metavar="C",
+                    help="concurrent clients of the ceiling (default %d; the controller keeps up to "
+                         "--workers, 64, requests in flight)" % CLIENTS)
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -474,6 +522,8 @@ def main():
     ap.add_argument("--perf", default=None, metavar="FILE",
                     help="record the converge phase with perf (cpu-clock, call graphs) into FILE and "
                          "print the top functions (self time)")
+    ap.add_argument("--perf-steady", default=None, metavar="FILE",
+                    help="record the steady phase with perf into FILE and print its top functions")
     ap.add_argument("controller_args", nargs="*", help="after --: flags for `flink-controller run`")
     a = ap.parse_args()
     api = Api()
@@ -486,124 +536,140 @@ def main():
     nss_ceiling = [ns_ceiling] if k == 1 else ["%s-%d" % (ns_ceiling, i) for i in range(k)]
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
-    r = {"n": a.n, "variant": a.variant, "namespaces": k, "controller_args": " ".join(a.controller_args)}
+    r = {"n": a.n, "variant": a.variant, "namespaces": k, "controller_args": " ".join(a.controller_args),
+         "ceiling_clients": a.ceiling_clients}
     home = spread(clusters, nss)
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
     started = []  # controllers and perf, stopped in any case
     live = {}  # the converge phase's state, for what an interrupted run prints
     signal.signal(signal.SIGTERM, stop_on_signal)
     try:
-        # idle: start to ready, RSS with nothing to do
-        make_namespace(api, ns_idle)
-        c = Controller(ns_idle, log + ".idle", a.controller_args)
-        started.append(c.p)
-        c.metrics_port()
-        time.sleep(3)
-        r["idle_rss_mib"] = round(c.proc.rss_kib() / 1024, 1)
-        c.close()
+        if a.ceiling_only:
+            for x in nss_ceiling:
+                make_namespace(api, x)
+            live["ceiling"] = {}
+            r["ceiling"] = ceiling(api, spread(clusters, nss_ceiling), a.variant, a.ceiling_clients, live["ceiling"])
+        else:
+            # idle: start to ready, RSS with nothing to do
+            make_namespace(api, ns_idle)
+            c = Controller(ns_idle, log + ".idle", a.controller_args)
+            started.append(c.p)
+            c.metrics_port()
+            time.sleep(3)
+            r["idle_rss_mib"] = round(c.proc.rss_kib() / 1024, 1)
+            c.close()
 
-        # converge
-        for x in nss:
-            make_namespace(api, x)
-        t = time.time()
-        parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, a.variant)), clusters)
-        r["create_s"] = round(time.time() - t, 2)
-        one = render(ns, clusters[:1], a.variant)
-        kinds, per_cluster = sorted({o["kind"] for o in one}), len(one)
-        watch = {kd: Watcher(api, nss, kd, list_rv(api, kd, nss)) for kd in kinds if kd != "FlinkCluster"}
-        fc = Watcher(api, nss, "FlinkCluster", "0",
-                     lambda o: bool(o.get("status", {}).get("state")))
-        running = Watcher(api, nss, "FlinkCluster", "0",
-                          lambda o: o.get("status", {}).get("state") == "Running")
-        cpu0 = env_cpu()
-        c = Controller(ns if k == 1 else None, log, a.controller_args)
-        started.append(c.p)
-        t0 = c.t_exec
-        perf = None
-        if a.perf:
-            perf = subprocess.Popen(["perf", "record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o", a.perf,
-                                     "-p", str(c.p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            started.append(perf)
-        want = per_cluster * a.n
-        children = lambda: sum(len(w.seen) for w in watch.values())
-        live.update(c=c, t0=t0, children=children, want=want, fc=fc, running=running, cpu0=cpu0)
-        wait_for(lambda: children() > 0, a.timeout, 0.001)
-        # start to first reconcile: exec until the API server has the first child it wrote
-        r["first_reconcile_ms"] = round(1000 * (min(t for w in watch.values() for t in w.seen.values()) - t0), 1)
-        ok = wait_for(lambda: children() >= want, a.timeout)
-        r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
-        ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
-        r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
-        ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
-        r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
-        r["env_cpu_s"] = cpu_since(cpu0)  # the control plane's CPU until every cluster Running
-        wait_for(lambda: False, 5)  # the last status writes
-        text = c.metrics()
-        r["writes"] = c.writes(text)
-        r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
-        r["cpu_s"] = round(c.proc.cpu(), 2)
-        r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
-        # where the memory is once converged: the compact caches' texts and the Lua state
-        r["cache_kib_per_cluster"] = round(c.metric("flink_controller_cache_bytes", text) / 1024 / a.n, 2)
-        r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
-        r["lua_mib"] = round(c.metric("flink_controller_lua_memory_bytes", text) / 2**20, 1)
-        r["heap_mib"] = c.heap_mib(text)
-        r["rss_converged_mib"] = round(c.proc.rss_kib() / 1024, 1)
-        if perf:
-            perf.send_signal(2)
-            perf.wait()
-            rep = subprocess.run(["perf", "report", "-i", a.perf, "--stdio", "--no-children", "--sort", "symbol",
-                                  "-g", "none", "--percent-limit", "1.5", "-q"], capture_output=True, text=True).stdout
-            r["profile_top"] = [" ".join(l.split()) for l in rep.splitlines() if l.strip()][:20]
-
-        if not a.no_update:
-            before = c.writes()
-            sts = Watcher(api, nss, "StatefulSet", list_rv(api, "StatefulSet", nss),
-                          lambda o: o["metadata"]["name"].endswith("-taskmanager") and o["spec"].get("replicas") == 2)
+            # converge
+            for x in nss:
+                make_namespace(api, x)
             t = time.time()
-            parallel(lambda n: api.must("PATCH", PATHS["FlinkCluster"].format(ns=home[n]) + "/" + n,
-                                        {"spec": {"taskManager": {"replicas": 2}}}, "application/merge-patch+json"),
-                     clusters)
-            ok = wait_for(lambda: len(sts.held) >= a.n, a.timeout)
-            r["update_s"] = round(max(sts.held.values()) - t, 2) if ok else None
-            wait_for(lambda: False, 5)
-            after = c.writes()
-            r["update_writes"] = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
+            parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, a.variant)), clusters)
+            r["create_s"] = round(time.time() - t, 2)
+            one = render(ns, clusters[:1], a.variant)
+            kinds, per_cluster = sorted({o["kind"] for o in one}), len(one)
+            watch = {kd: Watcher(api, nss, kd, list_rv(api, kd, nss)) for kd in kinds if kd != "FlinkCluster"}
+            fc = Watcher(api, nss, "FlinkCluster", "0",
+                         lambda o: bool(o.get("status", {}).get("state")))
+            running = Watcher(api, nss, "FlinkCluster", "0",
+                              lambda o: o.get("status", {}).get("state") == "Running")
+            cpu0 = env_cpu()
+            c = Controller(ns if k == 1 else None, log, a.controller_args)
+            started.append(c.p)
+            t0 = c.t_exec
+            perf = None
+            if a.perf:
+                perf = perf_record(c.p.pid, a.perf)
+                started.append(perf)
+            want = per_cluster * a.n
+            children = lambda: sum(len(w.seen) for w in watch.values())
+            live.update(c=c, t0=t0, children=children, want=want, fc=fc, running=running, cpu0=cpu0)
+            wait_for(lambda: children() > 0, a.timeout, 0.001)
+            # start to first reconcile: exec until the API server has the first child it wrote
+            r["first_reconcile_ms"] = round(1000 * (min(t for w in watch.values() for t in w.seen.values()) - t0), 1)
+            ok = wait_for(lambda: children() >= want, a.timeout)
+            r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
+            ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
+            r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
+            ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
+            r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
+            r["env_cpu_s"] = cpu_since(cpu0)  # the control plane's CPU until every cluster Running
+            wait_for(lambda: False, 5)  # the last status writes
+            text = c.metrics()
+            r["writes"] = c.writes(text)
+            r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
+            r["cpu_s"] = round(c.proc.cpu(), 2)
+            r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+            # where the memory is once converged: the compact caches' texts and the Lua state
+            r["cache_kib_per_cluster"] = round(c.metric("flink_controller_cache_bytes", text) / 1024 / a.n, 2)
+            r["cache_objects"] = int(c.metric("flink_controller_cache_objects", text))
+            r["lua_mib"] = round(c.metric("flink_controller_lua_memory_bytes", text) / 2**20, 1)
+            r["heap_mib"] = c.heap_mib(text)
+            r["rss_converged_mib"] = round(c.proc.rss_kib() / 1024, 1)
+            if perf:
+                r["profile_top"] = perf_top(perf, a.perf)
 
-        if a.steady > 0:
-            # quiet first: no write for 10 s (the last status writes of the wave)
-            last, quiet_since = c.writes(), time.time()
-            while time.time() - quiet_since < 10 and time.time() - t0 < a.timeout:
-                time.sleep(1)
+            if not a.no_update:
+                before = c.writes()
+                sts = Watcher(api, nss, "StatefulSet", list_rv(api, "StatefulSet", nss),
+                              lambda o: o["metadata"]["name"].endswith("-taskmanager") and o["spec"].get("replicas") == 2)
+                t = time.time()
+                parallel(lambda n: api.must("PATCH", PATHS["FlinkCluster"].format(ns=home[n]) + "/" + n,
+                                            {"spec": {"taskManager": {"replicas": 2}}}, "application/merge-patch+json"),
+                         clusters)
+                ok = wait_for(lambda: len(sts.held) >= a.n, a.timeout)
+                r["update_s"] = round(max(sts.held.values()) - t, 2) if ok else None
+                wait_for(lambda: False, 5)
+                after = c.writes()
+                r["update_writes"] = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) - before.get(k, 0)}
+
+            if a.steady > 0:
+                # quiet first: no write for 10 s (the last status writes of the wave)
+                last, quiet_since = c.writes(), time.time()
+                while time.time() - quiet_since < 10 and time.time() - t0 < a.timeout:
+                    time.sleep(1)
+                    w = c.writes()
+                    if w != last:
+                        last, quiet_since = w, time.time()
+                ev0, passes0 = c.activity()
+                env0, cpu0, t = env_cpu(), c.proc.cpu(), time.time()
+                sperf = perf_record(c.p.pid, a.perf_steady) if a.perf_steady else None
+                if sperf:
+                    started.append(sperf)
+                time.sleep(a.steady)
+                cpu1, t1 = c.proc.cpu(), time.time()
+                if sperf:
+                    r["steady_profile_top"] = perf_top(sperf, a.perf_steady)
                 w = c.writes()
-                if w != last:
-                    last, quiet_since = w, time.time()
-            cpu0, t = c.proc.cpu(), time.time()
-            time.sleep(a.steady)
-            w = c.writes()
-            r["steady_s"] = a.steady
-            r["steady_writes"] = sum(w.values()) - sum(last.values())
-            r["steady_cpu_pct"] = round(100 * (c.proc.cpu() - cpu0) / (time.time() - t), 2)
-            r["steady_passes"] = None
-        r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
-        r["rss_end_mib"] = round(c.proc.rss_kib() / 1024, 1)
-        r["cpu_s_total"] = round(c.proc.cpu(), 2)
-        c.close()
-        delete_namespace(api, ns_idle)
+                ev1, passes1 = c.activity()
+                r["steady_s"] = a.steady
+                r["steady_writes"] = sum(w.values()) - sum(last.values())
+                r["steady_cpu_pct"] = round(100 * (cpu1 - cpu0) / (t1 - t), 2)
+                # what the controller was given to do meanwhile: watch events by kind and passes
+                r["steady_watch_events"] = {k: int(v - ev0.get(k, 0)) for k, v in ev1.items() if v - ev0.get(k, 0)}
+                r["steady_passes"] = passes1 - passes0
+                # and whether the control plane was quiet (CPU seconds of its processes)
+                r["steady_env_cpu_s"] = cpu_since(env0)
+            r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+            r["rss_end_mib"] = round(c.proc.rss_kib() / 1024, 1)
+            r["cpu_s_total"] = round(c.proc.cpu(), 2)
+            c.close()
+            delete_namespace(api, ns_idle)
         # the ceiling runs on a quiet API server: the namespace (and its GC) gone first; without
         # it, the namespace is deleted with the environment (no wait for 10,000 clusters' GC)
-        if not a.no_ceiling and not a.ceiling_beside:
+        if not a.no_ceiling and not a.ceiling_beside and not a.ceiling_only:
             r["namespace_deleted"] = all([delete_namespace(api, x) for x in nss] +
                                          [delete_namespace(api, x, 900) for x in nss])
 
-        if not a.no_ceiling:
+        if not a.no_ceiling and not a.ceiling_only:
             for x in nss_ceiling:
                 make_namespace(api, x)
             # the converge figures are in hand by now: a failing ceiling (e.g. an API error) is
             # reported beside them instead of losing them
             print("converge-partial: " + json.dumps(r), flush=True)
             try:
-                r["ceiling"] = ceiling(api, spread(clusters, nss_ceiling), a.variant)
+                live["ceiling"] = {}
+                r["ceiling"] = ceiling(api, spread(clusters, nss_ceiling), a.variant, a.ceiling_clients,
+                                       live["ceiling"])
             except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
                 r["ceiling_error"] = "%s: %s" % (type(e).__name__, e)
             for x in nss_ceiling:
@@ -626,7 +692,6 @@ def main():
         r["children_vs_ceiling"] = round(r["children_s"] / r["ceiling"]["children_s"], 2)
         if r.get("status_s"):
             r["status_vs_ceiling"] = round(r["status_s"] / r["ceiling"]["status_s"], 2)
-    r.pop("steady_passes", None)
     print("converge-json: " + json.dumps(r, sort_keys=True))
     rows = [
         ("FlinkClusters (%s)" % a.variant, a.n),
@@ -635,6 +700,7 @@ def main():
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
         ("all Running, s", r.get("running_s")),
+        ("API server ceiling: clients", r.get("ceiling_clients")),
         ("API server ceiling: children, s", (r.get("ceiling") or {}).get("children_s")),
         ("API server ceiling: + status, s", (r.get("ceiling") or {}).get("status_s")),
         ("children / ceiling", r.get("children_vs_ceiling")),
@@ -653,20 +719,26 @@ def main():
         ("update wave writes", r.get("update_writes")),
         ("steady %s s: writes" % a.steady, r.get("steady_writes")),
         ("steady: CPU, % of one core", r.get("steady_cpu_pct")),
+        ("steady: watch events by kind / passes", "%s / %s" % (r.get("steady_watch_events"), r.get("steady_passes"))),
+        ("steady: control plane CPU, s", r.get("steady_env_cpu_s")),
         ("start to first child written, ms", r.get("first_reconcile_ms")),
         ("idle RSS (no clusters), MiB", r.get("idle_rss_mib")),
     ]
     if r.get("interrupted"):
         rows[:0] = [("INTERRUPTED after, s", r.get("interrupted_after_s")),
                     ("children / statuses / Running seen", "%s / %s / %s" % (
-                        r.get("children_seen"), r.get("status_seen"), r.get("running_seen")))]
+                        r.get("children_seen"), r.get("status_seen"), r.get("running_seen"))),
+                    ("ceiling reached", r.get("ceiling_reached"))]
     w = max(len(k) for k, _ in rows)
     for k, v in rows:
         print("%-*s  %s" % (w, k, "-" if v is None else v))
-    if r.get("profile_top"):
-        print("converge phase, self CPU by function (perf, cpu-clock):")
-        for line in r["profile_top"]:
-            print("  " + line)
+    for key, what in (("profile_top", "converge phase"), ("steady_profile_top", "steady phase")):
+        if r.get(key):
+            print("%s, self CPU by function (perf, cpu-clock):" % what)
+            for line in r[key]:
+                print("  " + line)
+    if a.ceiling_only:
+        return 0 if r.get("ceiling") else 1
     return 0 if r.get("children_s") is not None and r.get("status_s") is not None else 1
 
 
