@@ -695,7 +695,7 @@ def main():
     print("converge-json: " + json.dumps(r, sort_keys=True))
     rows = [
         ("FlinkClusters (%s)" % a.variant, a.n),
-        ("namespaces", k if k == 1 else "%d (controller on all)" % k),
+        ("namespaces", k if k == 1 or a.ceiling_only else "%d (controller on all)" % k),
         ("controller flags", r["controller_args"] or "(defaults)"),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
