@@ -142,8 +142,11 @@ def spread(clusters, namespaces):
     return {c: namespaces[i * k // n] for i, c in enumerate(clusters)}
 
 
-def all_ns_path(kind):
-    """The collection path of a kind over all namespaces."""
+def collection_path(kind, namespaces):
+    """The path to list or watch a kind in `namespaces`: that namespace's collection when there is
+    one, else the collection over all namespaces (the caller skips the others)."""
+    if len(namespaces) == 1:
+        return PATHS[kind].format(ns=namespaces[0])
     return PATHS[kind].replace("/namespaces/{ns}", "")
 
 
@@ -262,19 +265,18 @@ class Controller:
         c.close()
         return text
 
-    def metric(self, name, text=None, **labels):
-        """Sum of the samples of `name` whose labels include `labels`."""
-        total = 0.0
+    def samples(self, name, text=None):
+        """Yields (labels dict, value) of each sample of `name` in a scrape."""
         for line in (text or self.metrics()).splitlines():
             if not line.startswith(name) or line.startswith("#"):
                 continue
             m = re.match(r"^(\w+)(\{[^}]*\})?\s+(\S+)$", line)
-            if not m or m.group(1) != name:
-                continue
-            got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
-            if all(got.get(k) == v for k, v in labels.items()):
-                total += float(m.group(3))
-        return total
+            if m and m.group(1) == name:
+                yield dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or "")), float(m.group(3))
+
+    def metric(self, name, text=None, **labels):
+        """Sum of the samples of `name` whose labels include `labels`."""
+        return sum(v for got, v in self.samples(name, text) if all(got.get(k) == x for k, x in labels.items()))
 
     def heap_mib(self, text=None):
         """malloc's heap in MiB by state, from flink_controller_heap_bytes."""
@@ -293,18 +295,14 @@ class Controller:
     def by_label(self, name, label, text=None):
         """{label value: sum of the samples of `name`} (e.g. watch events by kind)."""
         out = {}
-        for line in (text or self.metrics()).splitlines():
-            m = re.match(r"^(\w+)\{([^}]*)\}\s+(\S+)$", line)
-            if not m or m.group(1) != name:
-                continue
-            v = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2))).get(label)
-            if v is not None:
-                out[v] = out.get(v, 0) + float(m.group(3))
+        for got, v in self.samples(name, text):
+            if label in got:
+                out[got[label]] = out.get(got[label], 0) + v
         return out
 
-    def activity(self):
+    def activity(self, text=None):
         """(watch events by kind, passes) so far, from one /metrics scrape."""
-        text = self.metrics()
+        text = text or self.metrics()
         return (self.by_label("flink_controller_watch_events_total", "kind", text),
                 int(self.metric("flink_controller_reconcile_total", text)))
 
@@ -334,7 +332,7 @@ class Watcher:
         self.seen, self.held, self.pred = {}, {}, pred
         self.namespaces = set(namespaces)
         self.api = api
-        self.path = PATHS[kind].format(ns=namespaces[0]) if len(namespaces) == 1 else all_ns_path(kind)
+        self.path = collection_path(kind, namespaces)
         self.rv = rv
         threading.Thread(target=self.run, daemon=True).start()
 
@@ -367,8 +365,7 @@ def wait_for(check, timeout, step=0.2):
 
 
 def list_rv(api, kind, namespaces):
-    path = PATHS[kind].format(ns=namespaces[0]) if len(namespaces) == 1 else all_ns_path(kind)
-    return api.must("GET", path + "?limit=1")["metadata"]["resourceVersion"]
+    return api.must("GET", collection_path(kind, namespaces) + "?limit=1")["metadata"]["resourceVersion"]
 
 
 ENV_PROCS = ("kube-apiserver", "etcd", "kube-controller", "kube-scheduler", "kwok")
@@ -531,12 +528,12 @@ def main():
     ns, ns_idle, ns_ceiling = "bench-" + tag, "bench-idle-" + tag, "bench-ceiling-" + tag
     if a.namespaces < 1 or a.namespaces > a.n:
         ap.error("--namespaces: 1 to N")
-    k = a.namespaces
-    nss = [ns] if k == 1 else ["%s-%d" % (ns, i) for i in range(k)]
-    nss_ceiling = [ns_ceiling] if k == 1 else ["%s-%d" % (ns_ceiling, i) for i in range(k)]
+    kns = a.namespaces
+    nss = [ns] if kns == 1 else ["%s-%d" % (ns, i) for i in range(kns)]
+    nss_ceiling = [ns_ceiling] if kns == 1 else ["%s-%d" % (ns_ceiling, i) for i in range(kns)]
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
-    r = {"n": a.n, "variant": a.variant, "namespaces": k, "controller_args": " ".join(a.controller_args),
+    r = {"n": a.n, "variant": a.variant, "namespaces": kns, "controller_args": " ".join(a.controller_args),
          "ceiling_clients": a.ceiling_clients}
     home = spread(clusters, nss)
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
@@ -573,7 +570,7 @@ def main():
             running = Watcher(api, nss, "FlinkCluster", "0",
                               lambda o: o.get("status", {}).get("state") == "Running")
             cpu0 = env_cpu()
-            c = Controller(ns if k == 1 else None, log, a.controller_args)
+            c = Controller(ns if kns == 1 else None, log, a.controller_args)
             started.append(c.p)
             t0 = c.t_exec
             perf = None
@@ -639,8 +636,9 @@ def main():
                 cpu1, t1 = c.proc.cpu(), time.time()
                 if sperf:
                     r["steady_profile_top"] = perf_top(sperf, a.perf_steady)
-                w = c.writes()
-                ev1, passes1 = c.activity()
+                text = c.metrics()
+                w = c.writes(text)
+                ev1, passes1 = c.activity(text)
                 r["steady_s"] = a.steady
                 r["steady_writes"] = sum(w.values()) - sum(last.values())
                 r["steady_cpu_pct"] = round(100 * (cpu1 - cpu0) / (t1 - t), 2)
@@ -657,8 +655,9 @@ def main():
         # the ceiling runs on a quiet API server: the namespace (and its GC) gone first; without
         # it, the namespace is deleted with the environment (no wait for 10,000 clusters' GC)
         if not a.no_ceiling and not a.ceiling_beside and not a.ceiling_only:
-            r["namespace_deleted"] = all([delete_namespace(api, x) for x in nss] +
-                                         [delete_namespace(api, x, 900) for x in nss])
+            for x in nss:
+                delete_namespace(api, x)  # all asked for first, then each awaited
+            r["namespace_deleted"] = all([delete_namespace(api, x, 900) for x in nss])
 
         if not a.no_ceiling and not a.ceiling_only:
             for x in nss_ceiling:
@@ -695,7 +694,7 @@ def main():
     print("converge-json: " + json.dumps(r, sort_keys=True))
     rows = [
         ("FlinkClusters (%s)" % a.variant, a.n),
-        ("namespaces", k if k == 1 or a.ceiling_only else "%d (controller on all)" % k),
+        ("namespaces", kns if kns == 1 or a.ceiling_only else "%d (controller on all)" % kns),
         ("controller flags", r["controller_args"] or "(defaults)"),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
