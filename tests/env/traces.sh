@@ -7,7 +7,11 @@
 # Usage: tests/env/traces.sh [SYSCTLS]          list traces
 #        tests/env/traces.sh --tap [SYSCTLS]    the same as a one-check TAP test
 #        tests/env/traces.sh --save SYSCTLS     write the host sysctls the node
-#                                               changes (to compare with later)
+#                                               changes (to compare with later);
+#                                               while a node's mark is on the
+#                                               host (running, or left by a
+#                                               killed run) the values it saved
+#                                               before its kubelet changed them
 # SYSCTLS: a file from --save; when given, each sysctl differing from it is a
 # trace too.  TESTENV_DIR (default build/testenv) selects the environment.
 # Exit: 0 nothing left (or saved); 1 traces listed (with --tap: "not ok").
@@ -19,7 +23,8 @@ ROOT=$(cd "$TESTENV_SRC/../.." && pwd)
 TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
 
 if [ "${1:-}" = --save ]; then
-  node_sysctls >"${2:?usage: traces.sh --save FILE}"
+  : "${2:?usage: traces.sh --save FILE}"
+  if [ -s "$NODE_MARK/sysctls" ]; then cp "$NODE_MARK/sysctls" "$2"; else node_sysctls >"$2"; fi
   exit 0
 fi
 

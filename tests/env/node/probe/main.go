@@ -5,8 +5,11 @@
 //	probe dns NAME...        resolves each NAME via the pod's /etc/resolv.conf;
 //	                         prints "NAME ADDR..." per name
 //	probe get URL            HTTP GET; prints the body; fails unless status 200
-//	                         (a refused or failed connection is retried for 30 s:
-//	                         a new Service's rules may still be on their way)
+//	                         (a failed connection or another status is retried
+//	                         for 30 s: a new Service's rules may still be on
+//	                         their way, and until kube-proxy writes them the
+//	                         address goes out by the host's default route, where
+//	                         whatever answers it is not the Service)
 //	probe serve ADDR TEXT    HTTP server on ADDR answering TEXT to every request
 //	probe echo WORD...       prints the words (a command that just succeeds)
 //
@@ -76,24 +79,36 @@ func get(args []string) error {
 	}
 	c := &http.Client{Timeout: 10 * time.Second}
 	deadline := time.Now().Add(30 * time.Second)
-	resp, err := c.Get(args[0])
-	for err != nil && time.Now().Before(deadline) {
+	for {
+		body, status, err := fetch(c, args[0])
+		if err == nil && status == http.StatusOK {
+			fmt.Print(body)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				return err
+			}
+			fmt.Print(body)
+			return fmt.Errorf("%s: status %d", args[0], status)
+		}
 		time.Sleep(500 * time.Millisecond)
-		resp, err = c.Get(args[0])
 	}
+}
+
+// fetch: one GET of url; the body, the HTTP status, or the error of the
+// connection or of reading the body.
+func fetch(c *http.Client, url string) (string, int, error) {
+	resp, err := c.Get(url)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return "", 0, err
 	}
-	fmt.Print(string(body))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: status %d", args[0], resp.StatusCode)
-	}
-	return nil
+	return string(body), resp.StatusCode, nil
 }
 
 func serve(args []string) error {
