@@ -301,10 +301,14 @@ class Controller:
         return out
 
     def activity(self, text=None):
-        """(watch events by kind, passes) so far, from one /metrics scrape."""
+        """What the controller did so far, from one /metrics scrape: watch events by kind
+        ("events"), passes, watch restarts by kind ("restarts") and event loop iterations
+        ("loops": many of them with nothing else moving is a busy loop)."""
         text = text or self.metrics()
-        return (self.by_label("flink_controller_watch_events_total", "kind", text),
-                int(self.metric("flink_controller_reconcile_total", text)))
+        return {"events": self.by_label("flink_controller_watch_events_total", "kind", text),
+                "passes": int(self.metric("flink_controller_reconcile_total", text)),
+                "restarts": self.by_label("flink_controller_watch_restarts_total", "kind", text),
+                "loops": int(self.metric("flink_controller_loop_iterations_total", text))}
 
     def close(self):
         self.proc.stop = True
@@ -627,24 +631,28 @@ def main():
                     w = c.writes()
                     if w != last:
                         last, quiet_since = w, time.time()
-                ev0, passes0 = c.activity()
+                act0 = c.activity()
                 env0, cpu0, t = env_cpu(), c.proc.cpu(), time.time()
                 sperf = perf_record(c.p.pid, a.perf_steady) if a.perf_steady else None
                 if sperf:
                     started.append(sperf)
                 time.sleep(a.steady)
                 cpu1, t1 = c.proc.cpu(), time.time()
+                text = c.metrics()
                 if sperf:
                     r["steady_profile_top"] = perf_top(sperf, a.perf_steady)
-                text = c.metrics()
                 w = c.writes(text)
-                ev1, passes1 = c.activity(text)
+                act1 = c.activity(text)
                 r["steady_s"] = a.steady
                 r["steady_writes"] = sum(w.values()) - sum(last.values())
                 r["steady_cpu_pct"] = round(100 * (cpu1 - cpu0) / (t1 - t), 2)
-                # what the controller was given to do meanwhile: watch events by kind and passes
-                r["steady_watch_events"] = {k: int(v - ev0.get(k, 0)) for k, v in ev1.items() if v - ev0.get(k, 0)}
-                r["steady_passes"] = passes1 - passes0
+                # what the controller was given to do meanwhile: watch events by kind, passes,
+                # watch restarts (each a new request, a relist on 410) and its loop's turns
+                moved = lambda k: {x: int(v - act0[k].get(x, 0)) for x, v in act1[k].items() if v - act0[k].get(x, 0)}
+                r["steady_watch_events"] = moved("events")
+                r["steady_passes"] = act1["passes"] - act0["passes"]
+                r["steady_watch_restarts"] = moved("restarts")
+                r["steady_loops_per_s"] = round((act1["loops"] - act0["loops"]) / (t1 - t), 1)
                 # and whether the control plane was quiet (CPU seconds of its processes)
                 r["steady_env_cpu_s"] = cpu_since(env0)
             r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
@@ -719,6 +727,8 @@ def main():
         ("steady %s s: writes" % a.steady, r.get("steady_writes")),
         ("steady: CPU, % of one core", r.get("steady_cpu_pct")),
         ("steady: watch events by kind / passes", "%s / %s" % (r.get("steady_watch_events"), r.get("steady_passes"))),
+        ("steady: watch restarts by kind / loop turns per s",
+         "%s / %s" % (r.get("steady_watch_restarts"), r.get("steady_loops_per_s"))),
         ("steady: control plane CPU, s", r.get("steady_env_cpu_s")),
         ("start to first child written, ms", r.get("first_reconcile_ms")),
         ("idle RSS (no clusters), MiB", r.get("idle_rss_mib")),

@@ -494,9 +494,13 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     REG(heap_bytes, METRICS_GAUGE, "flink_controller_heap_bytes",
         "Bytes of the process's malloc heap by state: in_use (allocated, mmapped chunks included) "
         "or free (held by malloc, not given back to the system).", 1, state, NULL, 0);
+    REG(loop_iterations_total, METRICS_COUNTER, "flink_controller_loop_iterations_total",
+        "Iterations of the event loop: each waits for I/O or a timer, then runs what is ready. "
+        "Fast growth with little else moving (watch events, requests) is a busy loop.",
+        0, NULL, NULL, 0);
 #undef REG
     if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
-        metrics_set(c.lua_memory_bytes, NULL, 0)) {
+        metrics_set(c.lua_memory_bytes, NULL, 0) || metrics_add(c.loop_iterations_total, NULL, 0)) {
         util_set_err(err, errlen, "metrics_register_controller: out of memory");
         return -1;
     }

@@ -104,6 +104,8 @@ typedef struct metrics_controller {
     metrics_family *cache_bytes;            /* gauge {kind}: bytes of the compact caches' texts */
     metrics_family *heap_bytes;             /* gauge {state}: "in_use"|"free" bytes of malloc's
                                                heap (glibc mallinfo2) */
+    metrics_family *loop_iterations_total;  /* counter: event loop iterations (libev
+                                               ev_iteration), brought up to date at scrape */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

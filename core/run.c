@@ -357,6 +357,7 @@ struct run_ctx {
     ev_timer trim_timer;      /* gives malloc's free pages back after a burst (run_trim_cb) */
     unsigned long activity;   /* passes started and watch events since the last trim */
     double trim_next;         /* ev_now() before which no trim runs (its cost, run_trim_cb) */
+    unsigned loop_iter_seen;  /* ev_iteration() at the last scrape (loop_iterations_total) */
     server *srv;
     webhook *wh;
     leader_elector *le;
@@ -506,6 +507,9 @@ static void run_on_scrape(void *ud)
     const char *in_use[] = {"in_use"}, *free_[] = {"free"};
     metrics_set(ctx->m.heap_bytes, in_use, (double)(mi.uordblks + mi.hblkhd));
     metrics_set(ctx->m.heap_bytes, free_, (double)mi.fordblks);
+    unsigned it = ev_iteration(ctx->loop);  /* wraps at 2^32: the difference stays right */
+    metrics_add(ctx->m.loop_iterations_total, NULL, (double)(unsigned)(it - ctx->loop_iter_seen));
+    ctx->loop_iter_seen = it;
     for (int k = 0; k < run_nkinds; k++) {
         size_t n = 0, bytes = 0;
         for (size_t i = 0; i < ctx->nns; i++) {

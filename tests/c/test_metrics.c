@@ -178,6 +178,13 @@ int main(void)
     OK(text && strstr(text, "\nflink_controller_leader 0\n") && strstr(text, "\nflink_controller_workqueue_depth 0\n") &&
            strstr(text, "# TYPE flink_controller_lua_memory_bytes gauge\nflink_controller_lua_memory_bytes 0\n"),
        "unlabelled gauges render 0 from the start");
+    OK(text && strstr(text, "# TYPE flink_controller_loop_iterations_total counter\nflink_controller_loop_iterations_total 0\n"),
+       "loop_iterations_total renders 0 from the start");
+    metrics_add(m.loop_iterations_total, NULL, 41);
+    metrics_add(m.loop_iterations_total, NULL, 1);
+    free(text);
+    text = metrics_render(r, NULL);
+    OK(text && strstr(text, "\nflink_controller_loop_iterations_total 42\n"), "loop_iterations_total adds what each scrape brings");
     const char *sts[] = {"StatefulSet"};
     metrics_set(m.cache_bytes, sts, 2048);
     metrics_set(m.cache_objects, sts, 1);

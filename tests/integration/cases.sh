@@ -55,11 +55,12 @@ case_example() {
     echo "$m" | grep -qE '^flink_controller_api_requests_total\{code="201",verb="PATCH"\} [1-9]' || { echo "$m"; return 1; }
     echo "$m" | grep -qE '^flink_controller_watch_events_total\{kind="StatefulSet",type="(ADDED|MODIFIED)"\} [1-9]' ||
       { echo "$m"; return 1; }
+    echo "$m" | grep -qE '^flink_controller_loop_iterations_total [1-9]' || { echo "$m"; return 1; }
     # every line the controller wrote about the cluster carries its key
     ! grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | grep -q . ||
       { grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | head -5; return 1; }
   }
-  check "/healthz and /readyz ok, /metrics counts reconciles, API writes and watch events; log lines carry cluster=" t_endpoints
+  check "/healthz and /readyz ok, /metrics counts reconciles, API writes, watch events and loop turns; log lines carry cluster=" t_endpoints
 }
 
 case_scale() {
