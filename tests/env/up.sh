@@ -93,8 +93,13 @@ fail() {
 }
 
 # free_port: a TCP port no socket on this machine uses (per /proc/net/tcp*)
-# and not handed out before by this script.
+# and not handed out before by this script, below the kernel's ephemeral range
+# (net.ipv4.ip_local_port_range): a port inside it can be taken as the local end
+# of some outgoing connection between the choice and the component's bind
+# (seen: kube-controller-manager's "bind: address already in use").
 CHOSEN=" "
+EPHEMERAL_LOW=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "${EPHEMERAL_LOW:-0}" -gt 12000 ] || EPHEMERAL_LOW=32768
 free_port() {
   local used p _sl local_addr _rest
   used=" "
@@ -103,7 +108,7 @@ free_port() {
     used+="$((16#${local_addr##*:})) "
   done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
   while :; do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+    p=$((10000 + (RANDOM * 32768 + RANDOM) % (EPHEMERAL_LOW - 10000)))
     case "$used$CHOSEN" in *" $p "*) continue ;; esac
     CHOSEN+="$p "; echo "$p"; return 0
   done
