@@ -19,7 +19,8 @@ spread over K namespaces of equal size:
             16 concurrent clients) into a second namespace, then one status write per cluster:
             the API server's own time for the same work (K namespaces likewise);
             --ceiling-only runs this phase alone on a fresh environment, --ceiling-clients C
-            with C clients (the controller keeps up to 64 requests in flight).
+            with C clients (the controller keeps up to 64 requests in flight); a 429 or a timeout
+            (500, 503, 504) is waited out and sent again, counted in "retried".
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
@@ -46,7 +47,8 @@ GROUP = "/apis/flinkoperator.k8s.io/v1beta1"
 
 class Api:
     """A small client of the test API server: the admin client certificate, one keep-alive
-    connection per thread. request() -> (status, decoded JSON body or None)."""
+    connection per thread. request() -> (status, decoded JSON body or None), the answers in RETRIED
+    waited out and sent again (counted in .retried by status)."""
 
     def __init__(self):
         url = urllib.parse.urlparse(os.environ["KUBE_APISERVER_URL"])
@@ -55,6 +57,8 @@ class Api:
         self.ctx = ssl.create_default_context(cafile=os.path.join(pki, "ca.crt"))
         self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
         self.local = threading.local()
+        self.lock = threading.Lock()
+        self.retried = {}  # HTTP status -> requests sent again after it (RETRIED)
 
     def conn(self):
         c = getattr(self.local, "c", None)
@@ -63,9 +67,15 @@ class Api:
             self.local.c = c
         return c
 
+    # Answers a loaded API server gives for a request it may well take when asked again: 429 (priority
+    # and fairness: wait its Retry-After) and the timeouts 500/503/504 (etcd or the request's own
+    # deadline; the controller requeues those too). Waited out with Retry-After or 1, 2, 4, 8 s.
+    RETRIED = (429, 500, 503, 504)
+    ATTEMPTS = 8
+
     def request(self, method, path, body=None, ctype="application/json"):
         data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
-        for attempt in range(5):
+        for attempt in range(self.ATTEMPTS):
             c = self.conn()
             try:
                 c.request(method, path, body=data, headers={"Content-Type": ctype, "Accept": "application/json"})
@@ -74,17 +84,18 @@ class Api:
             except (http.client.HTTPException, OSError):
                 c.close()
                 self.local.c = None
-                if attempt == 4:
+                if attempt == self.ATTEMPTS - 1:
                     raise
                 continue
-            if r.status == 429:
-                time.sleep(float(r.getheader("Retry-After") or 1))
+            if r.status in self.RETRIED and attempt < self.ATTEMPTS - 1:
+                with self.lock:
+                    self.retried[r.status] = self.retried.get(r.status, 0) + 1
+                time.sleep(float(r.getheader("Retry-After") or min(2 ** attempt, 8)))
                 continue
             try:
                 return r.status, json.loads(raw) if raw else None
             except ValueError:
                 return r.status, None
-        return 429, None
 
     def must(self, method, path, body=None, ctype="application/json", ok=(200, 201, 202)):
         st, doc = self.request(method, path, body, ctype)
@@ -429,6 +440,8 @@ def ceiling(api, home, variant, clients, progress):
         progress["applied"] = progress.get("applied", 0) + 1
 
     cpu0 = env_cpu()
+    with api.lock:
+        retried0 = dict(api.retried)
     t0 = time.time()
     progress.update(objects=len(objs), t0=t0)
     parallel(apply, objs, clients)
@@ -440,8 +453,10 @@ def ceiling(api, home, variant, clients, progress):
         progress["status"] = progress.get("status", 0) + 1
 
     parallel(status, clusters, clients)
+    with api.lock:
+        retried = {str(k): v - retried0.get(k, 0) for k, v in api.retried.items() if v > retried0.get(k, 0)}
     return {"objects": len(objs), "children_s": round(t_children, 2), "status_s": round(time.time() - t0, 2),
-            "env_cpu_s": cpu_since(cpu0)}
+            "env_cpu_s": cpu_since(cpu0), "retried": retried}
 
 
 def perf_record(pid, out):
@@ -715,6 +730,7 @@ def main():
         ("writes by verb", r.get("writes")),
         ("control plane CPU to all Running, s", r.get("env_cpu_s")),
         ("control plane CPU in the ceiling, s", (r.get("ceiling") or {}).get("env_cpu_s")),
+        ("ceiling: requests sent again, by answer", (r.get("ceiling") or {}).get("retried")),
         ("writes per cluster", r.get("writes_per_cluster")),
         ("controller CPU to converge, s", r.get("cpu_s")),
         ("peak RSS, MiB", r.get("peak_rss_mib")),
