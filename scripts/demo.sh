@@ -113,7 +113,9 @@ say "job $result after $((SECONDS - t0)) s; cluster $state. The FlinkCluster and
 "${K[@]}" -n "$NS" get statefulsets,services,configmaps,jobs,pods -l "cluster=$NAME" 2>/dev/null
 sp=$(field "flinkcluster/$NAME" '{.status.components.job.savepointLocation}')
 [ -z "$sp" ] || say "savepoint: $sp"
+# in the order written, by resourceVersion (one etcd counts it up); lastTimestamp has
+# whole seconds, so two Events of one second would come in any order
 say "events:"
-"${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" --sort-by=.lastTimestamp \
+"${K[@]}" -n "$NS" get events --field-selector "involvedObject.kind=FlinkCluster" --sort-by=.metadata.resourceVersion \
   -o custom-columns=TYPE:.type,REASON:.reason,COUNT:.count,MESSAGE:.message
 exit 0
