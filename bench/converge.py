@@ -508,7 +508,8 @@ def interrupted(r, live):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="-- FLAGS: everything after -- goes to `flink-controller run`")
     ap.add_argument("n", type=int, nargs="?", default=1000, help="FlinkClusters (default 1000)")
     ap.add_argument("--variant", choices=("session", "job"), default="session")
     ap.add_argument("--steady", type=int, default=60, help="seconds of the steady phase (0: none)")
@@ -540,8 +541,12 @@ def main():
                          "print the top functions (self time)")
     ap.add_argument("--perf-steady", default=None, metavar="FILE",
                     help="record the steady phase with perf into FILE and print its top functions")
-    ap.add_argument("controller_args", nargs="*", help="after --: flags for `flink-controller run`")
-    a = ap.parse_args()
+    # the flags for `flink-controller run` are everything after the first "--", split off here:
+    # argparse alone refuses them when options stand between N and "--"
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    a.controller_args = argv[cut + 1:]
     api = Api()
     tag = "%d-%d" % (os.getpid(), int(time.time()) % 100000)
     ns, ns_idle, ns_ceiling = "bench-" + tag, "bench-idle-" + tag, "bench-ceiling-" + tag
