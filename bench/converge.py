@@ -19,8 +19,9 @@ spread over K namespaces of equal size:
             16 concurrent clients) into a second namespace, then one status write per cluster:
             the API server's own time for the same work (K namespaces likewise);
             --ceiling-only runs this phase alone on a fresh environment, --ceiling-clients C
-            with C clients (the controller keeps up to 64 requests in flight); a 429 or a timeout
-            (500, 503, 504) is waited out and sent again, counted in "retried".
+            with C clients (the controller keeps up to 64 requests in flight); a 429, or a
+            timeout (500, 503, 504) of a GET or PATCH, is waited out and sent again, counted in
+            "retried".
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
@@ -48,7 +49,7 @@ GROUP = "/apis/flinkoperator.k8s.io/v1beta1"
 class Api:
     """A small client of the test API server: the admin client certificate, one keep-alive
     connection per thread. request() -> (status, decoded JSON body or None), the answers in RETRIED
-    waited out and sent again (counted in .retried by status)."""
+    waited out and sent again where that is safe (counted in .retried by status)."""
 
     def __init__(self):
         url = urllib.parse.urlparse(os.environ["KUBE_APISERVER_URL"])
@@ -68,9 +69,12 @@ class Api:
         return c
 
     # Answers a loaded API server gives for a request it may well take when asked again: 429 (priority
-    # and fairness: wait its Retry-After) and the timeouts 500/503/504 (etcd or the request's own
-    # deadline; the controller requeues those too). Waited out with Retry-After or 1, 2, 4, 8 s.
+    # and fairness: refused before any work, any verb; wait its Retry-After) and the timeouts
+    # 500/503/504 (etcd or the request's own deadline; the controller requeues those too), these
+    # only for GET and PATCH (an apply or a merge patch gives the same object twice; a POST or a
+    # DELETE that timed out may have been done). Waited out with Retry-After or 1, 2, 4, 8 s.
     RETRIED = (429, 500, 503, 504)
+    IDEMPOTENT = ("GET", "PATCH")
     ATTEMPTS = 8
 
     def request(self, method, path, body=None, ctype="application/json"):
@@ -87,7 +91,8 @@ class Api:
                 if attempt == self.ATTEMPTS - 1:
                     raise
                 continue
-            if r.status in self.RETRIED and attempt < self.ATTEMPTS - 1:
+            if r.status in self.RETRIED and (r.status == 429 or method in self.IDEMPOTENT) \
+                    and attempt < self.ATTEMPTS - 1:
                 with self.lock:
                     self.retried[r.status] = self.retried.get(r.status, 0) + 1
                 time.sleep(float(r.getheader("Retry-After") or min(2 ** attempt, 8)))
