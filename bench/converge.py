@@ -48,8 +48,8 @@ GROUP = "/apis/flinkoperator.k8s.io/v1beta1"
 
 class Api:
     """A small client of the test API server: the admin client certificate, one keep-alive
-    connection per thread. request() -> (status, decoded JSON body or None), the answers in RETRIED
-    waited out and sent again where that is safe (counted in .retried by status)."""
+    connection per thread. request() -> (status, decoded JSON body or None), a 429 and the TIMEOUTS
+    of an IDEMPOTENT request waited out and sent again (counted in .retried by status)."""
 
     def __init__(self):
         url = urllib.parse.urlparse(os.environ["KUBE_APISERVER_URL"])
@@ -59,7 +59,7 @@ class Api:
         self.ctx.load_cert_chain(os.path.join(pki, "admin.crt"), os.path.join(pki, "admin.key"))
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.retried = {}  # HTTP status -> requests sent again after it (RETRIED)
+        self.retried = {}  # HTTP status -> requests sent again after it
 
     def conn(self):
         c = getattr(self.local, "c", None)
@@ -73,7 +73,7 @@ class Api:
     # 500/503/504 (etcd or the request's own deadline; the controller requeues those too), these
     # only for GET and PATCH (an apply or a merge patch gives the same object twice; a POST or a
     # DELETE that timed out may have been done). Waited out with Retry-After or 1, 2, 4, 8 s.
-    RETRIED = (429, 500, 503, 504)
+    TIMEOUTS = (500, 503, 504)
     IDEMPOTENT = ("GET", "PATCH")
     ATTEMPTS = 8
 
@@ -91,8 +91,8 @@ class Api:
                 if attempt == self.ATTEMPTS - 1:
                     raise
                 continue
-            if r.status in self.RETRIED and (r.status == 429 or method in self.IDEMPOTENT) \
-                    and attempt < self.ATTEMPTS - 1:
+            resend = r.status == 429 or (r.status in self.TIMEOUTS and method in self.IDEMPOTENT)
+            if resend and attempt < self.ATTEMPTS - 1:
                 with self.lock:
                     self.retried[r.status] = self.retried.get(r.status, 0) + 1
                 time.sleep(float(r.getheader("Retry-After") or min(2 ** attempt, 8)))
