@@ -1,5 +1,7 @@
 # syntax=docker/dockerfile:1
-# flink-controller image:  docker build -t flink-controller:dev .
+# flink-controller image:  make image  (docker build or buildah bud of this file, tagged
+# flink-controller:$(VERSION), the release and commit passed as build arguments), or by hand:
+#   docker build --build-arg COMMIT=$(git rev-parse --short=12 HEAD) -t flink-controller:0.2.0 .
 #
 # Stage 1 builds with exactly the Debian packages of `make deps-build` (DEBIAN_PKGS in the Makefile);
 # stage 2 holds only the runtime libraries, the binary and the Lua code. DATADIR is compiled into
@@ -19,6 +21,9 @@ ARG BASE_IMAGE=debian:bookworm-slim@sha256:d5d3f9c23164ea16f31852f95bd5959aad1c5
 FROM ${BASE_IMAGE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
 ARG DATADIR=/usr/local/share/flink-controller
+# The release and the commit compiled in (no .git in the build context): `make image` passes both;
+# a plain `docker build .` gets the VERSION file's release and the commit "unknown".
+ARG COMMIT=unknown
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends make \
  && rm -rf /var/lib/apt/lists/*
@@ -31,7 +36,11 @@ COPY lua/ lua/
 COPY policies/ policies/
 COPY deploy/crd.yaml deploy/crd.yaml
 COPY scripts/crd-schema.lua scripts/crd-schema.lua
-RUN make -j"$(nproc)" DATADIR="${DATADIR}" all \
+COPY VERSION LICENSE ./
+ARG VERSION=
+# (the build arguments reach make through the environment, so `make install` sees the same)
+RUN export VERSION="${VERSION:-$(cat VERSION)}" COMMIT="${COMMIT}" \
+ && make -j"$(nproc)" DATADIR="${DATADIR}" all \
  && make install PREFIX=/usr/local DATADIR="${DATADIR}" DESTDIR=/out
 
 FROM ${BASE_IMAGE}
@@ -46,8 +55,13 @@ RUN apt-get update -qq \
       ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/local/ /usr/local/
+ARG VERSION=
+ARG COMMIT=unknown
 LABEL org.opencontainers.image.title="flink-controller" \
-      org.opencontainers.image.description="Kubernetes controller for Apache Flink (FlinkCluster, flinkoperator.k8s.io/v1beta1)"
+      org.opencontainers.image.description="Kubernetes controller for Apache Flink (FlinkCluster, flinkoperator.k8s.io/v1beta1)" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}"
 # metrics, health (see deploy/deployment.yaml)
 EXPOSE 8080 8081
 USER 65532:65532

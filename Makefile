@@ -11,6 +11,18 @@ BUILD    := build
 DATADIR  ?= $(CURDIR)
 CPPFLAGS += -DFC_DATADIR='"$(DATADIR)"'
 
+# The release and the commit compiled into the binary (core/version.h; `flink-controller version`,
+# the metric flink_controller_build_info): git describe when the tree has a tag v*, else the
+# VERSION file; the commit from git, "-dirty" with local changes. A build outside a git checkout
+# (the Dockerfile's: no .git in the context) is given them: make VERSION=0.2.0 COMMIT=1a2b3c4d5e6f
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || cat VERSION 2>/dev/null)
+endif
+ifeq ($(origin COMMIT),undefined)
+COMMIT := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo "$$c" || echo "$$c-dirty"; } || echo unknown)
+endif
+CPPFLAGS += -DFC_VERSION='"$(VERSION)"' -DFC_COMMIT='"$(COMMIT)"'
+
 # core/lua_sandbox.c is the host for busted (build/lib/fc/sandbox.so), not part of the binary
 SRCS     := $(filter-out core/lua_sandbox.c,$(wildcard core/*.c))
 OBJS     := $(SRCS:core/%.c=$(BUILD)/obj/%.o)
@@ -29,7 +41,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev libzstd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: all deps deps-build test lint asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
+.PHONY: FORCE image all deps deps-build test lint asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -63,6 +75,14 @@ deps-build:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	$$SUDO apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(DEBIAN_PKGS)
+
+# the objects that print the version are rebuilt when it changes (build/version.stamp is
+# rewritten only then)
+$(BUILD)/version.stamp: FORCE
+	@mkdir -p $(dir $@); printf '%s %s\n' '$(VERSION)' '$(COMMIT)' | cmp -s - $@ || printf '%s %s\n' '$(VERSION)' '$(COMMIT)' >$@
+FORCE:
+$(BUILD)/obj/main.o $(BUILD)/obj/metrics.o $(BUILD)/asan/obj/main.o $(BUILD)/asan/obj/metrics.o \
+  $(BUILD)/fuzz/obj/metrics.o: $(BUILD)/version.stamp
 
 $(BUILD)/obj/%.o: core/%.c $(wildcard core/*.h)
 	@mkdir -p $(dir $@)
@@ -152,6 +172,7 @@ test-policies: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 PREFIX   ?= /usr/local
 install: all
 	install -D -m 0755 $(BUILD)/flink-controller $(DESTDIR)$(PREFIX)/bin/flink-controller
+	install -D -m 0644 LICENSE $(DESTDIR)$(PREFIX)/share/doc/flink-controller/LICENSE
 	@if [ "$(abspath $(DESTDIR)$(DATADIR))" = "$(CURDIR)" ]; then \
 	  echo "install: DATADIR is the source tree; lua/ and policies/ stay in place"; \
 	else \
@@ -163,6 +184,16 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+# The controller image from the Dockerfile, tagged $(IMAGE), with the release and the commit as
+# build arguments; docker (with a daemon) or buildah, whichever is here. The test environment
+# builds the same recipe without either (tests/env/images.sh controller).
+IMAGE ?= flink-controller:$(VERSION)
+image:
+	@if command -v docker >/dev/null && docker info >/dev/null 2>&1; then b="docker build"; \
+	elif command -v buildah >/dev/null; then b="buildah bud"; \
+	else echo "image: needs docker (and its daemon) or buildah; tests/env/images.sh controller builds the same recipe without either" >&2; exit 1; fi; \
+	set -x; $$b --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
 # Test environment (tests/env/, README.md, "The test environment"): kube-apiserver + etcd +
 # controller-manager + scheduler + kwok and a Flink session cluster on

@@ -32,11 +32,8 @@
 #include "livediff.h"
 #include "run.h"
 #include "util.h"
+#include "version.h"
 #include "webhook.h"
-
-#ifndef FC_VERSION
-#define FC_VERSION "0.1.0"
-#endif
 
 #define MAIN_INPUT_MAX ((size_t)64 << 20) /* bytes of render input */
 
@@ -465,7 +462,7 @@ static int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("flink-controller %s (%s)\n", FC_VERSION, LUA_RELEASE);
+    printf("flink-controller %s (commit %s, %s)\n", FC_VERSION, FC_COMMIT, LUA_RELEASE);
     return EXIT_OK;
 }
 

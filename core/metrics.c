@@ -2,7 +2,9 @@
  * Prometheus text exposition format 0.0.4 (see metrics.h). */
 #include "metrics.h"
 #include "util.h"
+#include "version.h"
 
+#include <lua.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -452,6 +454,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *policy[] = { "policy" };
     const char *hash[] = { "hash" };
     const char *state[] = { "state" };
+    const char *build[] = { "version", "commit", "lua" };
     metrics_controller c = {0};
     if (!r || !m) {
         util_set_err(err, errlen, "metrics_register_controller: no registry");
@@ -498,8 +501,12 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         "Iterations of the event loop: each waits for I/O or a timer, then runs what is ready. "
         "Fast growth with little else moving (watch events, requests) is a busy loop.",
         0, NULL, NULL, 0);
+    REG(build_info, METRICS_GAUGE, "flink_controller_build_info",
+        "1, labelled with the release, the commit and the Lua release the binary was built with.", 3,
+        build, NULL, 0);
 #undef REG
-    if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
+    const char *build_values[] = { FC_VERSION, FC_COMMIT, LUA_RELEASE };
+    if (metrics_set(c.build_info, build_values, 1) || metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
         metrics_set(c.lua_memory_bytes, NULL, 0) || metrics_add(c.loop_iterations_total, NULL, 0)) {
         util_set_err(err, errlen, "metrics_register_controller: out of memory");
         return -1;

@@ -106,6 +106,8 @@ typedef struct metrics_controller {
                                                heap (glibc mallinfo2) */
     metrics_family *loop_iterations_total;  /* counter: event loop iterations (libev
                                                ev_iteration), brought up to date at scrape */
+    metrics_family *build_info;             /* gauge {version,commit,lua}: 1, the build
+                                               (core/version.h), as Prometheus' own *_build_info */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

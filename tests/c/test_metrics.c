@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "version.h"
+#include <lua.h>
 #include "transport_tap.h"
 
 int main(void)
@@ -180,6 +182,17 @@ int main(void)
        "unlabelled gauges render 0 from the start");
     OK(text && strstr(text, "# TYPE flink_controller_loop_iterations_total counter\nflink_controller_loop_iterations_total 0\n"),
        "loop_iterations_total renders 0 from the start");
+    {
+        /* the build, as the Makefile compiled it in (core/version.h) */
+        char want[256];
+        snprintf(want, sizeof want,
+                 "# TYPE flink_controller_build_info gauge\n"
+                 "flink_controller_build_info{version=\"%s\",commit=\"%s\",lua=\"%s\"} 1\n",
+                 FC_VERSION, FC_COMMIT, LUA_RELEASE);
+        OK(text && strstr(text, want), "build_info: 1 with the version, the commit and the Lua release");
+        OK(strcmp(FC_VERSION, "0.0.0") != 0 && strcmp(FC_COMMIT, "unknown") != 0,
+           "build_info: the Makefile passed a release and a commit (git checkout)");
+    }
     metrics_add(m.loop_iterations_total, NULL, 41);
     metrics_add(m.loop_iterations_total, NULL, 1);
     free(text);
