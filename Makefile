@@ -41,7 +41,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev libzstd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: FORCE image all deps deps-build test lint asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
+.PHONY: FORCE image all deps deps-build test lint docs asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -152,6 +152,11 @@ bench-converge: all
 
 lint:
 	luacheck --no-color -q lua policies tests
+
+# The FlinkCluster field reference, generated from the CRD (tests/reference_spec.lua fails when
+# the committed docs/reference.md is not what this writes).
+docs:
+	lua5.4 scripts/crd-reference.lua deploy/crd.yaml docs/reference.md
 
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
