@@ -41,13 +41,21 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev libzstd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: FORCE image all deps deps-build test lint docs asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
+.PHONY: FORCE crds image all deps deps-build test lint docs asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
 # the one description of the API's fields (README.md, "One schema").
 lua/fc/crd.lua: deploy/crd.yaml scripts/crd-schema.lua
 	lua5.4 scripts/crd-schema.lua deploy/crd.yaml $@
+
+# The CRD's copies: deploy/crd.yaml stays the one source; kustomize reads no file outside a
+# kustomization's folder and Helm installs its chart's crds/, so each has a copy, byte for byte
+# (tests/helm_spec.lua checks). `make crds` after an edit of deploy/crd.yaml.
+CRD_COPIES := deploy/crds/flinkclusters.yaml deploy/helm/flink-controller/crds/flinkclusters.yaml
+crds: $(CRD_COPIES)
+$(CRD_COPIES): deploy/crd.yaml
+	cp deploy/crd.yaml $@
 
 # Java and Maven are for the test environment only (a real Flink from Maven
 # Central, tests/env/); installed from Debian when the machine has none.

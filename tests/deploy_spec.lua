@@ -220,40 +220,73 @@ end)
 describe("deploy/kustomization.yaml", function()
   local k = docs("deploy/kustomization.yaml")[1]
 
-  it("lists files that exist, and every manifest of deploy/", function()
+  it("lists files that exist, and every manifest of deploy/ but the CRD", function()
     assert.are.equal("Kustomization", k.kind)
     for _, r in ipairs(k.resources) do assert.is_true(exists("deploy/" .. r), r) end
     local p = assert(io.popen("cd " .. ROOT .. "/deploy && ls *.yaml"))
     local files = {}
     for f in p:lines() do
-      if f ~= "kustomization.yaml" then files[#files + 1] = f end
+      if f ~= "kustomization.yaml" and f ~= "crd.yaml" then files[#files + 1] = f end
     end
     p:close()
     local listed = {}
     for _, r in ipairs(k.resources) do listed[#listed + 1] = r end
     assert.are.same(sorted(files), sorted(listed))
-    assert.are.same({ "crd.yaml", "deployment.yaml", "namespace.yaml", "rbac.yaml" }, sorted(listed))
+    assert.are.same({ "deployment.yaml", "namespace.yaml", "rbac.yaml" }, sorted(listed))
   end)
 
-  it("creates the namespace first and the CRD before the controller", function()
+  it("creates the namespace first and the RBAC before the controller", function()
     assert.are.equal("namespace.yaml", k.resources[1])
     local pos = {}
     for i, r in ipairs(k.resources) do pos[r] = i end
-    assert.is_true(pos["crd.yaml"] < pos["deployment.yaml"])
     assert.is_true(pos["rbac.yaml"] < pos["deployment.yaml"])
   end)
 end)
 
+describe("deploy/crds (the CRD's own kustomization)", function()
+  local k = docs("deploy/crds/kustomization.yaml")[1]
+
+  it("is a Kustomization of flinkclusters.yaml alone, the same bytes as deploy/crd.yaml", function()
+    assert.are.equal("Kustomization", k.kind)
+    assert.are.same({ "flinkclusters.yaml" }, k.resources)
+    -- the one source is deploy/crd.yaml (`make crds` copies it)
+    assert.is_true(read("deploy/crd.yaml") == read("deploy/crds/flinkclusters.yaml"),
+      "deploy/crds/flinkclusters.yaml differs from deploy/crd.yaml: run `make crds`")
+    local crd = docs("deploy/crds/flinkclusters.yaml")
+    assert.are.equal(1, #crd)
+    assert.are.equal("flinkclusters.flinkoperator.k8s.io", crd[1].metadata.name)
+  end)
+end)
+
+-- appended(ops): a Component's JSON patch, every operation an "add" at the end of a list
+-- ("<path>/-"), as {path = {value...}}.
+local function appended(ops)
+  local out = {}
+  for _, op in ipairs(ops) do
+    assert.are.equal("add", op.op)
+    assert.matches("/%-$", op.path)
+    out[op.path] = out[op.path] or {}
+    table.insert(out[op.path], op.value)
+  end
+  return out
+end
+
+-- The arguments a Component's JSON patch appends to the controller container's.
+local function appended_args(ops)
+  return appended(ops)["/spec/template/spec/containers/0/args/-"] or {}
+end
+
 describe("deploy/webhook (the admission webhook component)", function()
   local k = docs("deploy/webhook/kustomization.yaml")[1]
   local wh = docs("deploy/webhook/webhook.yaml")
-  local patch = docs("deploy/webhook/deployment-patch.yaml")[1]
+  local ops = lyaml.load(read("deploy/webhook/deployment-patch.yaml"))
   local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
 
   it("is a kustomize Component of webhook.yaml and the Deployment patch", function()
     assert.are.equal("Component", k.kind)
     assert.are.same({ "webhook.yaml" }, k.resources)
-    assert.are.same({ { path = "deployment-patch.yaml" } }, k.patches)
+    assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
+      kind = "Deployment", name = "flink-controller" } } }, k.patches)
   end)
 
   it("registers /validate and /mutate for FlinkCluster CREATE and UPDATE, AdmissionReview v1", function()
@@ -285,30 +318,24 @@ describe("deploy/webhook (the admission webhook component)", function()
     assert.are.same({ { name = "webhook", port = 443, targetPort = "webhook", protocol = "TCP" } }, svc.spec.ports)
     assert.are.same(base.spec.template.metadata.labels["app.kubernetes.io/name"] and
       { ["app.kubernetes.io/name"] = "flink-controller" }, svc.spec.selector)
-    local c = patch.spec.template.spec.containers[1]
-    -- the base's arguments, then the webhook's
-    local want = {}
-    for _, a in ipairs(base.spec.template.spec.containers[1].args) do want[#want + 1] = a end
-    for _, a in ipairs({ "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
-      "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }) do want[#want + 1] = a end
-    assert.are.same(want, c.args)
-    assert.are.same({ { name = "webhook", containerPort = 9443, protocol = "TCP" } }, c.ports)
+    -- appended to the base's arguments, ports, mounts and volumes (so it composes with the other
+    -- Components in any order)
+    local add = appended(ops)
+    assert.are.same({ "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
+      "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }, add["/spec/template/spec/containers/0/args/-"])
+    assert.are.same({ { name = "webhook", containerPort = 9443, protocol = "TCP" } },
+      add["/spec/template/spec/containers/0/ports/-"])
     assert.are.same({ { name = "webhook-cert", mountPath = "/etc/flink-controller/webhook", readOnly = true } },
-      c.volumeMounts)
-    assert.are.equal("flink-controller-webhook", patch.spec.template.spec.volumes[1].secret.secretName)
+      add["/spec/template/spec/containers/0/volumeMounts/-"])
+    local vols = add["/spec/template/spec/volumes/-"]
+    assert.are.equal(1, #vols)
+    assert.are.equal("flink-controller-webhook", vols[1].secret.secretName)
+    assert.are.equal(288, vols[1].secret.defaultMode) -- 0440
+    local n = 0
+    for _ in pairs(add) do n = n + 1 end
+    assert.are.equal(4, n)
   end)
 end)
-
--- The arguments a Component's JSON patch appends to the controller container's.
-local function appended_args(ops)
-  local args = {}
-  for _, op in ipairs(ops) do
-    assert.are.equal("add", op.op)
-    assert.are.equal("/spec/template/spec/containers/0/args/-", op.path)
-    args[#args + 1] = op.value
-  end
-  return args
-end
 
 describe("deploy/policy-override (the policy override component)", function()
   local k = docs("deploy/policy-override/kustomization.yaml")[1]
@@ -379,19 +406,34 @@ describe("deploy/namespaced (RBAC scoped to the watched namespace)", function()
     function()
       assert.are.equal("Component", k.kind)
       assert.are.same({ "rbac.yaml" }, k.resources)
+      local rbac_v1 = { group = "rbac.authorization.k8s.io", version = "v1" }
       assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
-        kind = "Deployment", name = "flink-controller" } }, { path = "remove-cluster-rbac.yaml" } }, k.patches)
+        kind = "Deployment", name = "flink-controller" } },
+        { path = "remove-cluster-rbac.yaml", target = { group = rbac_v1.group, version = rbac_v1.version,
+          kind = "ClusterRole", name = "flink-controller" } },
+        { path = "remove-cluster-rbac.yaml", target = { group = rbac_v1.group, version = rbac_v1.version,
+          kind = "ClusterRoleBinding", name = "flink-controller" } } }, k.patches)
     end)
 
-  it("appends --namespace flink-jobs to the controller's arguments", function()
-    assert.are.same({ "--namespace", "flink-jobs" }, appended_args(ops))
+  it("appends --namespace $(WATCH_NAMESPACE) to the arguments and WATCH_NAMESPACE=flink-jobs to the env", function()
+    local add = appended(ops)
+    assert.are.same({ "--namespace", "$(WATCH_NAMESPACE)" }, appended_args(ops))
+    assert.are.same({ { name = "WATCH_NAMESPACE", value = "flink-jobs" } },
+      add["/spec/template/spec/containers/0/env/-"])
+    local n = 0
+    for _ in pairs(add) do n = n + 1 end
+    assert.are.equal(2, n)
   end)
 
   it("deletes exactly the ClusterRole and ClusterRoleBinding of deploy/rbac.yaml", function()
     local got, want = {}, {}
-    for _, d in ipairs(removed) do
-      assert.are.equal("delete", d["$patch"])
-      got[#got + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name
+    assert.are.equal(1, #removed)
+    assert.are.equal("delete", removed[1]["$patch"])
+    -- one delete patch, aimed by the kustomization at both
+    for _, p in ipairs(k.patches) do
+      if p.path == "remove-cluster-rbac.yaml" then
+        got[#got + 1] = p.target.group .. "/" .. p.target.version .. " " .. p.target.kind .. "/" .. p.target.name
+      end
     end
     for _, d in ipairs(base) do
       if d.kind:find("^Cluster") then want[#want + 1] = d.apiVersion .. " " .. d.kind .. "/" .. d.metadata.name end

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) every binary and jar the test environment runs.
 # Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause|image-base|
-#          flink-image|image-controller-base|flink2|flink2-image]...
+#          flink-image|image-controller-base|flink2|flink2-image|helm]...
 #   (default: all; node/coredns/pause are the real node's kubelet +
 #   kube-proxy, cluster DNS and sandbox image; the image-* and flink-image
 #   components are its other images' parts, see image/components.sh; flink2 and
-#   flink2-image are the second Flink version, FLINK2_VERSION, as an image of the real node)
+#   flink2-image are the second Flink version, FLINK2_VERSION, as an image of the real node;
+#   helm is the Helm CLI the chart's tests use, deploy/helm/)
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
 # well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
@@ -119,6 +120,17 @@ build_kwok() {
   (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/bin/kwok" sigs.k8s.io/kwok/cmd/kwok)
 }
 
+# Helm (HELM_VERSION): the CLI of tests/helm_spec.lua and the integration case `helm`, built
+# like `go install helm.sh/helm/v3/cmd/helm@vX` in a wrapper module; the version stamped as
+# the release's (`helm version`).
+build_helm() {
+  local out=$1 src=$1/src
+  go_wrapper "$src" helm.sh/helm/v3 "v$HELM_VERSION" helm.sh/helm/v3/cmd/helm </dev/null
+  (cd "$src" && go mod tidy && "${GO_BUILD[@]}" \
+    -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" \
+    -o "$out/bin/helm" helm.sh/helm/v3/cmd/helm)
+}
+
 # flink_jars OUT FLINK_VERSION LOG4J_VERSION [TICKER_JAVA]: Flink's jars resolved by our pom
 # into OUT/lib/ (the classpath is lib/*.jar), and the test jobs under jobs/ built against
 # that version into OUT/jobs.jar, with TICKER_JAVA in place of jobs/'s Ticker.java when given
@@ -177,7 +189,7 @@ exec 8>"$TESTENV_CACHE/.build.lock"
 flock 8
 rm -rf "$TESTENV_CACHE"/*.tmp.*
 
-comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base flink2 flink2-image)
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base flink2 flink2-image helm)
 rc=0
 for c in "${comps[@]}"; do build_one "$c" || rc=1; done
 exit $rc

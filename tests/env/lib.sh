@@ -19,6 +19,7 @@ component_pins() {
     k8s)   echo "k8s $K8S_VERSION $K8S_STAGING_VERSION" ;;
     etcd)  echo "etcd $ETCD_VERSION" ;;
     kwok)  echo "kwok $KWOK_VERSION" ;;
+    helm)  echo "helm $HELM_VERSION" ;;
     node)  echo "node $K8S_VERSION $K8S_STAGING_VERSION" ;;
     coredns) echo "coredns $COREDNS_VERSION $(sha256sum <"$TESTENV_SRC/node/coredns/main.go")" ;;
     pause) echo "pause $PAUSE_IMAGE $(cat "$TESTENV_SRC"/node/{pause,probe}/main.go "$TESTENV_SRC/mkimage.sh" | sha256sum)" ;;
