@@ -11,7 +11,7 @@
 #   TaskManager with 4 slots, as plain `java` processes.
 # Then applies deploy/crd.yaml, waits for it to be Established and for the
 # TaskManager to register, and writes $TESTENV_DIR/env.sh (source it):
-#   KUBECONFIG, FLINK_REST_URL, KUBE_APISERVER_URL, TESTENV_DIR, TESTENV_KUBECTL,
+#   KUBECONFIG, FLINK_REST_URL, KUBE_APISERVER_URL, TESTENV_DIR, TESTENV_KUBECTL, TESTENV_HELM,
 #   TESTENV_FLINK_JOBS_JAR, TESTENV_PIDS ("name=pid ...") and TESTENV_PID_<NAME>,
 #   TESTENV_NODE (the real node; empty without one), TESTENV_NODE_IP,
 #   TESTENV_KWOK_NODE, TESTENV_KWOK_TOLERATION, TESTENV_KWOK_NS_ANNOTATIONS.
@@ -327,6 +327,9 @@ ln -sf "$KUBECTL" "$TESTENV_DIR/bin/kubectl"
   printf 'export KUBE_APISERVER_URL=%q\n' "https://127.0.0.1:$API_PORT"
   printf 'export FLINK_REST_URL=%q\n' "http://127.0.0.1:$REST_PORT"
   printf 'export TESTENV_KUBECTL=%q\n' "$KUBECTL"
+  # the Helm CLI of the chart's tests, when its component is built (up does not need it)
+  HELM_BIN=$(component_dir helm)/bin/helm
+  if [ -x "$HELM_BIN" ]; then printf 'export TESTENV_HELM=%q\n' "$HELM_BIN"; fi
   printf 'export PATH=%q:"$PATH"\n' "$TESTENV_DIR/bin"
   printf 'export TESTENV_FLINK_JOBS_JAR=%q\n' "$FLINK/jobs.jar"
   printf 'export TESTENV_FLINK_CONF_DIR=%q\n' "$FCONF"
