@@ -45,7 +45,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
-# the one description of the API's fields (README.md, "One schema").
+# the one description of the API's fields (docs/admission.md, "one schema").
 lua/fc/crd.lua: deploy/crd.yaml scripts/crd-schema.lua
 	lua5.4 scripts/crd-schema.lua deploy/crd.yaml $@
 
@@ -62,7 +62,7 @@ $(CRD_COPIES): deploy/crd.yaml
 # Go >= 1.24 (the real kube-apiserver, kubelet, CoreDNS) from scripts/install-go.sh: the
 # machine's own when it has one, else Debian's golang-go fetches the pinned toolchain module.
 TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
-# The test environment's real node (tests/env/, README.md "The real node"): container runtime,
+# The test environment's real node (tests/env/, docs/testenv.md "The real node"): container runtime,
 # CNI plugins, kube-proxy's and the kubelet's iptables/conntrack, and debootstrap for the images
 # built here (no registry), jq for their archives' JSON (tests/env/mkimage.sh), patch for the
 # policy cookbook's tests (tests/cookbook_spec.lua). Always installed: a machine with Java may
@@ -124,7 +124,7 @@ asan: $(BUILD)/asan/flink-controller
 
 # libFuzzer targets (tests/fuzz/fuzz_<name>.c -> build/fuzz/fuzz_<name>) under ASan+UBSan,
 # linked with the core's objects built by clang into build/fuzz/obj/; tests/run.sh fuzz runs
-# them (README.md, "Reliability").
+# them (docs/reliability.md).
 FUZZ_CC    := clang-14
 FUZZ_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g
 FUZZ_OBJS  := $(filter-out $(BUILD)/fuzz/obj/main.o,$(SRCS:core/%.c=$(BUILD)/fuzz/obj/%.o))
@@ -152,8 +152,8 @@ bench: $(BUILD)/bench/slots_bench
 bench-live: all
 	bench/native_live.sh
 
-# N FlinkClusters converged by the controller beside the API server's own ceiling (README.md,
-# "Performance at scale"); its own kwok-only test environment
+# N FlinkClusters converged by the controller beside the API server's own ceiling
+# (docs/performance.md); its own kwok-only test environment
 N ?= 1000
 bench-converge: all
 	bench/converge $(N)
@@ -169,7 +169,7 @@ docs:
 test: all asan $(C_TESTS)
 	@bash tests/run.sh
 
-# The policies alone (README.md, "Policies"): luacheck on policies/, every fixture in the
+# The policies alone (docs/policies.md): luacheck on policies/, every fixture in the
 # production sandbox (`flink-controller test`), then busted on the policy specs and the fixtures
 # walker through tests/run.sh (its LUA_PATH, TAP and counts).
 # One spec: bash tests/run.sh busted policies/cluster_spec.lua
@@ -208,7 +208,7 @@ image:
 	else echo "image: needs docker (and its daemon) or buildah; tests/env/images.sh controller builds the same recipe without either" >&2; exit 1; fi; \
 	set -x; $$b --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t $(IMAGE) .
 
-# Test environment (tests/env/, README.md, "The test environment"): kube-apiserver + etcd +
+# Test environment (tests/env/, docs/testenv.md): kube-apiserver + etcd +
 # controller-manager + scheduler + kwok and a Flink session cluster on
 # loopback, and (as root) a real kubelet node with containerd, kube-proxy and CoreDNS.
 # Binaries and images are built once per pin set into
@@ -223,6 +223,6 @@ testenv-down:
 	tests/env/down.sh
 
 # The controller end to end on the real node: test environment up, `run`, wordcount-local's job
-# Running -> Succeeded and the cluster cleaned up, all stopped again (README.md, "The two commands").
+# Running -> Succeeded and the cluster cleaned up, all stopped again (docs/development.md, "The two commands").
 demo: all
 	scripts/demo.sh

@@ -1,4 +1,4 @@
---- Cost of decoding hostile input (README.md, "Reliability"): CPU seconds and peak resident
+--- Cost of decoding hostile input (docs/reliability.md): CPU seconds and peak resident
 -- memory of fc.codec.decode_documents on the inputs issue 14 names, and what it answered:
 --   nested  600 KB of nested flow maps: "a: " .. "{a: " x N .. "1" .. "}" x N
 --   bomb    a 680-byte alias bomb: "lol0" to "lol8", each a list of ten references to the one

@@ -1,5 +1,5 @@
 /* core/override: a policy set made from the built-in policy dir and a ConfigMap's overrides
- * (`run --policy-configmap NS/NAME`, README.md "Overriding policies in a running controller"),
+ * (`run --policy-configmap NS/NAME`, docs/policies.md, "Overriding policies in a running controller"),
  * checked before use. What the ConfigMap's keys mean is lua/fc/override.lua's (fc.override.files);
  * here is the I/O:
  *   - a set's files are, relative to its dir: `*.lua` at the top (not `*_spec.lua`),

@@ -307,7 +307,7 @@ struct run_opts {
     struct lhost_opts host;
 };
 
-/* The policy set serving and the --policy-configmap watch (README.md, "Overriding policies in
+/* The policy set serving and the --policy-configmap watch (docs/policies.md, "Overriding policies in
  * a running controller"). A set is the built-in dir (lhost's policy dir at start) or a
  * directory core/override made from it and the ConfigMap; one check runs at a time. */
 struct run_override {

@@ -239,7 +239,7 @@ describe("cluster.desired", function()
     assert.equal(base.jm, own.tm)
   end)
 
-  it("computes the memory keys of the README cases exactly", function()
+  it("computes the memory keys of the documented cases exactly", function()
     -- 1Gi limit, ratio 25, min 600M, Flink 1.9: heap = 1073741824 - 600000000 = 473741824 B
     local c = conf_of(fixture_objects("memory-1gi-defaults"))
     assert.equal("451m", c["jobmanager.heap.size"])

@@ -11,7 +11,7 @@
 -- and for objects stored before the CRD had them, exactly as the API server's structural
 -- defaulting does (a section's default `{}` first, then the fields inside it). Only the
 -- defaults a schema cannot state are written here: the image pull policy, which depends on the
--- image tag (the mutating webhook stores it, README.md "The admission webhook").
+-- image tag (the mutating webhook stores it, docs/admission.md, "The admission webhook").
 local util = require("fc.util")
 local values = require("lib.values")
 local image_ref = require("lib.image")

@@ -4,7 +4,7 @@
 -- Flink goes out as intents (`cancel`, `list_jobs`, `job_exceptions`, and a REST submission's
 -- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
 -- `input.flink`. The decisions an operator may change are the constants and functions in
--- CAPITALS below (README "Job lifecycle" lists them with their fixtures).
+-- CAPITALS below (docs/lifecycle.md lists them with their fixtures).
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")

@@ -43,7 +43,7 @@ validate.MAX_STATEFULSET_NAME = 52
 validate.MAX_NAME = validate.MAX_STATEFULSET_NAME - #"-taskmanager"
 
 --------------------------------------------------------------------------------------------
--- The schema: deploy/crd.yaml's, generated into fc.crd at build time (README.md, "One schema").
+-- The schema: deploy/crd.yaml's, generated into fc.crd at build time (docs/admission.md, "one schema").
 -- Types, enums, limits, lengths and required fields are checked by walking it, so a new field
 -- is described once, in the CRD. The rules below are the ones the OpenAPI part of a schema
 -- cannot express; those the CRD states as CEL rules (x-kubernetes-validations) are also here,

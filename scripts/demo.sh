@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The controller end to end on the test environment's real node (README.md, "The test environment"):
+# The controller end to end on the test environment's real node (docs/testenv.md):
 #   1. `make testenv-up` (unless one already runs at $TESTENV_DIR, default build/testenv);
 #   2. `flink-controller run` against it from outside the cluster, as on a laptop: it reaches each
 #      JobManager through the API server's service proxy (no --flink-base-url)

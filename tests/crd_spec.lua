@@ -1,6 +1,6 @@
 -- deploy/crd.yaml: the FlinkCluster CustomResourceDefinition.
 --
--- deploy/crd.yaml is the one description of the API's fields (README.md, "One schema"): this
+-- deploy/crd.yaml is the one description of the API's fields (docs/admission.md, "one schema"): this
 -- spec does not list them again. It checks what must hold of any field: every field is set by
 -- some fixture or example, every default is the value policies/defaults.lua fills in, the
 -- CEL rules are well formed, lua/fc/crd.lua (what policies read) is generated from this file;

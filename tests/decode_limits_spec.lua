@@ -1,4 +1,4 @@
--- Specs of fc.codec's bounds (README.md, "Reliability"): YAML read from libyaml's events with
+-- Specs of fc.codec's bounds (docs/reliability.md): YAML read from libyaml's events with
 -- the same values as lyaml.load, and every bound checked while the input is read.
 local cjson = require("cjson")
 local lyaml = require("lyaml")

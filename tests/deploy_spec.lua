@@ -301,10 +301,10 @@ describe("deploy/webhook (the admission webhook component)", function()
       assert.are.equal(5, h.timeoutSeconds)
       assert.are.equal("flink-controller-webhook", h.clientConfig.service.name)
       assert.are.equal("flink-system", h.clientConfig.service.namespace)
-      assert.are.equal("", h.clientConfig.caBundle)   -- filled per cluster (README)
+      assert.are.equal("", h.clientConfig.caBundle)   -- filled per cluster (docs/admission.md)
       assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
         operations = { "CREATE", "UPDATE" }, resources = { "flinkclusters" }, scope = "Namespaced" } }, h.rules)
-      -- the documented trade-off (README.md, "The admission webhook")
+      -- the documented trade-off (docs/admission.md, "The admission webhook")
       assert.are.equal("Ignore", h.failurePolicy)
       -- never blocks the controller's own namespace
       assert.are.same({ matchExpressions = { { key = "kubernetes.io/metadata.name", operator = "NotIn",

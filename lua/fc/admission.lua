@@ -1,5 +1,5 @@
 --- fc.admission: the validating and mutating admission webhook's decisions (AdmissionReview
--- admission.k8s.io/v1), served by core/webhook.c over TLS (README.md, "Admission").
+-- admission.k8s.io/v1), served by core/webhook.c over TLS (docs/admission.md).
 --
 -- admission.validate(review) and admission.mutate(review) take the decoded AdmissionReview the
 -- API server POSTs and return {review = <AdmissionReview with .response>, patch = <JSON Patch

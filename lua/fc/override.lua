@@ -2,7 +2,7 @@
 -- item 4). The framework side: what the ConfigMap's keys mean, what a refusal says, and the
 -- switch of the live host. The C side (core/override.c) writes the files, hashes and compiles
 -- the set and runs its fixtures (`flink-controller test` in a child process); core/run.c
--- watches the ConfigMap and switches (README.md, "Overriding policies in a running controller").
+-- watches the ConfigMap and switches (docs/policies.md, "Overriding policies in a running controller").
 --
 -- Keys (ConfigMap keys cannot hold '/'; each maps to one file of the policy dir):
 --   <policy>.lua                               -> <policy>.lua (replaces a built-in policy or adds one)

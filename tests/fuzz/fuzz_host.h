@@ -52,7 +52,7 @@ static void fuzz_push_fn(struct lhost *h, const char *module, const char *fn)
         fuzz_fail(fn, "not a function");
 }
 
-/* Bytes one input may add to the Lua heap at its peak (README.md, "Reliability": every
+/* Bytes one input may add to the Lua heap at its peak (docs/reliability.md: every
  * document is decoded and rendered in 64 MiB). The process's RSS is not that bound: under
  * ASan it starts at about 60 MB (shadow memory, quarantine); tests/run.sh gives libFuzzer's
  * -rss_limit_mb a backstop above it and -malloc_limit_mb=64. */

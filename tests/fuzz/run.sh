@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fuzz suite (tests/run.sh fuzz; README.md, "Reliability"), in TAP: builds the libFuzzer
+# The fuzz suite (tests/run.sh fuzz; docs/reliability.md), in TAP: builds the libFuzzer
 # targets (make fuzz: clang-14 under ASan+UBSan, objects in build/fuzz/), then for each target
 # one test: every input kept in tests/fuzz/regressions/<target>/ and tests/fuzz/corpus/<target>/
 # run once, then FUZZ_SECONDS (default 55) of fuzzing from the corpus. A crash, a leak, a

@@ -9,7 +9,7 @@
 #             the real node); JOBS_JAR  the test jobs jar of the same Flink version (the cache's
 #             flink-<hash>/jobs.jar or flink2-<hash>/jobs.jar); the savepoints go to
 #             file:///tmp/record-rest-savepoints in the JobManager's container.
-# Calls, in the order the lifecycle makes them (README "Job lifecycle"):
+# Calls, in the order the lifecycle makes them (docs/lifecycle.md):
 #   config                GET /config (the Flink version)
 #   upload-jar            POST /jars/upload (multipart "jarfile": JOBS_JAR) -> {"filename"}
 #   run-jar               POST /jars/<jar id>/run {"entryClass": "testenv.Ticker", "jobId": <ours>}
