@@ -574,7 +574,11 @@ describe("the policy sandbox of the binary #bin", function()
   it("prints the version and the help", function()
     local r = run({ "version" })
     assert.equal(0, r.code)
-    assert.truthy(r.stdout:find("^flink%-controller %d+%.%d+%.%d+ %(Lua 5%.4"), r.stdout)
+    -- the release (VERSION, or git describe's suffix after a tag) and the commit the Makefile compiled in
+    local release = fx.read(fx.path("VERSION")):match("^(%d+%.%d+%.%d+)\n$")
+    assert.truthy(release, "VERSION holds MAJOR.MINOR.PATCH")
+    local want = "^flink%-controller " .. release:gsub("%.", "%%.") .. "%S* %(commit %x+[%w%-]*, Lua 5%.4%.%d+%)\n$"
+    assert.truthy(r.stdout:find(want), r.stdout)
     r = run({ "--help" })
     assert.equal(0, r.code)
     assert.truthy(r.stdout:find("\n  render "), r.stdout)

@@ -80,7 +80,7 @@ describe("deploy/ built by the pinned kubectl's kustomize", function()
       "ServiceAccount/flink-system/flink-controller" }, ids(objs))
     assert.are.same(CLUSTER_GRANTS, grants(by_kind(objs, "ClusterRole")[1].rules))
     assert.are.same(BASE_ARGS, args_of(objs))
-    assert.are.equal("flink-controller:dev", find(objs, "Deployment", "flink-controller").spec.template.spec
+    assert.are.equal("flink-controller:0.2.0", find(objs, "Deployment", "flink-controller").spec.template.spec
       .containers[1].image)
   end)
 
