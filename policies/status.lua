@@ -1,7 +1,8 @@
 --- policies/status.lua: the observed state of a FlinkCluster (API "Status" and "Behaviour").
 -- Pure. The framework calls `components` first (job.lua needs to know what is Ready), then
 -- `compute`; it stamps conditions with lastTransitionTime/observedGeneration, sets
--- status.observedGeneration and lastUpdateTime, and adds the PolicyError condition itself.
+-- status.observedGeneration and lastUpdateTime, and adds the PolicyError condition itself (and
+-- Stalled=True for an invalid spec, a refused update or a policy error).
 local util = require("fc.util")
 local names = require("lib.names")
 
@@ -130,19 +131,132 @@ function status.components(input)
   return out
 end
 
+-- Whether every component the cleanup `action` removes is gone (Deleted, or not listed).
+local function cleanup_done(comps, action)
+  for key in pairs(CLEANED[action] or {}) do
+    if comps[key] and comps[key].state ~= "Deleted" then return false end
+  end
+  return true
+end
+
+local function job_name(j)
+  return j.id and ("job " .. j.id) or "the job"
+end
+
+--- Job states that reach a job cluster's desired state once its cleanupPolicy is done: the job
+-- ran to its end, or was cancelled (spec.job.cancelRequested, the job-cancel user control, or in
+-- Flink); and job states that end a job for good unless job.lua restarts it (its
+-- job.nextRestartTime is set while a restart waits).
+status.FINISHED = { Succeeded = true, Cancelled = true }
+status.FAILED = { Failed = true, Lost = true }
+
+-- Ready, Reconciling and Stalled (rules: status.compute's comment) for the cluster `state`
+-- computed from `input`; `missing` = the counted components that are not Ready.
+local function kstatus_conditions(input, state, missing)
+  local j, cleanup = input.job, input.cleanup or ""
+  local done = cleanup == "" or cleanup_done(input.components, cleanup)
+  local js = j and (j.state or "Pending")
+  local not_ready = #missing > 0 and ("not ready: " .. table.concat(missing, ", ")) or ("cluster is " .. state)
+  local ready
+  if not j then
+    if state == "Running" then
+      ready = { type = "Ready", status = "True", reason = "Running", message = "all components are Ready" }
+    end
+  elseif status.FINISHED[js] and done and (cleanup ~= "" or state == "Running") then
+    ready = { type = "Ready", status = "True", reason = "Job" .. js, message = job_name(j) .. " " .. js .. "; "
+      .. (cleanup == "" and "the cluster is kept (cleanupPolicy KeepCluster)"
+        or ("cleanupPolicy " .. cleanup .. " done, cluster " .. state)) }
+  elseif state == "Running" and js == "Running" then
+    ready = { type = "Ready", status = "True", reason = "Running",
+      message = "all components are Ready, " .. job_name(j) .. " is Running" }
+  end
+  local ready_reason = state
+  if not ready and j and state == "Running" then
+    ready_reason, not_ready = "Job" .. js, job_name(j) .. " is " .. js
+  end
+  ready = ready or { type = "Ready", status = "False", reason = ready_reason, message = not_ready }
+
+  local stalled
+  if j and status.FAILED[js] and not j.nextRestartTime then
+    stalled = { reason = "Job" .. js, message = job_name(j) .. " is " .. js
+      .. (j.failureReason and (" (" .. tostring(j.failureReason) .. ")") or "")
+      .. " and is not restarted: an update of the spec submits it again" }
+  elseif #(input.held or {}) > 0 then
+    stalled = { reason = "TemplateChangeHeld", message = "new pod template of " .. table.concat(input.held, ", ")
+      .. " held while the job runs: the next update of the spec rolls it out" }
+  end
+
+  local reconciling
+  if not stalled then
+    local sp, ctl = input.savepoint or {}, input.control or {}
+    local cancelling = j and js == "Running" and ((input.cluster.spec.job or {}).cancelRequested == true
+      or ctl.name == "job-cancel" and ctl.state == "Progressing")
+    if state == "Updating" and sp.state == "InProgress" and sp.triggerReason == "update" then
+      reconciling = { reason = "Updating", message = "taking a savepoint before the update to revision "
+        .. tostring((input.revision or {}).next) }
+    elseif state == "Updating" then
+      reconciling = { reason = "Updating", message = "rolling out revision " .. tostring((input.revision or {}).next)
+        .. (#missing > 0 and ("; " .. not_ready) or "") }
+    elseif state == "Creating" then
+      reconciling = { reason = "Creating", message = not_ready }
+    elseif state == "Reconciling" then
+      reconciling = { reason = "Recovering", message = not_ready }
+    elseif not done then
+      reconciling = { reason = "CleaningUp", message = "cleanupPolicy " .. cleanup .. " after " .. job_name(j)
+        .. " " .. js .. ": cluster is " .. state }
+    elseif j and (js == "Pending" or js == "Updating") then
+      reconciling = { reason = "SubmittingJob", message = job_name(j) .. " is " .. js }
+    elseif j and status.FAILED[js] then
+      reconciling = { reason = "RestartPending", message = job_name(j) .. " is " .. js .. ", restarted at "
+        .. tostring(j.nextRestartTime) }
+    elseif cancelling then
+      reconciling = { reason = "Cancelling", message = "cancelling " .. job_name(j) }
+    end
+  end
+  reconciling = reconciling and { type = "Reconciling", status = "True", reason = reconciling.reason,
+      message = reconciling.message }
+    or { type = "Reconciling", status = "False", reason = stalled and "Stalled" or "Reconciled",
+      message = stalled and "progress is blocked: see condition Stalled" or "nothing left to do for the spec" }
+  stalled = stalled and { type = "Stalled", status = "True", reason = stalled.reason, message = stalled.message }
+    or { type = "Stalled", status = "False", reason = "NotStalled", message = "nothing blocks progress" }
+  return ready, reconciling, stalled
+end
+
 --- status.compute(input) -> status
 -- input: {cluster=<defaulted, status as observed or {}>, components=<from status.components>,
 --   job=<status.components.job or nil for a session cluster>, savepoint=<status.savepoint or nil>,
 --   control=<status.control or nil>, cleanup=<"DeleteCluster"|"DeleteTaskManager"|"">,
---   updating=bool (a new revision is being rolled out), revision={current=, next=}, now=<unix s>}.
+--   updating=bool (a new revision is being rolled out), revision={current=, next=},
+--   held=<list of "<Kind> <name>" whose new pod template the framework holds while the job runs,
+--   {} when none>, now=<unix s>}.
 -- Output: {state=, components=<with job>, savepoint=, control=, currentRevision=, nextRevision=,
---   conditions={{type=, status="True"|"False", reason=, message=}...}} (Ready, and JobRunning
---   for a job cluster).
+--   conditions={{type=, status="True"|"False", reason=, message=}...}}: Ready, Reconciling,
+--   Stalled, in that order, and JobRunning for a job cluster.
 -- State machine (API "Behaviour"): with a cleanup in effect, Stopping while the three counted
 -- components all remain, PartiallyStopped while some do, Stopped when none; else Updating
 -- while a new revision is not yet rolled out (`updating`) or, once the cluster has run, while a
 -- StatefulSet rolls out; else Running when the three are Ready, Creating when the cluster never ran,
 -- and Reconciling when it did.
+-- Conditions for GitOps tools: kstatus (sigs.k8s.io/cli-utils pkg/kstatus, README "Conditions"
+-- and "The Ready Condition": Reconciling=True -> InProgress, Stalled=True -> Failed, else Ready
+-- True -> Current, False -> InProgress, after status.observedGeneration == metadata.generation),
+-- which Flux, `kubectl wait --for=condition=...` and deploy/argocd's health check read:
+-- - Ready=True when the desired state is reached: a session cluster Running; a job cluster
+--   Running with its job Running, or whose job is Succeeded or Cancelled (status.FINISHED) and
+--   whose cleanupPolicy is done (every component it removes is Deleted; KeepCluster: the cluster
+--   still Running), reason Job<state>. Else False, reason the cluster state, or Job<state> while
+--   the cluster is Running but its job is not.
+-- - Reconciling and Stalled follow kstatus's "abnormal-true" polarity and are always present
+--   (ours: False when they do not apply, so `kubectl wait --for=condition=Reconciling=False`
+--   works and lastTransitionTime says when the last piece of work ended). Stalled=True (and then
+--   Reconciling=False) when progress needs the user: a job Failed or Lost that job.lua does not
+--   restart (no job.nextRestartTime), reason Job<state>; a pod template change held while the
+--   job runs (`held`), reason TemplateChangeHeld. The framework sets Stalled=True itself for an
+--   invalid spec, a refused update and a policy error (docs/contracts.md, "Reconcile").
+--   Reconciling=True while the controller works toward the spec: Creating, Updating (a rollout,
+--   the savepoint before an update), Reconciling (reason Recovering), a cleanup not yet done
+--   (CleaningUp), a job Pending or Updating (SubmittingJob), a restart that waits (RestartPending),
+--   a requested cancel of a running job (Cancelling).
 function status.compute(input)
   local old = input.cluster.status or {}
   local comps = util.deepcopy(input.components)
@@ -174,17 +288,11 @@ function status.compute(input)
     state = "Reconciling"
   end
 
-  local conditions = {}
-  if state == "Running" then
-    conditions[1] = { type = "Ready", status = "True", reason = "Running", message = "all components are Ready" }
-  else
-    local msg = #missing > 0 and ("not ready: " .. table.concat(missing, ", ")) or ("cluster is " .. state)
-    conditions[1] = { type = "Ready", status = "False", reason = state, message = msg }
-  end
+  local conditions = { kstatus_conditions(input, state, missing) }
   if input.job then
     local js = input.job.state or "Pending"
-    conditions[2] = { type = "JobRunning", status = js == "Running" and "True" or "False", reason = js,
-      message = input.job.id and ("job " .. input.job.id .. " is " .. js) or ("job is " .. js) }
+    conditions[#conditions + 1] = { type = "JobRunning", status = js == "Running" and "True" or "False",
+      reason = js, message = input.job.id and ("job " .. input.job.id .. " is " .. js) or ("job is " .. js) }
   end
 
   return {

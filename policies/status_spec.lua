@@ -12,8 +12,10 @@ describe("policies/status.lua", function()
     local all = fx.cases("status")
     it("has the cases", function()
       fx.assert_cases(all, {
-        "components-deleted", "components-not-ready", "components-ready", "creating", "partially-stopped",
-        "reconciling", "running", "session-no-job", "stopped", "stopping", "updating-revision",
+        "cancelled-stopped", "components-deleted", "components-not-ready", "components-ready", "creating",
+        "job-failed-stalled", "job-pending", "job-restart-pending", "job-succeeded-kept", "partially-stopped",
+        "reconciling", "running", "session-no-job", "stopped", "stopping", "template-held", "update-savepoint",
+        "updating-revision",
       })
     end)
     for _, case in ipairs(all) do
@@ -94,8 +96,79 @@ describe("policies/status.lua", function()
       assert.equal("ab", out.components.job.id)
       assert.equal("Succeeded", out.savepoint.state)
       assert.equal("savepoint", out.control.name)
-      assert.equal("JobRunning", out.conditions[2].type)
-      assert.equal("True", out.conditions[2].status)
+      assert.same({ "Ready", "Reconciling", "Stalled", "JobRunning" }, { out.conditions[1].type,
+        out.conditions[2].type, out.conditions[3].type, out.conditions[4].type })
+      assert.same({ "True", "True", "False", "False" }, { out.conditions[1].status, out.conditions[4].status,
+        out.conditions[2].status, out.conditions[3].status })
+    end)
+  end)
+
+  describe("kstatus conditions", function()
+    local function cond(out, t)
+      for _, c in ipairs(out.conditions) do
+        if c.type == t then return c.status .. " " .. c.reason end
+      end
+    end
+    local function job_input(job_state, cleanup, comp_state, extra)
+      local comps = {}
+      for _, k in ipairs({ "configMap", "jobManagerStatefulSet", "jobManagerService", "taskManagerStatefulSet" }) do
+        comps[k] = { name = k, state = comp_state }
+      end
+      local i = { cluster = { metadata = { name = "c" }, spec = { job = {} }, status = { state = "Running" } },
+        components = comps, job = { name = "c-job-submitter", id = "ab", state = job_state }, cleanup = cleanup,
+        updating = false, revision = { current = "c-1", next = "c-1" }, held = {}, now = 5 }
+      for k, v in pairs(extra or {}) do i[k] = v end
+      return i
+    end
+    it("a job cluster is Ready once its job runs, not when only its components are", function()
+      assert.equal("False JobPending", cond(status.compute(job_input("Pending", "", "Ready")), "Ready"))
+      assert.equal("True SubmittingJob", cond(status.compute(job_input("Pending", "", "Ready")), "Reconciling"))
+      assert.equal("True Running", cond(status.compute(job_input("Running", "", "Ready")), "Ready"))
+      assert.equal("False Reconciled", cond(status.compute(job_input("Running", "", "Ready")), "Reconciling"))
+    end)
+    it("a finished job is Ready only once every component its cleanup removes is gone", function()
+      local i = job_input("Succeeded", "DeleteTaskManager", "Ready")
+      i.components.taskManagerStatefulSet.state = "Deleted"
+      local out = status.compute(i)
+      assert.equal("PartiallyStopped", out.state)
+      assert.equal("True JobSucceeded", cond(out, "Ready"))
+      i = job_input("Succeeded", "DeleteCluster", "Deleted")
+      i.components.jobManagerIngress = { name = "c-jobmanager", state = "NotReady" }
+      out = status.compute(i)
+      assert.equal("Stopped", out.state)
+      assert.equal("False Stopped", cond(out, "Ready"))
+      assert.equal("True CleaningUp", cond(out, "Reconciling"))
+    end)
+    it("a failed job is Stalled only when it is not restarted, and stays Stalled while it is cleaned up", function()
+      local i = job_input("Lost", "", "Ready")
+      assert.equal("True JobLost", cond(status.compute(i), "Stalled"))
+      i.job.nextRestartTime = "2026-01-01T00:00:00Z"
+      assert.equal("False NotStalled", cond(status.compute(i), "Stalled"))
+      i = job_input("Failed", "DeleteTaskManager", "Ready")
+      local out = status.compute(i)
+      assert.same({ "Stopping", "True JobFailed", "False Stalled" }, { out.state, cond(out, "Stalled"),
+        cond(out, "Reconciling") })
+    end)
+    it("a cancel requested for a running job is work in progress", function()
+      local i = job_input("Running", "", "Ready")
+      i.control = { name = "job-cancel", state = "Progressing" }
+      assert.equal("True Cancelling", cond(status.compute(i), "Reconciling"))
+      i = job_input("Running", "", "Ready")
+      i.cluster.spec.job.cancelRequested = true
+      assert.equal("True Cancelling", cond(status.compute(i), "Reconciling"))
+    end)
+    it("a session cluster: Ready while Running; Reconciling while Creating, Updating or Reconciling", function()
+      local i = job_input(nil, "", "NotReady")
+      i.job = nil
+      i.cluster.status.state = "Creating"
+      local out = status.compute(i)
+      assert.same({ "Creating", "False Creating", "True Creating", "False NotStalled" },
+        { out.state, cond(out, "Ready"), cond(out, "Reconciling"), cond(out, "Stalled") })
+      assert.is_nil(cond(out, "JobRunning"))
+      i.cluster.status.state = "Running"
+      assert.equal("True Recovering", cond(status.compute(i), "Reconciling"))
+      i.updating = true
+      assert.equal("True Updating", cond(status.compute(i), "Reconciling"))
     end)
   end)
 end)

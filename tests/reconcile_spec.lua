@@ -465,8 +465,12 @@ describe("reconcile.run with policies-min", function()
     local _, _, r2 = bring_up()
     assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, ops(r2))
     assert.equal("Running", r2.status.state)
-    assert.same({ "True", "Running" }, { condition(r2.status, "Ready").status, condition(r2.status, "Ready").reason })
-    assert.equal("2025-11-30T06:40:30Z", condition(r2.status, "Ready").lastTransitionTime)
+    -- a job cluster is Ready once its job runs (policies/status.lua): meanwhile the submission is
+    -- work in progress (kstatus: InProgress); both kept their status, so their transition times
+    assert.same({ "False", "JobPending", "2025-11-30T06:40:00Z" }, { condition(r2.status, "Ready").status,
+      condition(r2.status, "Ready").reason, condition(r2.status, "Ready").lastTransitionTime })
+    assert.same({ "True", "SubmittingJob", "2025-11-30T06:40:00Z" }, { condition(r2.status, "Reconciling").status,
+      condition(r2.status, "Reconciling").reason, condition(r2.status, "Reconciling").lastTransitionTime })
     -- PolicyError stayed False: its transition time is kept from the first run
     assert.equal("2025-11-30T06:40:00Z", condition(r2.status, "PolicyError").lastTransitionTime)
     assert.same({ type = "Normal", reason = "StateChanged", message = "cluster state Creating -> Running" },
@@ -555,6 +559,10 @@ describe("reconcile.run with policies-min", function()
     local gate = run(snap)
     assert.same({ "flink GET /jobs/overview", "dry_run StatefulSet wordcount-taskmanager" }, ops(gate))
     assert.equal(reconcile.DRY_RUN_REQUEUE, gate.requeue_after)
+    -- while the dry runs are asked: work in progress, the new generation not yet acted on
+    assert.same({ "True", "VerifyingUpdate" }, { condition(gate.status, "Reconciling").status,
+      condition(gate.status, "Reconciling").reason })
+    assert.equal(1, gate.status.observedGeneration)
     local server = "StatefulSet.apps \"wordcount-taskmanager\" is invalid: spec.template.spec.containers[0]"
       .. ".resources.requests: Invalid value: \"2\": must be less than or equal to cpu limit of 200m"
     answer_dry_runs(gate, snap.dry_runs, { ["StatefulSet/wordcount-taskmanager"] = { status = 422, message = server } })
@@ -568,6 +576,10 @@ describe("reconcile.run with policies-min", function()
       .. cur .. ") keeps running"
     local ready = condition(r.status, "Ready")
     assert.same({ "False", "UpdateRefused", msg }, { ready.status, ready.reason, ready.message })
+    assert.same({ "True", "UpdateRefused", msg, "False" }, { condition(r.status, "Stalled").status,
+      condition(r.status, "Stalled").reason, condition(r.status, "Stalled").message,
+      condition(r.status, "Reconciling").status })
+    assert.equal(2, r.status.observedGeneration)
     assert.same({ type = "Warning", reason = "UpdateRefused", message = msg }, r.events[1])
     assert.equal(cur, r.status.currentRevision)
     assert.equal("Running", r.status.components.job.state)
@@ -609,7 +621,13 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Running", r.status.components.job.state)
     assert.equal(rev, r.status.currentRevision)
     assert.equal(rev, r.status.nextRevision)
-    assert.equal(1, r.status.observedGeneration) -- the last generation acted on
+    -- seen and refused (kstatus: Failed, not InProgress): Stalled says why, Reconciling is False
+    assert.equal(2, r.status.observedGeneration)
+    local stalled = condition(r.status, "Stalled")
+    assert.same({ "True", "InvalidSpec", msg, 2 },
+      { stalled.status, stalled.reason, stalled.message, stalled.observedGeneration })
+    assert.same({ "False", "Stalled" }, { condition(r.status, "Reconciling").status,
+      condition(r.status, "Reconciling").reason })
     assert.equal(10, r.requeue_after) -- the job poll goes on
     -- the same invalid spec again: no new event, no status change, still polling
     local again = run({ cluster = with_status(bad, r.status), children = children_of(objs, true),
@@ -652,7 +670,9 @@ describe("reconcile.run with policies-min", function()
     assert.matches("cluster%.lua:%d+: no five; changes held: the last valid spec %(revision "
       .. rev:gsub("%-", "%%-") .. "%) keeps running$", pe.message)
     assert.same({ type = "Warning", reason = "PolicyError", message = pe.message }, r.events[1])
-    assert.equal(1, r.status.observedGeneration)
+    assert.equal(2, r.status.observedGeneration)
+    assert.same({ "True", "PolicyFailed", pe.message }, { condition(r.status, "Stalled").status,
+      condition(r.status, "Stalled").reason, condition(r.status, "Stalled").message })
     assert.equal(rev, r.status.nextRevision)
     assert.equal(10, r.requeue_after)
     host.configure({ policy_dir = policy_dir() })
@@ -706,10 +726,14 @@ describe("reconcile.run with policies-min", function()
     assert.equal(r.events[1].message, pe.message)
     assert.equal("Running", r.status.state)
     assert.equal(reconcile.POLICY_ERROR_REQUEUE, r.requeue_after)
-    -- once the policy is fixed, the condition clears with an event
+    assert.same({ "True", "PolicyFailed", pe.message }, { condition(r.status, "Stalled").status,
+      condition(r.status, "Stalled").reason, condition(r.status, "Stalled").message })
+    assert.equal(1, r.status.observedGeneration)
+    -- once the policy is fixed, the condition clears with an event, and Stalled with it
     host.configure({ policy_dir = policy_dir() })
     local ok = run({ cluster = with_status(c, r.status), children = {}, flink = {}, now = T0 + 60 })
     assert.equal("False", condition(ok.status, "PolicyError").status)
+    assert.equal("False", condition(ok.status, "Stalled").status)
     local reasons = {}
     for _, e in ipairs(ok.events) do reasons[#reasons + 1] = e.reason end
     assert.is_truthy(table.concat(reasons, ","):find("PolicyErrorResolved", 1, true))
@@ -1139,6 +1163,9 @@ describe("reconcile.run: a new pod template outside an update (policies-min)", f
         .. "while the job runs: it rolls out with the next update of the spec (savepoint, cancel, resubmit)" },
       w.last.events[1])
     assert.is_nil(w.children.StatefulSet["wordcount-taskmanager"].spec.template.metadata.annotations)
+    -- held until the user updates the spec: Stalled (kstatus Failed), the job still Ready
+    assert.same({ "True", "TemplateChangeHeld", "True" }, { condition(w.cluster.status, "Stalled").status,
+      condition(w.cluster.status, "Stalled").reason, condition(w.cluster.status, "Ready").status })
     -- an update of the spec: savepoint, cancel, then the StatefulSets are created again with it
     w.cluster.spec.taskManager.replicas = 2
     w.cluster.metadata.generation = 2
@@ -1384,6 +1411,11 @@ describe("reconcile.run with the real policies/", function()
     assert.same({}, r.actions)
     assert.matches("spec%.taskManager%.replicas", r.events[1].message)
     assert.equal("InvalidSpec", condition(r.status, "Ready").reason)
+    -- before the first revision too: seen and refused
+    assert.equal(1, r.status.observedGeneration)
+    assert.same({ "True", "InvalidSpec", "False" }, { condition(r.status, "Stalled").status,
+      condition(r.status, "Stalled").reason, condition(r.status, "Reconciling").status })
+    assert.is_nil(r.status.state)
   end)
 end)
 

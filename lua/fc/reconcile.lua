@@ -95,6 +95,19 @@ local function find_condition(status, ctype)
   return nil
 end
 
+--- reconcile.stall(status, reason, message, now, generation [, previous]) -> status (in place)
+-- Stalled=True with `reason` and `message`, and Reconciling=False reason Stalled: progress needs
+-- the user (kstatus, sigs.k8s.io/cli-utils pkg/kstatus README "Conditions": a Stalled=True
+-- object is Failed; the two are never True together). For what the framework itself refuses: an
+-- invalid spec, an update the API server refused, a policy error, TaskManagersStopped;
+-- status.lua decides them for the rest (policies/status.lua, status.compute).
+function reconcile.stall(status, reason, message, now, generation, previous)
+  reconcile.set_condition(status, { type = "Reconciling", status = "False", reason = "Stalled",
+    message = "progress is blocked: see condition Stalled" }, now, generation, previous)
+  return reconcile.set_condition(status, { type = "Stalled", status = "True", reason = reason, message = message },
+    now, generation, previous)
+end
+
 -- `spec` (a copy of a revision's spec, which has no control fields) with the control fields of
 -- `from` (today's spec) copied in; returns `spec`.
 local function with_control_fields(spec, from)
@@ -148,15 +161,18 @@ local function last_valid_snapshot(snapshot)
 end
 
 -- Result of a pass that acts on nothing (a failed policy, an invalid spec): `condition` set on a
--- copy of the status (the rest stays), a Warning event `event_reason` with the condition's
--- message unless `already(prev, generation)` says the previous condition of that type recorded
--- it, and the status only when it changed.
+-- copy of the status (the rest stays) with Stalled=True (reason the condition's) and
+-- observedGeneration (the generation is seen, and refused), a Warning event `event_reason` with
+-- the condition's message unless `already(prev, generation)` says the previous condition of that
+-- type recorded it, and the status only when it changed.
 local function no_action_result(cluster, condition, event_reason, already, now)
   local old = cluster.status or {}
   local gen = (cluster.metadata or {}).generation
   local st = util.deepcopy(old)
   local prev = find_condition(old, condition.type)
   reconcile.set_condition(st, condition, now, gen)
+  reconcile.stall(st, condition.reason, condition.message, now, gen)
+  st.observedGeneration = gen
   local result = { actions = {}, events = {} }
   if not (prev and already(prev, gen)) then
     result.events[1] = { type = "Warning", reason = event_reason, message = condition.message }
@@ -268,17 +284,24 @@ end
 -- One pass. `hold` is nil for a pass of the cluster's own spec; for a pass that supervises the
 -- cluster with its last valid spec (last_valid_snapshot) while changes are held, it is
 -- {why="invalid"|"policy", message=<validate's errors or the policy failure>, revision=<name>}:
--- no update can start (the revision stays the current one), status.observedGeneration stays the
--- last one acted on, and the condition (Ready=False InvalidSpec, or PolicyError=True) with its
--- Warning event says why the new spec is held.
+-- no update can start (the revision stays the current one), and the condition (Ready=False
+-- InvalidSpec, or PolicyError=True) with its Warning event says why the new spec is held.
 -- The status and events of a supervising pass (see run's `hold`), applied to its new status
--- `new`: observedGeneration stays, the condition says why changes are held, its Warning event
--- once per message (and generation, for an invalid spec), first in the list; a policy failure is
--- retried after reconcile.POLICY_ERROR_REQUEUE at the latest.
+-- `new`: the condition says why changes are held, with Stalled=True (same reason and message)
+-- and observedGeneration = the generation (seen, and refused: kstatus then reports Failed, not
+-- InProgress), its Warning event once per message (and generation, for an invalid spec), first in
+-- the list; a policy failure is retried after reconcile.POLICY_ERROR_REQUEUE at the latest. While
+-- the update gate waits for its dry runs (why="verify") observedGeneration stays the last one
+-- acted on (the new one's SpecWarning events are still to come) and Reconciling=True says so.
 local function held_status(hold, new, old_status, gen, now, result)
-  new.observedGeneration = old_status.observedGeneration
   if hold.next then new.nextRevision = hold.next end
-  if hold.why == "verify" then return end
+  if hold.why == "verify" then
+    new.observedGeneration = old_status.observedGeneration
+    reconcile.set_condition(new, { type = "Reconciling", status = "True", reason = "VerifyingUpdate",
+      message = "the API server checks revision " .. tostring(hold.next) .. " in a dry run before the update" },
+      now, gen, old_status.conditions)
+    return
+  end
   local message = hold.message .. "; changes held: the last valid spec (revision " .. hold.revision
     .. ") keeps running"
   local cond, reason, recorded
@@ -296,6 +319,7 @@ local function held_status(hold, new, old_status, gen, now, result)
     end
   end
   reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  reconcile.stall(new, cond.reason, message, now, gen, old_status.conditions)
   local prev = find_condition(old_status, cond.type)
   if not (prev and recorded(prev)) then
     table.insert(result.events, 1, { type = "Warning", reason = reason, message = message })
@@ -335,6 +359,7 @@ local function native_actions(host, native, cluster, removed, now, result, new, 
     result.events[#result.events + 1] = { type = "Warning", reason = "TaskManagersStopped", message = cond.message }
   end
   reconcile.set_condition(new, cond, now, gen, old_status.conditions)
+  if out.stopped then reconcile.stall(new, cond.reason, cond.message, now, gen, old_status.conditions) end
   if out.requeue_after and (result.requeue_after == nil or out.requeue_after < result.requeue_after) then
     result.requeue_after = out.requeue_after
   end
@@ -349,6 +374,7 @@ local function undeclared_status(undeclared, new, old_status, gen, now, result)
   local message = "cluster.lua: desired: " .. table.concat(parts, "; ") .. "; left out"
   reconcile.set_condition(new, { type = "PolicyError", status = "True", reason = "UndeclaredKind",
     message = message }, now, gen, old_status.conditions)
+  reconcile.stall(new, "UndeclaredKind", message, now, gen, old_status.conditions)
   local prev = find_condition(old_status, "PolicyError")
   if not (prev and prev.status == "True" and prev.message == message) then
     result.events[#result.events + 1] = { type = "Warning", reason = "PolicyError", message = message }
@@ -664,7 +690,8 @@ function run(host, snapshot, hold)
     cluster = defaulted, components = final_components, job = is_job and jd.job or nil,
     savepoint = is_job and sd.savepoint or old_status.savepoint,
     control = jd.control or old_status.control, cleanup = cleanup,
-    updating = new_current ~= next_rev, revision = { current = new_current, next = next_rev }, now = now,
+    updating = new_current ~= next_rev, revision = { current = new_current, next = next_rev }, held = held,
+    now = now,
   })
   expect(is_table(st) and type(st.state) == "string" and (st.conditions == nil or is_table(st.conditions)),
     "status", "compute", "must return a status with a state")
