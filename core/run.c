@@ -27,6 +27,7 @@
 #include "run.h"
 #include "server.h"
 #include "webhook.h"
+#include "certsync.h"
 #include "util.h"
 #include "workqueue.h"
 
@@ -292,6 +293,9 @@ struct run_opts {
     const char *metrics_addr;
     const char *health_addr;
     const char *webhook_addr, *webhook_cert, *webhook_key;
+    /* self-managed webhook certificates (core/certsync.h) */
+    const char *webhook_secret, *webhook_service, *webhook_config, *webhook_hosts;
+    double webhook_validity_s;
     int leader_elect;
     const char *leader_ns;
     double qps;
@@ -360,6 +364,7 @@ struct run_ctx {
     unsigned loop_iter_seen;  /* ev_iteration() at the last scrape (loop_iterations_total) */
     server *srv;
     webhook *wh;
+    certsync *cs;
     leader_elector *le;
     int releasing;
     metrics_registry *reg;
@@ -2069,6 +2074,8 @@ static void run_usage(FILE *out)
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "         [--webhook-addr A --webhook-cert-file F --webhook-key-file F]\n"
+            "         [--webhook-addr A --webhook-cert-secret NS/NAME --webhook-service NS/NAME\n"
+            "          [--webhook-configuration NAME] [--webhook-cert-validity D] [--webhook-host H,...]]\n"
             "         [--debug-snapshot-dir DIR] [--policy-configmap NS/NAME [--policy-work-dir DIR]]\n"
             "Runs the controller: watches FlinkClusters and their children, reconciles each cluster\n"
             "through the policies and applies the result.  SIGTERM/SIGINT stop it (exit 0).\n"
@@ -2082,7 +2089,10 @@ static void run_usage(FILE *out)
             "--qps/--burst: a client-side limit of API requests (token bucket); default none (0):\n"
             "the API server's priority and fairness and its 429 Retry-After answers pace the writes.\n"
             "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
-            "with that certificate pair, re-read when the files change (core/webhook.h).\n"
+            "with that certificate pair, re-read when the files change (core/webhook.h), or with\n"
+            "the pair the controller keeps in the Secret --webhook-cert-secret (kubernetes.io/tls;\n"
+            "made, renewed after 2/3 of --webhook-cert-validity (default 90d), the CA's caBundle\n"
+            "kept in the webhook configurations --webhook-configuration; docs/webhook.md).\n"
             "--policy-configmap: overrides of the policy files from that ConfigMap (keys <policy>.lua,\n"
             "lib.<name>.lua, testdata.<policy>.<case>.<file>), compiled and their fixtures run before\n"
             "use; a bad set is refused and the last good one serves. Sets are made under\n"
@@ -2093,8 +2103,73 @@ enum {
     RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
     RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT, RO_POLICY_CM,
-    RO_POLICY_WORK
+    RO_POLICY_WORK, RO_WEBHOOK_SECRET, RO_WEBHOOK_SERVICE, RO_WEBHOOK_CONFIG, RO_WEBHOOK_VALIDITY, RO_WEBHOOK_HOST
 };
+
+/* The webhook options' combinations: files or a Secret for --webhook-addr, the Secret's
+ * options only with it, and its names well formed. 0, or -1 after a message on stderr. */
+static int run_check_webhook_opts(const struct run_opts *o)
+{
+    int files = o->webhook_cert || o->webhook_key, secret = o->webhook_secret != NULL;
+    if (files && secret) {
+        fprintf(stderr, "run: --webhook-cert-file/--webhook-key-file and --webhook-cert-secret exclude each other\n");
+        return -1;
+    }
+    if (o->webhook_addr && *o->webhook_addr && !secret && (!o->webhook_cert || !o->webhook_key)) {
+        fprintf(stderr, "run: --webhook-addr needs --webhook-cert-file and --webhook-key-file, or --webhook-cert-secret\n");
+        return -1;
+    }
+    if (!secret && (o->webhook_service || o->webhook_config || o->webhook_hosts || o->webhook_validity_s > 0)) {
+        fprintf(stderr, "run: --webhook-service, --webhook-configuration, --webhook-host and --webhook-cert-validity "
+                        "need --webhook-cert-secret\n");
+        return -1;
+    }
+    if (secret) {
+        char *names[CERTS_MAX_NAMES], err[256], ns[254];
+        int n = certsync_names(o->webhook_service, o->webhook_hosts, names, CERTS_MAX_NAMES, err, sizeof err);
+        if (n < 0) {
+            fprintf(stderr, "run: %s\n", err);
+            return -1;
+        }
+        certsync_names_free(names, (size_t)n);
+        const char *slash = strchr(o->webhook_secret, '/');
+        if (!slash || slash == o->webhook_secret || !slash[1] || strchr(slash + 1, '/') ||
+            snprintf(ns, sizeof ns, "%.*s", (int)(slash - o->webhook_secret), o->webhook_secret) >= (int)sizeof ns) {
+            fprintf(stderr, "run: --webhook-cert-secret: expected NAMESPACE/NAME, got '%s'\n", o->webhook_secret);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* core/certsync's pair: the webhook starts with the first one (a replica serves once the
+ * Secret holds a pair), later ones replace it. */
+static void run_on_webhook_pair(const char *cert_pem, const char *key_pem, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    char err[512];
+    if (!ctx->o.webhook_addr || !*ctx->o.webhook_addr)
+        return;
+    if (ctx->wh) {
+        if (webhook_set_pair(ctx->wh, cert_pem, key_pem, err, sizeof err))
+            run_log(LOG_WARN, NULL, "webhook certificate not taken, the previous one serves: %s", err);
+        else
+            run_log(LOG_INFO, NULL, "webhook serving the certificate from the Secret (generation %u)",
+                    webhook_generation(ctx->wh));
+        return;
+    }
+    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host};
+    ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
+    if (!ctx->wh)
+        run_log(LOG_ERROR, NULL, "%s", err);
+    else
+        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+}
+
+static int run_may_write_ud(void *ud)
+{
+    return run_may_write(ud);
+}
 
 static int run_parse_num(const char *flag, const char *v, double min, double max, double *out)
 {
@@ -2143,6 +2218,11 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         {"webhook-addr", required_argument, NULL, RO_WEBHOOK_ADDR},
         {"webhook-cert-file", required_argument, NULL, RO_WEBHOOK_CERT},
         {"webhook-key-file", required_argument, NULL, RO_WEBHOOK_KEY},
+        {"webhook-cert-secret", required_argument, NULL, RO_WEBHOOK_SECRET},
+        {"webhook-service", required_argument, NULL, RO_WEBHOOK_SERVICE},
+        {"webhook-configuration", required_argument, NULL, RO_WEBHOOK_CONFIG},
+        {"webhook-cert-validity", required_argument, NULL, RO_WEBHOOK_VALIDITY},
+        {"webhook-host", required_argument, NULL, RO_WEBHOOK_HOST},
         {"policy-configmap", required_argument, NULL, RO_POLICY_CM},
         {"policy-work-dir", required_argument, NULL, RO_POLICY_WORK},
         {"help", no_argument, NULL, 'h'},
@@ -2244,6 +2324,26 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         case RO_WEBHOOK_KEY:
             o->webhook_key = optarg;
             break;
+        case RO_WEBHOOK_SECRET:
+            o->webhook_secret = optarg;
+            break;
+        case RO_WEBHOOK_SERVICE:
+            o->webhook_service = optarg;
+            break;
+        case RO_WEBHOOK_CONFIG:
+            o->webhook_config = optarg;
+            break;
+        case RO_WEBHOOK_HOST:
+            o->webhook_hosts = optarg;
+            break;
+        case RO_WEBHOOK_VALIDITY: {
+            char why[128];
+            if (certs_parse_validity(optarg, &o->webhook_validity_s, why, sizeof why)) {
+                fprintf(stderr, "run: --webhook-cert-validity: %s\n", why);
+                return -1;
+            }
+            break;
+        }
         case RO_POLICY_CM: {
             const char *slash = strchr(optarg, '/');
             if (!slash || slash == optarg || !slash[1] || strchr(slash + 1, '/') || slash - optarg > 253 ||
@@ -2269,10 +2369,8 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
         fprintf(stderr, "run: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
-    if (o->webhook_addr && *o->webhook_addr && (!o->webhook_cert || !o->webhook_key)) {
-        fprintf(stderr, "run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n");
+    if (run_check_webhook_opts(o))
         return -1;
-    }
     return 0;
 }
 
@@ -2489,7 +2587,7 @@ int run_main(int argc, char **argv)
         run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
                 server_metrics_port(ctx->srv));
     }
-    if (ctx->o.webhook_addr && *ctx->o.webhook_addr) {
+    if (ctx->o.webhook_addr && *ctx->o.webhook_addr && !ctx->o.webhook_secret) {
         /* served by every replica, leader or not: admission needs no leadership */
         webhook_opts wo = {.addr = ctx->o.webhook_addr,
                            .cert_file = ctx->o.webhook_cert,
@@ -2595,6 +2693,22 @@ int run_main(int argc, char **argv)
         }
         run_log(LOG_INFO, NULL, "leader election: lease %s/%s as %s", lns, LEADER_LEASE_NAME, ident);
     }
+    if (ctx->o.webhook_secret) {
+        /* every replica reads the Secret and serves its pair; only one that may write makes it */
+        certsync_opts co = {.secret = ctx->o.webhook_secret,
+                            .service = ctx->o.webhook_service,
+                            .hosts = ctx->o.webhook_hosts,
+                            .configuration = ctx->o.webhook_config,
+                            .validity_s = ctx->o.webhook_validity_s,
+                            .may_write = run_may_write_ud,
+                            .on_pair = run_on_webhook_pair,
+                            .ud = ctx};
+        ctx->cs = certsync_start(ctx->loop, ctx->kc, &co, err, sizeof err);
+        if (!ctx->cs) {
+            run_log(LOG_ERROR, NULL, "webhook certificates: %s", err);
+            goto out;
+        }
+    }
     ev_run(ctx->loop, 0);
     run_log(LOG_INFO, NULL, "stopped: %lu reconciles, %lu failed, %lu writes, %lu failed writes", ctx->reconciles,
             ctx->reconcile_errors, ctx->actions_done, ctx->action_errors);
@@ -2626,6 +2740,7 @@ out:
     /* before the client: an elector with a request in flight (a standby's try, say) cancels
      * its kube call, which kube_client_free would already have freed */
     leader_free(ctx->le);
+    certsync_free(ctx->cs);
     if (ctx->kc)
         kube_client_free(ctx->kc);
     server_stop(ctx->srv);

@@ -187,27 +187,21 @@ static void wh_daemon_free(wh_daemon *dm)
     free(dm);
 }
 
-/* Reads the pair and starts a daemon with it on a dup of the listening socket. */
-static wh_daemon *wh_daemon_new(webhook *w, struct stat *cert_st, struct stat *key_st, char *err, size_t errlen)
+/* Starts a daemon serving the PEM pair `cert`, `key` (taken: freed on failure too) on a dup of
+ * the listening socket; `what` names the pair in errors. */
+static wh_daemon *wh_daemon_start(webhook *w, char *cert, char *key, const char *what, char *err, size_t errlen)
 {
     char why[128];
     wh_daemon *dm = calloc(1, sizeof *dm);
     if (!dm) {
+        free(cert);
+        free(key);
         util_set_err(err, errlen, "webhook: out of memory");
         return NULL;
     }
     dm->w = w;
-    /* stat before reading: a change after the stat is seen by the next check */
-    if (stat(w->cert_file, cert_st) != 0 || !(dm->cert = util_read_file(w->cert_file, WEBHOOK_CERT_MAX, NULL, why, sizeof why))) {
-        util_set_err(err, errlen, "webhook: cert-file %s: %s", w->cert_file, dm->cert ? why : strerror(errno));
-        wh_daemon_free(dm);
-        return NULL;
-    }
-    if (stat(w->key_file, key_st) != 0 || !(dm->key = util_read_file(w->key_file, WEBHOOK_CERT_MAX, NULL, why, sizeof why))) {
-        util_set_err(err, errlen, "webhook: key-file %s: %s", w->key_file, errno ? strerror(errno) : why);
-        wh_daemon_free(dm);
-        return NULL;
-    }
+    dm->cert = cert;
+    dm->key = key;
     int fd = dup(w->fd);
     if (fd < 0) {
         util_set_err(err, errlen, "webhook: dup: %s", strerror(errno));
@@ -221,13 +215,14 @@ static wh_daemon *wh_daemon_new(webhook *w, struct stat *cert_st, struct stat *k
                                             MHD_OPTION_LISTEN_SOCKET, fd,
                                             MHD_OPTION_HTTPS_MEM_CERT, dm->cert,
                                             MHD_OPTION_HTTPS_MEM_KEY, dm->key,
+                                            MHD_OPTION_HTTPS_PRIORITIES, WEBHOOK_TLS_PRIORITIES,
                                             MHD_OPTION_CONNECTION_LIMIT, 64u,
                                             MHD_OPTION_CONNECTION_TIMEOUT, w->timeout_s,
                                             MHD_OPTION_NOTIFY_COMPLETED, wh_on_completed, dm,
                                             MHD_OPTION_END);
     if (!d) {
         close(fd);
-        util_set_err(err, errlen, "webhook: cannot start TLS with %s and %s", w->cert_file, w->key_file);
+        util_set_err(err, errlen, "webhook: cannot start TLS with %s", what);
         wh_daemon_free(dm);
         return NULL;
     }
@@ -237,6 +232,29 @@ static wh_daemon *wh_daemon_new(webhook *w, struct stat *cert_st, struct stat *k
         return NULL;
     }
     return dm;
+}
+
+/* Reads the pair from the files and starts a daemon with it. */
+static wh_daemon *wh_daemon_new(webhook *w, struct stat *cert_st, struct stat *key_st, char *err, size_t errlen)
+{
+    char why[128], what[1024];
+    char *cert = NULL, *key = NULL;
+    /* stat before reading: a change after the stat is seen by the next check */
+    if (stat(w->cert_file, cert_st) != 0) snprintf(why, sizeof why, "%s", strerror(errno));
+    else cert = util_read_file(w->cert_file, WEBHOOK_CERT_MAX, NULL, why, sizeof why);
+    if (!cert) {
+        util_set_err(err, errlen, "webhook: cert-file %s: %s", w->cert_file, why);
+        return NULL;
+    }
+    if (stat(w->key_file, key_st) != 0) snprintf(why, sizeof why, "%s", strerror(errno));
+    else key = util_read_file(w->key_file, WEBHOOK_CERT_MAX, NULL, why, sizeof why);
+    if (!key) {
+        util_set_err(err, errlen, "webhook: key-file %s: %s", w->key_file, why);
+        free(cert);
+        return NULL;
+    }
+    snprintf(what, sizeof what, "%s and %s", w->cert_file, w->key_file);
+    return wh_daemon_start(w, cert, key, what, err, errlen);
 }
 
 static int wh_same(const struct stat *a, const struct stat *b)
@@ -265,6 +283,18 @@ static void wh_on_drain(struct ev_loop *loop, ev_timer *t, int revents)
     }
 }
 
+/* `dm` takes over: the current daemon stops accepting and drains (wh_on_drain). */
+static void wh_swap(webhook *w, wh_daemon *dm)
+{
+    MHD_socket s = MHD_quiesce_daemon(w->cur->mhd.d);
+    if (s != MHD_INVALID_SOCKET) close(s);
+    w->old = w->cur;
+    w->cur = dm;
+    w->generation++;
+    w->drain_ticks = 0;
+    ev_timer_again(w->loop, &w->drain);
+}
+
 static void wh_on_reload(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop;
@@ -283,24 +313,43 @@ static void wh_on_reload(struct ev_loop *loop, ev_timer *t, int revents)
         w->key_st = ks;
         return;
     }
-    MHD_socket s = MHD_quiesce_daemon(w->cur->mhd.d);
-    if (s != MHD_INVALID_SOCKET) close(s);
-    w->old = w->cur;
-    w->cur = dm;
+    wh_swap(w, dm);
     w->cert_st = cs;
     w->key_st = ks;
-    w->generation++;
     char gen[16];
     snprintf(gen, sizeof gen, "%u", w->generation);
     log_info("webhook certificates reloaded", "cert_file", w->cert_file, "generation", gen, NULL);
-    w->drain_ticks = 0;
-    ev_timer_again(w->loop, &w->drain);
+}
+
+int webhook_set_pair(webhook *w, const char *cert_pem, const char *key_pem, char *err, size_t errlen)
+{
+    if (!w || !cert_pem || !key_pem || w->cert_file) {
+        util_set_err(err, errlen, "webhook: a pair is set only on a webhook started with one in memory");
+        return -1;
+    }
+    if (w->old) {
+        /* a second pair while the previous old daemon drains: stop it now */
+        wh_daemon_free(w->old);
+        w->old = NULL;
+    }
+    char *cert = strdup(cert_pem), *key = strdup(key_pem);
+    if (!cert || !key) {
+        free(cert);
+        free(key);
+        util_set_err(err, errlen, "webhook: out of memory");
+        return -1;
+    }
+    wh_daemon *dm = wh_daemon_start(w, cert, key, "the certificate pair given", err, errlen);
+    if (!dm) return -1;
+    wh_swap(w, dm);
+    return 0;
 }
 
 webhook *webhook_start(struct ev_loop *loop, const webhook_opts *o, char *err, size_t errlen)
 {
-    if (!loop || !o || !o->addr || !o->cert_file || !o->key_file || !o->host) {
-        util_set_err(err, errlen, "webhook: an address, a cert-file, a key-file and a Lua host are needed");
+    int files = o && o->cert_file && o->key_file, mem = o && o->cert_pem && o->key_pem;
+    if (!loop || !o || !o->addr || files == mem || !o->host) {
+        util_set_err(err, errlen, "webhook: an address, a cert-file and a key-file or a pair in memory, and a Lua host are needed");
         return NULL;
     }
     webhook *w = calloc(1, sizeof *w);
@@ -312,10 +361,10 @@ webhook *webhook_start(struct ev_loop *loop, const webhook_opts *o, char *err, s
     w->host = o->host;
     w->max_body = o->max_body ? o->max_body : WEBHOOK_MAX_BODY;
     w->timeout_s = o->timeout_s ? o->timeout_s : WEBHOOK_TIMEOUT_S;
-    w->cert_file = strdup(o->cert_file);
-    w->key_file = strdup(o->key_file);
+    w->cert_file = files ? strdup(o->cert_file) : NULL;
+    w->key_file = files ? strdup(o->key_file) : NULL;
     w->fd = -1;
-    if (!w->cert_file || !w->key_file) {
+    if (files && (!w->cert_file || !w->key_file)) {
         util_set_err(err, errlen, "webhook: out of memory");
         webhook_stop(w);
         return NULL;
@@ -325,7 +374,17 @@ webhook *webhook_start(struct ev_loop *loop, const webhook_opts *o, char *err, s
         webhook_stop(w);
         return NULL;
     }
-    w->cur = wh_daemon_new(w, &w->cert_st, &w->key_st, err, errlen);
+    if (files) {
+        w->cur = wh_daemon_new(w, &w->cert_st, &w->key_st, err, errlen);
+    } else {
+        char *cert = strdup(o->cert_pem), *key = strdup(o->key_pem);
+        w->cur = cert && key ? wh_daemon_start(w, cert, key, "the certificate pair given", err, errlen) : NULL;
+        if (!cert || !key) {
+            free(cert);
+            free(key);
+            util_set_err(err, errlen, "webhook: out of memory");
+        }
+    }
     if (!w->cur) {
         webhook_stop(w);
         return NULL;
@@ -334,7 +393,7 @@ webhook *webhook_start(struct ev_loop *loop, const webhook_opts *o, char *err, s
     double every = o->reload_s > 0 ? o->reload_s : WEBHOOK_RELOAD_S;
     ev_timer_init(&w->reload, wh_on_reload, every, every);
     w->reload.data = w;
-    ev_timer_start(loop, &w->reload);
+    if (files) ev_timer_start(loop, &w->reload);
     ev_init(&w->drain, wh_on_drain);
     w->drain.repeat = 1.0;
     w->drain.data = w;
