@@ -159,7 +159,7 @@ bench-converge: all
 	bench/converge $(N)
 
 lint:
-	luacheck --no-color -q lua policies tests
+	luacheck --no-color -q lua policies tests deploy/argocd
 
 # The FlinkCluster field reference, generated from the CRD (tests/reference_spec.lua fails when
 # the committed docs/reference.md is not what this writes).

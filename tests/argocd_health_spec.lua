@@ -1,9 +1,10 @@
 -- Specs of deploy/argocd/flinkoperator.k8s.io/FlinkCluster/health.lua, the Argo CD health check
 -- (Argo CD's resource_customizations layout: health_test.yaml lists testdata/*.yaml inputs with the
 -- health status and message expected). Every case runs in plain Lua 5.4 without Argo CD, in an
--- environment of the base functions Argo CD's Lua VM offers a health script, and again with every
--- number a float (Argo CD hands the object over decoded from JSON: gopher-lua numbers are
--- float64). The script may write no global.
+-- environment of what Argo CD's Lua VM opens for a health script without useOpenLibs (the base
+-- functions, table, a safe os; no string, no math), and again with every number a float (Argo CD
+-- hands the object over decoded from JSON: gopher-lua numbers are float64). The script may write
+-- no global.
 local lyaml = require("lyaml")
 
 local ROOT = os.getenv("FC_ROOT") or "."
@@ -29,8 +30,9 @@ end
 -- health(obj) -> hs, as Argo CD runs the script: its text as a function body, `obj` a global
 local SCRIPT = read(DIR .. "/health.lua")
 local function health(obj)
-  local env = { obj = obj, ipairs = ipairs, pairs = pairs, type = type, tostring = tostring, tonumber = tonumber,
-    string = string, table = table, math = math }
+  local env = { obj = obj, ipairs = ipairs, pairs = pairs, next = next, type = type, tostring = tostring,
+    tonumber = tonumber, select = select, error = error, pcall = pcall, assert = assert, table = table,
+    os = { time = os.time, date = os.date, clock = os.clock } }
   setmetatable(env, { __newindex = function(_, k) error("health.lua writes the global " .. tostring(k), 2) end })
   local fn = assert(load(SCRIPT, "=health.lua", "t", env))
   return fn()

@@ -73,7 +73,7 @@ fi
 for s in "${suites[@]}"; do
   case $s in
     lint)
-      run_suite lint env -u LUA_PATH -u LUA_CPATH bash -c 'if luacheck --no-color -q lua policies tests >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
+      run_suite lint env -u LUA_PATH -u LUA_CPATH bash -c 'if luacheck --no-color -q lua policies tests deploy/argocd >"$0" 2>&1; then echo "1..1"; echo "ok 1 luacheck clean"; else echo "1..1"; echo "not ok 1 luacheck"; sed "s/^/# /" "$0"; fi' "$LOG/luacheck.txt" ;;
     busted)
       # specs beside the policies and under tests/
       if [ ${#specs[@]} -gt 0 ]; then

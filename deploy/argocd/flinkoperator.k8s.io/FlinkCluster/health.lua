@@ -2,7 +2,9 @@
 -- resource_customizations convention: the body of a function of `obj` (the object as the API
 -- server returns it) that returns {status=, message=}, status one of Healthy, Progressing,
 -- Degraded, Suspended (Missing is Argo CD's own, for an object that is not there). Argo CD runs
--- it with gopher-lua: Lua 5.1, no libraries beyond the base ones. Install: docs/gitops.md.
+-- it with gopher-lua: Lua 5.1 with only its base, table and (safe) os libraries, unless
+-- resource.customizations.useOpenLibs is set: no string or math library here. Install:
+-- docs/gitops.md.
 -- Test cases: health_test.yaml beside it (testdata/*.yaml), run by tests/argocd_health_spec.lua.
 --
 -- It reads the conditions policies/status.lua writes for kstatus (sigs.k8s.io/cli-utils
@@ -31,6 +33,20 @@ local function condition(st, ctype)
   return nil
 end
 
+-- A whole number written without the string library (and without Lua 5.4's ".0" of a float: the
+-- object comes decoded from JSON, so gopher-lua's numbers are floats).
+local DIGITS = { "0", "1", "2", "3", "4", "5", "6", "7", "8", "9" }
+local function whole(n)
+  if n < 0 or n % 1 ~= 0 then return tostring(n) end
+  local s = ""
+  repeat
+    local d = n % 10
+    s = DIGITS[d + 1] .. s
+    n = (n - d) / 10
+  until n == 0
+  return s
+end
+
 local function done(status, message)
   hs.status = status
   if message ~= nil and message ~= "" then hs.message = message end
@@ -42,8 +58,8 @@ if type(st) ~= "table" then return hs end
 local md = obj.metadata or {}
 local gen, seen = tonumber(md.generation), tonumber(st.observedGeneration)
 if gen ~= nil and seen ~= nil and seen < gen then
-  return done("Progressing", string.format("generation %d is not observed yet (the status is of generation %d)",
-    gen, seen))
+  return done("Progressing", "generation " .. whole(gen) .. " is not observed yet (the status is of generation "
+    .. whole(seen) .. ")")
 end
 local job = type(st.components) == "table" and st.components.job or nil
 local job_state = type(job) == "table" and job.state or nil
