@@ -416,6 +416,9 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
         util_set_err(err, errlen, "http_request_start: TLS options rejected by libcurl");
         return NULL;
     }
+    /* without CURLOPT_PROXY libcurl takes the environment's proxies; "" turns them off */
+    if (o->proxy)
+        curl_easy_setopt(e, CURLOPT_PROXY, o->proxy);
     if (o->bearer_token && *o->bearer_token) {
         curl_easy_setopt(e, CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
         curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, o->bearer_token);

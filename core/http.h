@@ -87,6 +87,10 @@ typedef struct http_opts {
     size_t body_len;             /* bytes */
     const http_tls *tls;         /* NULL: verify against the system CA bundle */
     const char *bearer_token;    /* sent as "Authorization: Bearer <token>" */
+    const char *proxy;           /* CURLOPT_PROXY: "http://h:p", "https://h:p",
+                                    "socks5h://h:p" ...; "" = no proxy at all; NULL =
+                                    libcurl's default, the environment's (https_proxy,
+                                    HTTPS_PROXY, http_proxy, no_proxy, NO_PROXY) */
     long connect_timeout_ms;     /* default 10000 when 0 */
     long timeout_ms;             /* whole transfer incl. streaming; 0 = none */
     long idle_timeout_s;         /* fail the transfer when less than 1 byte a second

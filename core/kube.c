@@ -2,7 +2,9 @@
 #include "kube.h"
 #include "util.h"
 #include "http.h"
+#include "log.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <yaml.h>
@@ -57,6 +60,8 @@ void kube_config_clear(kube_config *cfg)
     free(cfg->token_file);
     free(cfg->namespace);
     free(cfg->context);
+    free(cfg->proxy_url);
+    kubecred_exec_free(cfg->exec);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -172,28 +177,209 @@ static int tls_field(yaml_document_t *d, yaml_node_t *map, const char *field, co
     return 0;
 }
 
-static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, const char *want_ctx,
-                    char *err, size_t errlen)
+/* The documents of a kubeconfig: one file, or the files of $KUBECONFIG in order. */
+typedef struct kc_set {
+    size_t n;
+    const char *path[KUBE_CONFIG_FILES_MAX];
+    yaml_document_t doc[KUBE_CONFIG_FILES_MAX];
+    char label[4096];   /* the paths joined with ':' (errors about the whole set) */
+} kc_set;
+
+/* The first file's `list` item (contexts, clusters, users) called `name` (kubectl's merge:
+ * the first file that sets a name wins, whole); *which gets the file's index. */
+static yaml_node_t *kc_named(kc_set *s, const char *list, const char *name, size_t *which)
 {
-    yaml_node_t *root = yaml_document_get_root_node(d);
-    if (!root) {
-        util_set_err(err, errlen, "kubeconfig %s: empty document", path);
+    for (size_t i = 0; i < s->n; i++) {
+        yaml_document_t *d = &s->doc[i];
+        yaml_node_t *item = ynamed(d, ymap_get(d, yaml_document_get_root_node(d), list), name);
+        if (item) {
+            *which = i;
+            return item;
+        }
+    }
+    return NULL;
+}
+
+/* A scalar that must be "true" or "false" (absent: 0). -1 for anything else. */
+static int ybool(yaml_node_t *n)
+{
+    const char *v = yscalar(n);
+    if (!v)
+        return n && n->type != YAML_SCALAR_NODE ? -1 : 0;
+    return strcmp(v, "true") == 0 ? 1 : strcmp(v, "false") == 0 ? 0 : -1;
+}
+
+static yaml_node_t ylist_bad; /* ylist's error */
+
+/* The sequence under `key` of `map` with its length in *n: NULL (n 0) when absent or null,
+ * &ylist_bad with err "<where>.<key>: not a list" when it is something else. */
+static yaml_node_t *ylist(yaml_document_t *d, yaml_node_t *map, const char *key, const char *where, size_t *n,
+                          char *err, size_t errlen)
+{
+    yaml_node_t *l = ymap_get(d, map, key);
+    *n = 0;
+    if (!l || (l->type == YAML_SCALAR_NODE && !yscalar(l)))
+        return NULL;
+    if (l->type != YAML_SEQUENCE_NODE) {
+        util_set_err(err, errlen, "%s.%s: not a list", where, key);
+        return &ylist_bad;
+    }
+    *n = (size_t)(l->data.sequence.items.top - l->data.sequence.items.start);
+    return l;
+}
+
+/* users[name=U].user.exec -> cfg->exec. `where` is "users[name=U].user". */
+static int load_exec(kube_config *cfg, yaml_document_t *d, yaml_node_t *ex, const char *path, const char *where,
+                     char *err, size_t errlen)
+{
+    kubecred_exec *x = calloc(1, sizeof *x);
+    if (!x)
+        goto oom;
+    cfg->exec = x;
+    char w[400];
+    snprintf(w, sizeof w, "kubeconfig %s: %s.exec", path, where);
+    if (!(x->where = strdup(w)))
+        goto oom;
+    if (ex->type != YAML_MAPPING_NODE) {
+        util_set_err(err, errlen, "%s: not a mapping", w);
         return -1;
     }
-    if (root->type != YAML_MAPPING_NODE) {
-        util_set_err(err, errlen, "kubeconfig %s: top level is not a mapping", path);
+    const char *av = yscalar(ymap_get(d, ex, "apiVersion"));
+    if (!av) {
+        util_set_err(err, errlen, "%s.apiVersion: missing", w);
         return -1;
     }
-    const char *ctx_name = want_ctx && *want_ctx ? want_ctx : yscalar(ymap_get(d, root, "current-context"));
+    if (strcmp(av, KUBECRED_API_V1) != 0 && strcmp(av, KUBECRED_API_V1BETA1) != 0) {
+        util_set_err(err, errlen, "%s.apiVersion: %s: not supported (%s or %s)", w, av, KUBECRED_API_V1,
+                     KUBECRED_API_V1BETA1);
+        return -1;
+    }
+    const char *cmd = yscalar(ymap_get(d, ex, "command"));
+    if (!cmd) {
+        util_set_err(err, errlen, "%s.command: missing", w);
+        return -1;
+    }
+    /* a command with a '/' is a path relative to the kubeconfig (client-go ResolvePaths) */
+    x->api_version = strdup(av);
+    x->command = strchr(cmd, '/') ? resolve_path(path, cmd) : strdup(cmd);
+    const char *hint = yscalar(ymap_get(d, ex, "installHint"));
+    if (!x->api_version || !x->command || (hint && !(x->install_hint = strdup(hint))))
+        goto oom;
+    size_t n;
+    yaml_node_t *args = ylist(d, ex, "args", w, &n, err, errlen);
+    if (args == &ylist_bad)
+        return -1;
+    if (n && !(x->args = calloc(n, sizeof *x->args)))
+        goto oom;
+    if (args) {
+        for (size_t i = 0; i < n; i++) {
+            yaml_node_t *a = yaml_document_get_node(d, args->data.sequence.items.start[i]);
+            if (!a || a->type != YAML_SCALAR_NODE) {
+                util_set_err(err, errlen, "%s.args[%zu]: not a string", w, i);
+                return -1;
+            }
+            if (!(x->args[x->nargs++] = strdup((const char *)a->data.scalar.value)))
+                goto oom;
+        }
+    }
+    yaml_node_t *env = ylist(d, ex, "env", w, &n, err, errlen);
+    if (env == &ylist_bad)
+        return -1;
+    if (n && !(x->env = calloc(n, sizeof *x->env)))
+        goto oom;
+    if (env) {
+        for (size_t i = 0; i < n; i++) {
+            yaml_node_t *e = yaml_document_get_node(d, env->data.sequence.items.start[i]);
+            const char *name = yscalar(ymap_get(d, e, "name"));
+            yaml_node_t *vn = ymap_get(d, e, "value");
+            const char *value = vn && vn->type == YAML_SCALAR_NODE ? (const char *)vn->data.scalar.value : NULL;
+            if (!name || strchr(name, '=')) {
+                util_set_err(err, errlen, "%s.env[%zu].name: %s", w, i, name ? "holds '='" : "missing");
+                return -1;
+            }
+            if (!value) {
+                util_set_err(err, errlen, "%s.env[%zu].value: missing", w, i);
+                return -1;
+            }
+            size_t l = strlen(name) + strlen(value) + 2;
+            if (!(x->env[x->nenv] = malloc(l)))
+                goto oom;
+            snprintf(x->env[x->nenv++], l, "%s=%s", name, value);
+        }
+    }
+    /* client-go clientcmd: v1beta1 defaults to IfAvailable, v1 must say (SetDefaults_ExecConfig,
+     * validateAuthInfo) */
+    const char *im = yscalar(ymap_get(d, ex, "interactiveMode"));
+    if (!im && strcmp(av, KUBECRED_API_V1) == 0) {
+        util_set_err(err, errlen, "%s.interactiveMode: missing (%s needs Never, IfAvailable or Always)", w, av);
+        return -1;
+    }
+    if (!im || strcmp(im, "IfAvailable") == 0) {
+        x->interactive_mode = KUBECRED_IF_AVAILABLE;
+    } else if (strcmp(im, "Never") == 0) {
+        x->interactive_mode = KUBECRED_NEVER;
+    } else if (strcmp(im, "Always") == 0) {
+        util_set_err(err, errlen, "%s.interactiveMode: Always needs a terminal and flink-controller has none "
+                     "(Never or IfAvailable)", w);
+        return -1;
+    } else {
+        util_set_err(err, errlen, "%s.interactiveMode: %s: not Never, IfAvailable or Always", w, im);
+        return -1;
+    }
+    int pci = ybool(ymap_get(d, ex, "provideClusterInfo"));
+    if (pci < 0) {
+        util_set_err(err, errlen, "%s.provideClusterInfo: not true or false", w);
+        return -1;
+    }
+    x->provide_cluster_info = pci;
+    return 0;
+oom:
+    util_set_err(err, errlen, "kubeconfig %s: out of memory", path);
+    return -1;
+}
+
+/* The cluster's part of KUBERNETES_EXEC_INFO (provideClusterInfo): server, CA bytes (from the
+ * file when the kubeconfig names one), insecure, proxy-url, tls-server-name. */
+static int exec_cluster_info(kube_config *cfg, const char *tls_server_name, char *err, size_t errlen)
+{
+    kubecred_exec *x = cfg->exec;
+    char why[256] = "";
+    if (!(x->server = strdup(cfg->server)) || (cfg->proxy_url && !(x->proxy_url = strdup(cfg->proxy_url))) ||
+        (tls_server_name && !(x->tls_server_name = strdup(tls_server_name)))) {
+        util_set_err(err, errlen, "%s: out of memory", x->where);
+        return -1;
+    }
+    x->insecure = cfg->insecure;
+    if (cfg->ca_pem) {
+        x->ca_pem = util_memdup(cfg->ca_pem, cfg->ca_pem_len);
+        x->ca_pem_len = cfg->ca_pem_len;
+    } else if (cfg->ca_file) {
+        x->ca_pem = util_read_file(cfg->ca_file, 4 << 20, &x->ca_pem_len, why, sizeof why);
+        if (!x->ca_pem) {
+            util_set_err(err, errlen, "%s.provideClusterInfo: %s: %s", x->where, cfg->ca_file, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int load_doc(kube_config *cfg, kc_set *s, const char *want_ctx, char *err, size_t errlen)
+{
+    const char *ctx_name = want_ctx && *want_ctx ? want_ctx : NULL;
+    for (size_t i = 0; i < s->n && !ctx_name; i++)
+        ctx_name = yscalar(ymap_get(&s->doc[i], yaml_document_get_root_node(&s->doc[i]), "current-context"));
     if (!ctx_name) {
-        util_set_err(err, errlen, "kubeconfig %s: current-context: missing", path);
+        util_set_err(err, errlen, "kubeconfig %s: current-context: missing", s->label);
         return -1;
     }
-    yaml_node_t *ctx_item = ynamed(d, ymap_get(d, root, "contexts"), ctx_name);
+    size_t fi = 0;
+    yaml_node_t *ctx_item = kc_named(s, "contexts", ctx_name, &fi);
     if (!ctx_item) {
-        util_set_err(err, errlen, "kubeconfig %s: contexts[name=%s]: not found", path, ctx_name);
+        util_set_err(err, errlen, "kubeconfig %s: contexts[name=%s]: not found", s->label, ctx_name);
         return -1;
     }
+    yaml_document_t *d = &s->doc[fi];
+    const char *path = s->path[fi];
     yaml_node_t *ctx = ymap_get(d, ctx_item, "context");
     const char *cluster_name = yscalar(ymap_get(d, ctx, "cluster"));
     const char *user_name = yscalar(ymap_get(d, ctx, "user"));
@@ -202,11 +388,13 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
         util_set_err(err, errlen, "kubeconfig %s: contexts[name=%s].context.cluster: missing", path, ctx_name);
         return -1;
     }
-    yaml_node_t *cl_item = ynamed(d, ymap_get(d, root, "clusters"), cluster_name);
+    yaml_node_t *cl_item = kc_named(s, "clusters", cluster_name, &fi);
     if (!cl_item) {
-        util_set_err(err, errlen, "kubeconfig %s: clusters[name=%s]: not found", path, cluster_name);
+        util_set_err(err, errlen, "kubeconfig %s: clusters[name=%s]: not found", s->label, cluster_name);
         return -1;
     }
+    d = &s->doc[fi];
+    path = s->path[fi];
     char where[300];
     snprintf(where, sizeof where, "clusters[name=%s].cluster", cluster_name);
     yaml_node_t *cl = ymap_get(d, cl_item, "cluster");
@@ -228,17 +416,36 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
     if (tls_field(d, cl, "certificate-authority", where, path, &cfg->ca_file, &cfg->ca_pem,
                   &cfg->ca_pem_len, err, errlen) != 0)
         return -1;
+    const char *proxy = yscalar(ymap_get(d, cl, "proxy-url"));
+    /* client-go clientcmd parseProxyURL: http, https or socks5 */
+    if (proxy && strncmp(proxy, "http://", 7) != 0 && strncmp(proxy, "https://", 8) != 0 &&
+        strncmp(proxy, "socks5://", 9) != 0) {
+        util_set_err(err, errlen, "kubeconfig %s: %s.proxy-url: %s: not an http://, https:// or socks5:// URL", path,
+                     where, proxy);
+        return -1;
+    }
+    if (proxy && !(cfg->proxy_url = strdup(proxy)))
+        goto oom;
+    const char *tls_server_name = yscalar(ymap_get(d, cl, "tls-server-name"));
     if (user_name) {
-        yaml_node_t *u_item = ynamed(d, ymap_get(d, root, "users"), user_name);
+        yaml_node_t *u_item = kc_named(s, "users", user_name, &fi);
         if (!u_item) {
-            util_set_err(err, errlen, "kubeconfig %s: users[name=%s]: not found", path, user_name);
+            util_set_err(err, errlen, "kubeconfig %s: users[name=%s]: not found", s->label, user_name);
             return -1;
         }
+        d = &s->doc[fi];
+        path = s->path[fi];
         snprintf(where, sizeof where, "users[name=%s].user", user_name);
         yaml_node_t *u = ymap_get(d, u_item, "user");
-        if (ymap_get(d, u, "exec") || ymap_get(d, u, "auth-provider") || ymap_get(d, u, "username")) {
-            util_set_err(err, errlen, "kubeconfig %s: %s: exec, auth-provider and basic auth are not supported",
-                    path, where);
+        if (ymap_get(d, u, "auth-provider")) {
+            util_set_err(err, errlen, "kubeconfig %s: %s.auth-provider: not supported (kubectl dropped the gcp and "
+                         "azure providers in 1.26: use their exec plugins, gke-gcloud-auth-plugin or kubelogin)",
+                         path, where);
+            return -1;
+        }
+        if (ymap_get(d, u, "username") || ymap_get(d, u, "password")) {
+            util_set_err(err, errlen, "kubeconfig %s: %s.username: basic auth is not supported (the API server "
+                         "dropped it in 1.19)", path, where);
             return -1;
         }
         if (tls_field(d, u, "client-certificate", where, path, &cfg->cert_file, &cfg->cert_pem,
@@ -259,9 +466,117 @@ static int load_doc(kube_config *cfg, yaml_document_t *d, const char *path, cons
             cfg->token = strdup(token);
         if (token_file)
             cfg->token_file = resolve_path(path, token_file);
+        yaml_node_t *ex = ymap_get(d, u, "exec");
+        if (ex && load_exec(cfg, d, ex, path, where, err, errlen) != 0)
+            return -1;
+        /* a token or a client certificate of the kubeconfig wins over the plugin, which is then
+         * never run (client-go exec Authenticator.UpdateTransportConfig) */
+        if (cfg->exec && (token || token_file || has_cert)) {
+            kubecred_exec_free(cfg->exec);
+            cfg->exec = NULL;
+        }
     }
     cfg->namespace = strdup(ns ? ns : "default");
     cfg->context = strdup(ctx_name);
+    if (!cfg->server || !cfg->namespace || !cfg->context)
+        goto oom;
+    if (cfg->exec && cfg->exec->provide_cluster_info && exec_cluster_info(cfg, tls_server_name, err, errlen) != 0)
+        return -1;
+    return 0;
+oom:
+    util_set_err(err, errlen, "kubeconfig %s: out of memory", s->label);
+    return -1;
+}
+
+/* Reads and parses s->path[i] into s->doc[i]. 1 when the file is absent and `skip_missing`
+ * (a $KUBECONFIG entry, which kubectl skips), 0 when loaded, -1 on an error. */
+static int kc_read(kc_set *s, size_t i, int skip_missing, char *err, size_t errlen)
+{
+    const char *path = s->path[i];
+    char why[256] = "";
+    size_t len = 0;
+    struct stat st;
+    if (skip_missing && stat(path, &st) != 0 && errno == ENOENT)
+        return 1;
+    char *text = util_read_file(path, 16 << 20, &len, why, sizeof why);
+    if (!text) {
+        util_set_err(err, errlen, "kubeconfig %s: %s", path, why);
+        return -1;
+    }
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) {
+        free(text);
+        util_set_err(err, errlen, "kubeconfig %s: out of memory", path);
+        return -1;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int rc = 0;
+    if (!yaml_parser_load(&parser, &s->doc[i])) {
+        util_set_err(err, errlen, "kubeconfig %s: line %zu: %s", path, parser.problem_mark.line + 1,
+                parser.problem ? parser.problem : "YAML error");
+        rc = -1;
+    } else {
+        yaml_node_t *root = yaml_document_get_root_node(&s->doc[i]);
+        if (root && root->type != YAML_MAPPING_NODE) {
+            util_set_err(err, errlen, "kubeconfig %s: top level is not a mapping", path);
+            rc = -1;
+        } else if (!root && !skip_missing) {
+            util_set_err(err, errlen, "kubeconfig %s: empty document", path);
+            rc = -1;
+        }
+        if (rc)
+            yaml_document_delete(&s->doc[i]);
+    }
+    yaml_parser_delete(&parser);
+    free(text);
+    return rc;
+}
+
+int kube_config_load_files(kube_config *cfg, const char *const *paths, size_t n, const char *context,
+                           char *err, size_t errlen)
+{
+    if (!cfg || !paths || !n) {
+        util_set_err(err, errlen, "kube_config_load_files: config and paths are required");
+        return -1;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    if (n > KUBE_CONFIG_FILES_MAX) {
+        util_set_err(err, errlen, "kubeconfig: more than %d files", KUBE_CONFIG_FILES_MAX);
+        return -1;
+    }
+    kc_set *s = calloc(1, sizeof *s);
+    if (!s) {
+        util_set_err(err, errlen, "kubeconfig %s: out of memory", paths[0]);
+        return -1;
+    }
+    int rc = 0;
+    size_t off = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        s->path[s->n] = paths[i];
+        int r = kc_read(s, s->n, n > 1, err, errlen);
+        if (r < 0)
+            rc = -1;
+        else if (r == 0) {
+            int w = snprintf(s->label + off, sizeof s->label - off, "%s%s", s->n ? ":" : "", paths[i]);
+            off += w > 0 && (size_t)w < sizeof s->label - off ? (size_t)w : 0;
+            s->n++;
+        }
+    }
+    if (rc == 0 && s->n == 0) {
+        util_set_err(err, errlen, "kubeconfig %s: No such file or directory", paths[0]);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = load_doc(cfg, s, context, err, errlen);
+    for (size_t i = 0; i < s->n; i++)
+        yaml_document_delete(&s->doc[i]);
+    free(s);
+    if (rc != 0) {
+        kube_config_clear(cfg);
+        return -1;
+    }
+    cfg->qps = KUBE_DEFAULT_QPS;
+    cfg->burst = KUBE_DEFAULT_BURST;
     return 0;
 }
 
@@ -272,40 +587,7 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
         util_set_err(err, errlen, "kube_config_load_file: config and path are required");
         return -1;
     }
-    memset(cfg, 0, sizeof *cfg);
-    char why[256] = "";
-    size_t len = 0;
-    char *text = util_read_file(path, 16 << 20, &len, why, sizeof why);
-    if (!text) {
-        util_set_err(err, errlen, "kubeconfig %s: %s", path, why);
-        return -1;
-    }
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    if (!yaml_parser_initialize(&parser)) {
-        free(text);
-        util_set_err(err, errlen, "kubeconfig %s: out of memory", path);
-        return -1;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    int rc;
-    if (!yaml_parser_load(&parser, &doc)) {
-        util_set_err(err, errlen, "kubeconfig %s: line %zu: %s", path, parser.problem_mark.line + 1,
-                parser.problem ? parser.problem : "YAML error");
-        rc = -1;
-    } else {
-        rc = load_doc(cfg, &doc, path, context, err, errlen);
-        yaml_document_delete(&doc);
-    }
-    yaml_parser_delete(&parser);
-    free(text);
-    if (rc != 0) {
-        kube_config_clear(cfg);
-        return -1;
-    }
-    cfg->qps = KUBE_DEFAULT_QPS;
-    cfg->burst = KUBE_DEFAULT_BURST;
-    return 0;
+    return kube_config_load_files(cfg, &path, 1, context, err, errlen);
 }
 
 int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen)
@@ -361,19 +643,41 @@ oom:
     return -1;
 }
 
-int kube_config_load_default(kube_config *cfg, const char *path, char *err, size_t errlen)
+int kube_config_load_default(kube_config *cfg, const char *path, const char *context, char *err,
+                             size_t errlen)
 {
     if (path && *path)
-        return kube_config_load_file(cfg, path, NULL, err, errlen);
+        return kube_config_load_file(cfg, path, context, err, errlen);
     const char *env = getenv("KUBECONFIG");
     if (env && *env) {
-        char first[4096];
-        snprintf(first, sizeof first, "%s", env);
-        char *colon = strchr(first, ':');
-        if (colon)
-            *colon = '\0';
-        if (*first)
-            return kube_config_load_file(cfg, first, NULL, err, errlen);
+        /* kubectl's precedence list: ':'-separated, empty entries and repeats dropped */
+        char *list = strdup(env);
+        const char *paths[KUBE_CONFIG_FILES_MAX];
+        size_t n = 0;
+        int rc = -1;
+        if (!list) {
+            util_set_err(err, errlen, "kubeconfig: out of memory");
+            return -1;
+        }
+        for (char *save = NULL, *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+            int dup = 0;
+            for (size_t i = 0; i < n && !dup; i++)
+                dup = strcmp(paths[i], p) == 0;
+            if (dup)
+                continue;
+            if (n == KUBE_CONFIG_FILES_MAX) {
+                util_set_err(err, errlen, "KUBECONFIG: more than %d files", KUBE_CONFIG_FILES_MAX);
+                n = 0;
+                break;
+            }
+            paths[n++] = p;
+        }
+        if (n)
+            rc = kube_config_load_files(cfg, paths, n, context, err, errlen);
+        else if (!err || !*err)
+            util_set_err(err, errlen, "KUBECONFIG: no file named");
+        free(list);
+        return rc;
     }
     char home_cfg[4096] = "";
     const char *home = getenv("HOME");
@@ -383,13 +687,19 @@ int kube_config_load_default(kube_config *cfg, const char *path, char *err, size
         if (stat(home_cfg, &st) != 0)
             home_cfg[0] = '\0';
     }
+    /* a context names a kubeconfig entry: with one, the in-cluster config is not a candidate */
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
-    if ((host && *host) || !home_cfg[0]) {
+    if (!(context && *context) && ((host && *host) || !home_cfg[0])) {
         int rc = kube_config_load_incluster(cfg, NULL, err, errlen);
         if (rc == 0 || !home_cfg[0])
             return rc;
     }
-    return kube_config_load_file(cfg, home_cfg, NULL, err, errlen);
+    if (!home_cfg[0]) {
+        util_set_err(err, errlen, "kubeconfig: --context %s given but no kubeconfig ($KUBECONFIG, ~/.kube/config)",
+                     context);
+        return -1;
+    }
+    return kube_config_load_file(cfg, home_cfg, context, err, errlen);
 }
 
 /* ---- rate limit ------------------------------------------------------ */
@@ -600,6 +910,9 @@ struct kube_call {
     http_request *req;
     int attempts, retried_401, in_cb, cancelled, done;
     long http_version;
+    unsigned cred_gen;        /* the exec credential the last attempt was sent with */
+    int cred_wait;            /* 1: parked until the exec plugin answers (2: being resent) */
+    int cred_fresh;           /* send with the credential just fetched, whatever its expiry */
     /* list */
     char *selector;
     long limit;
@@ -625,6 +938,12 @@ struct kube_client {
     kube_limiter limiter;
     char *token;
     double token_loaded;
+    char *proxy;              /* CURLOPT_PROXY of every request, or NULL (kube_config.proxy_url) */
+    kubecred cred;            /* the exec plugin's credential (cfg.exec) */
+    unsigned cred_gen;        /* bumped with each credential */
+    int cred_invalid;         /* a 401 answered a request sent with it */
+    kubecred_job *cred_job;   /* a plugin run under way */
+    double cred_retry_at;     /* no background refresh before this (after a failed one) */
     long watch_idle_s;        /* kube_client_set_watch_idle */
     double (*now_fn)(void *);
     void *now_ud;
@@ -653,6 +972,149 @@ static int reload_token(kube_client *c, int force)
     return 0;
 }
 
+/* 1 when the host of `url` (http(s)://host[:port]/...) is "localhost" or a loopback address. */
+static int loopback_host(const char *url)
+{
+    const char *h = strstr(url, "://");
+    char host[256];
+    h = h ? h + 3 : url;
+    size_t n;
+    if (*h == '[') {
+        h++;
+        n = strcspn(h, "]");
+    } else {
+        n = strcspn(h, ":/");
+    }
+    if (n >= sizeof host)
+        return 0;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    unsigned char a[16];
+    if (strcasecmp(host, "localhost") == 0)
+        return 1;
+    if (inet_pton(AF_INET, host, a) == 1)
+        return a[0] == 127;
+    return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, (const unsigned char[16]){[15] = 1}, 16) == 0;
+}
+
+/* The proxy of the client's requests (client-go: proxy-url for every request; else Go's
+ * ProxyFromEnvironment, which never proxies a loopback host). socks5:// becomes socks5h://:
+ * Go's SOCKS5 dialer hands the host name to the proxy, libcurl's socks5:// would resolve it. */
+static int set_proxy(kube_client *c)
+{
+    const char *p = c->cfg.proxy_url;
+    if (p && strncmp(p, "socks5://", 9) == 0) {
+        size_t n = strlen(p) + 2;
+        if ((c->proxy = malloc(n)))
+            snprintf(c->proxy, n, "socks5h://%s", p + 9);
+    } else if (p) {
+        c->proxy = strdup(p);
+    } else if (loopback_host(c->cfg.server)) {
+        c->proxy = strdup("");
+    } else {
+        return 0;
+    }
+    return c->proxy ? 0 : -1;
+}
+
+/* Makes c->cred the credential in use: its token, and its client certificate for TLS. */
+static void cred_apply(kube_client *c)
+{
+    c->cred_gen++;
+    c->cred_invalid = 0;
+    if (c->cred.cert_pem) {
+        c->tls.cert_file = c->tls.key_file = NULL;
+        c->tls.cert_pem = c->cred.cert_pem;
+        c->tls.cert_pem_len = c->cred.cert_pem_len;
+        c->tls.key_pem = c->cred.key_pem;
+        c->tls.key_pem_len = c->cred.key_pem_len;
+    } else {
+        c->tls.cert_pem = c->tls.key_pem = NULL;
+        c->tls.cert_pem_len = c->tls.key_pem_len = 0;
+    }
+}
+
+static void call_send(kube_call *k);
+static void call_finish(kube_call *k, long status, const char *error, const char *raw, size_t raw_len,
+                        json_t *body);
+
+/* Sends (ok) or fails (error) the calls parked for the plugin's credential. A call that parks
+ * again meanwhile is left for the next answer. */
+static void cred_release(kube_client *c, const char *error)
+{
+    for (kube_call *k = c->calls; k; k = k->next)
+        if (k->cred_wait == 1)
+            k->cred_wait = 2;
+    for (;;) {
+        kube_call *k = c->calls;
+        while (k && k->cred_wait != 2)
+            k = k->next;
+        if (!k)
+            break;
+        k->cred_wait = 0;
+        if (error) {
+            call_finish(k, 0, error, "", 0, NULL);
+        } else {
+            k->cred_fresh = 1;
+            call_send(k);
+        }
+    }
+}
+
+static void cred_done(int rc, kubecred *cred, const char *error, void *ud)
+{
+    kube_client *c = ud;
+    c->cred_job = NULL;
+    if (rc == 0) {
+        kubecred_clear(&c->cred);
+        c->cred = *cred;
+        memset(cred, 0, sizeof *cred);   /* taken */
+        cred_apply(c);
+        log_info("exec plugin credential refreshed", "command", c->cfg.exec->command, NULL);
+        cred_release(c, NULL);
+        return;
+    }
+    c->cred_retry_at = client_now(c) + KUBE_EXEC_RETRY_S;
+    log_warn("exec plugin failed", "error", error, NULL);
+    cred_release(c, error);
+}
+
+/* Starts a plugin run unless one is under way. A run that cannot start fails the parked calls. */
+static void cred_refresh(kube_client *c)
+{
+    if (c->cred_job)
+        return;
+    char err[1024] = "";
+    c->cred_job = kubecred_run_async(c->loop, c->cfg.exec, KUBECRED_TIMEOUT_S, cred_done, c, err, sizeof err);
+    if (!c->cred_job) {
+        c->cred_retry_at = client_now(c) + KUBE_EXEC_RETRY_S;
+        log_warn("exec plugin failed", "error", err, NULL);
+        cred_release(c, err);
+    }
+}
+
+/* Before an attempt of `k` with an exec plugin: 0 to send now (with c->cred), 1 when `k` is
+ * parked until the plugin answers (the credential is missing, past its expiry less
+ * KUBE_EXEC_EXPIRY_MARGIN_S, or refused by a 401). Within KUBE_EXEC_REFRESH_AHEAD_S of that,
+ * a run starts in the background while requests go on with the credential in hand. */
+static int cred_ready(kube_client *c, kube_call *k)
+{
+    double now = client_now(c);
+    double exp = c->cred.expiry;
+    int have = (c->cred.token || c->cred.cert_pem) && !c->cred_invalid;
+    if (k->cred_fresh || (have && (exp == 0 || now < exp - KUBE_EXEC_EXPIRY_MARGIN_S))) {
+        k->cred_fresh = 0;
+        k->cred_gen = c->cred_gen;
+        if (exp != 0 && now >= exp - KUBE_EXEC_EXPIRY_MARGIN_S - KUBE_EXEC_REFRESH_AHEAD_S &&
+            now >= c->cred_retry_at)
+            cred_refresh(c);
+        return 0;
+    }
+    k->cred_wait = 1;
+    cred_refresh(c);
+    return 1;
+}
+
 static int copy_cfg(kube_config *dst, const kube_config *s)
 {
     memset(dst, 0, sizeof *dst);
@@ -670,7 +1132,10 @@ static int copy_cfg(kube_config *dst, const kube_config *s)
     DUP(token_file);
     DUP(namespace);
     DUP(context);
+    DUP(proxy_url);
 #undef DUP
+    if (s->exec && !(dst->exec = kubecred_exec_copy(s->exec)))
+        return -1;
 #undef DUPB
     dst->insecure = s->insecure;
     dst->qps = s->qps;
@@ -719,6 +1184,22 @@ kube_client *kube_client_new(struct ev_loop *loop, const kube_config *cfg, char 
         kube_client_free(c);
         return NULL;
     }
+    if (set_proxy(c) != 0) {
+        util_set_err(err, errlen, "kube_client_new: out of memory");
+        kube_client_free(c);
+        return NULL;
+    }
+    /* the first credential is fetched here, blocking for at most KUBECRED_TIMEOUT_S: a plugin
+     * that fails stops the start with its message; later runs are asynchronous (cred_ready) */
+    if (c->cfg.exec) {
+        char why[1024] = "";
+        if (kubecred_run_sync(c->cfg.exec, KUBECRED_TIMEOUT_S, &c->cred, why, sizeof why) != 0) {
+            util_set_err(err, errlen, "kube_client_new: %s", why);
+            kube_client_free(c);
+            return NULL;
+        }
+        cred_apply(c);
+    }
     kube_limiter_init(&c->limiter, c->cfg.qps, c->cfg.burst, client_now(c));
     c->watch_idle_s = KUBE_WATCH_IDLE_S;
     return c;
@@ -754,9 +1235,12 @@ void kube_client_free(kube_client *c)
         return;
     while (c->calls)
         call_free(c->calls);
+    kubecred_cancel(c->cred_job);
     http_client_free(c->http);
     kube_config_clear(&c->cfg);
+    kubecred_clear(&c->cred);
     free(c->token);
+    free(c->proxy);
     free(c);
 }
 
@@ -788,6 +1272,8 @@ struct ev_loop *kube_client_loop(const kube_client *c)
 
 const char *kube_client_token(kube_client *c)
 {
+    if (c->cfg.exec)
+        return c->cred.token && !c->cred_invalid ? c->cred.token : "";
     reload_token(c, 0);
     return c->token ? c->token : "";
 }
@@ -849,7 +1335,6 @@ static void call_finish(kube_call *k, long status, const char *error, const char
     call_free(k);
 }
 
-static void call_send(kube_call *k);
 
 static void wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -1069,9 +1554,14 @@ static void http_done(http_request *req, const http_response *resp, void *ud)
         call_schedule(k, resp->retry_after_s);
         return;
     }
-    if (resp->status == 401 && c->cfg.token_file && !k->retried_401) {
+    if (resp->status == 401 && (c->cfg.token_file || c->cfg.exec) && !k->retried_401) {
         k->retried_401 = 1;
-        reload_token(c, 1);
+        /* client-go: a 401 to the credential in use invalidates it once; later 401s to the same
+         * credential (requests that were under way) do not run the plugin again */
+        if (c->cfg.exec && k->cred_gen == c->cred_gen)
+            c->cred_invalid = 1;
+        else if (!c->cfg.exec)
+            reload_token(c, 1);
         call_schedule(k, 0);
         return;
     }
@@ -1100,6 +1590,8 @@ static void call_send(kube_call *k)
 {
     kube_client *c = k->client;
     char err[512] = "";
+    if (c->cfg.exec && cred_ready(c, k))
+        return;                   /* parked: cred_release sends it */
     char *path = k->type == CALL_LIST ? build_list_path(k) : strdup(k->path);
     size_t ul = strlen(c->cfg.server) + (path ? strlen(path) : 0) + 1;
     char *url = path ? malloc(ul) : NULL;
@@ -1125,7 +1617,8 @@ static void call_send(kube_call *k)
     o.body_len = k->body_len;
     o.part = k->part;
     o.tls = &c->tls;
-    o.bearer_token = c->token;
+    o.bearer_token = c->cfg.exec ? c->cred.token : c->token;
+    o.proxy = c->proxy;
     o.timeout_ms = (long)(k->timeout_s * 1000);
     o.stream = k->type == CALL_WATCH;
     o.idle_timeout_s = k->type == CALL_WATCH ? c->watch_idle_s : 0;

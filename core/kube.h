@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "http.h"
+#include "kubecred.h"
 #include "util.h"
 
 #define KUBE_FIELD_MANAGER "flink-controller"
@@ -24,6 +25,13 @@
 #define KUBE_MAX_RETRIES 10     /* client-go request.go maxRetries for 429/5xx + Retry-After */
 #define KUBE_TOKEN_RELOAD_S 60  /* client-go NewCachedFileTokenSource period */
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBE_CONFIG_FILES_MAX 16 /* files of a $KUBECONFIG list */
+/* An exec plugin's credential counts as expired this long before its expirationTimestamp (a
+ * request under way, clocks apart), and a new one is fetched in the background from this long
+ * before that, so that requests do not wait for the plugin. */
+#define KUBE_EXEC_EXPIRY_MARGIN_S 10
+#define KUBE_EXEC_REFRESH_AHEAD_S 60
+#define KUBE_EXEC_RETRY_S 10     /* after a failed background refresh, the next one waits */
 /* A watch stream silent this long is taken for dead (a half-closed connection: the socket open,
  * nothing sent) and ends with an error: the API server sends a BOOKMARK at least every minute to
  * a watch with allowWatchBookmarks (apiserver cacher's bookmarkFrequency, 1 min; seen on
@@ -57,18 +65,36 @@ typedef struct kube_config {
     double qps;              /* client-side rate limit, requests/second; <= 0:
                                 unlimited. Default KUBE_DEFAULT_QPS */
     int burst;               /* token bucket size, default KUBE_DEFAULT_BURST */
+    char *proxy_url;         /* clusters[].cluster.proxy-url (http://, https://, socks5://), or
+                                NULL: then libcurl's environment proxies (https_proxy,
+                                HTTPS_PROXY, no_proxy, NO_PROXY; http_proxy for http://), not
+                                for a loopback server (Go's ProxyFromEnvironment) */
+    kubecred_exec *exec;     /* users[].user.exec, or NULL (core/kubecred.h) */
 } kube_config;
 
 /* Loads a kubeconfig file (YAML, parsed with libyaml). `context` NULL uses
- * `current-context`. Resolves contexts[].context.{cluster,user,namespace},
- * clusters[].cluster.{server, certificate-authority(-data),
- * insecure-skip-tls-verify} and users[].user.{client-certificate(-data),
- * client-key(-data), token, tokenFile}; relative file paths are relative to
- * the kubeconfig's directory (as client-go does). `exec` and `auth-provider`
- * users and basic auth are refused. Errors name the file and the field, e.g.
- * "kubeconfig /x: users[name=dev].user.client-key-data: invalid base64". */
+ * `current-context` (kubectl --context). Resolves contexts[].context.{cluster,user,namespace},
+ * clusters[].cluster.{server, certificate-authority(-data), insecure-skip-tls-verify,
+ * proxy-url} and users[].user.{client-certificate(-data), client-key(-data), token, tokenFile,
+ * exec}; relative file paths (and an exec command with a '/') are relative to the
+ * kubeconfig's directory (as client-go does). exec: apiVersion client.authentication.k8s.io/v1
+ * or v1beta1, command, args, env [{name, value}], interactiveMode (v1: required; Always is
+ * refused: no terminal), provideClusterInfo, installHint; a token, tokenFile or client
+ * certificate of the same user wins and the plugin is dropped (client-go). `auth-provider` and
+ * basic auth (username/password) are refused. Errors name the file and the field, e.g.
+ * "kubeconfig /x: users[name=dev].user.client-key-data: invalid base64",
+ * "kubeconfig /x: users[name=eks].user.exec.command: missing". */
 int kube_config_load_file(kube_config *cfg, const char *path, const char *context,
                           char *err, size_t errlen);
+
+/* kube_config_load_file over several files merged as kubectl merges $KUBECONFIG: the first
+ * file that sets current-context wins, and a context, cluster or user is taken whole from the
+ * first file that has its name; relative paths resolve against the file that holds the entry.
+ * With n > 1 a missing or empty file is skipped (at least one must exist); with n == 1 it is an
+ * error as in kube_config_load_file. At most KUBE_CONFIG_FILES_MAX files. An error about the
+ * whole set ("contexts[name=x]: not found") names the files joined with ':'. */
+int kube_config_load_files(kube_config *cfg, const char *const *paths, size_t n, const char *context,
+                           char *err, size_t errlen);
 
 /* In-cluster config as client-go InClusterConfig(): needs env
  * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (IPv6 hosts get
@@ -77,10 +103,13 @@ int kube_config_load_file(kube_config *cfg, const char *path, const char *contex
  * `sa_dir` NULL means KUBE_SA_DIR. */
 int kube_config_load_incluster(kube_config *cfg, const char *sa_dir, char *err, size_t errlen);
 
-/* The order controller-runtime uses: `path` if given, else the first entry
- * of $KUBECONFIG (a ':' list), else in-cluster when KUBERNETES_SERVICE_HOST
- * is set, else ~/.kube/config (also when in-cluster fails and it exists). */
-int kube_config_load_default(kube_config *cfg, const char *path, char *err, size_t errlen);
+/* The order controller-runtime uses: `path` if given, else $KUBECONFIG (a ':' list, merged
+ * by kube_config_load_files), else in-cluster when KUBERNETES_SERVICE_HOST is set, else
+ * ~/.kube/config (also when in-cluster fails and it exists). `context` (kubectl --context;
+ * NULL: current-context) selects the kubeconfig's context; with a context the in-cluster
+ * config is not tried. */
+int kube_config_load_default(kube_config *cfg, const char *path, const char *context, char *err,
+                             size_t errlen);
 
 /* Frees the strings of `cfg` and zeroes it. Safe on a zeroed config. */
 void kube_config_clear(kube_config *cfg);

@@ -257,8 +257,8 @@ static int livediff_exec(const char *tmp)
 static void livediff_usage(FILE *out)
 {
     fprintf(out,
-            "usage: flink-controller diff [--kubeconfig F] [--policy-dir DIR] [--policy-timeout-ms N]\n"
-            "                             [--policy-memory-mib N] (NAMESPACE/NAME | -A)\n"
+            "usage: flink-controller diff [--kubeconfig F] [--context NAME] [--policy-dir DIR]\n"
+            "                             [--policy-timeout-ms N] [--policy-memory-mib N] (NAMESPACE/NAME | -A)\n"
             "Shows what the policies of DIR (default: the built-in ones) would change in live\n"
             "FlinkClusters: one reconcile pass each (no Flink answers), every object it would apply\n"
             "dry-run by the API server, as `diff -u` of LIVE/ and MERGED/ (like kubectl diff).\n"
@@ -268,6 +268,7 @@ static void livediff_usage(FILE *out)
 int livediff_main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"kubeconfig", required_argument, NULL, 'k'},
+                                             {"context", required_argument, NULL, 'c'},
                                              {"policy-dir", required_argument, NULL, 'p'},
                                              {"policy-timeout-ms", required_argument, NULL, 't'},
                                              {"policy-memory-mib", required_argument, NULL, 'm'},
@@ -275,7 +276,7 @@ int livediff_main(int argc, char **argv)
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     struct lhost_opts o = {0};
-    const char *kubeconfig = NULL;
+    const char *kubeconfig = NULL, *context = NULL;
     int all = 0, c;
     unsigned long num;
     opterr = 0;
@@ -283,6 +284,7 @@ int livediff_main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "Ah", longopts, NULL)) != -1) {
         switch (c) {
         case 'k': kubeconfig = optarg; break;
+        case 'c': context = optarg; break;
         case 'p': o.policy_dir = optarg; break;
         case 'A': all = 1; break;
         case 'h': livediff_usage(stdout); return 0;
@@ -318,7 +320,7 @@ int livediff_main(int argc, char **argv)
         fprintf(stderr, "diff: %s\n", d.h ? "no event loop" : err);
         goto out;
     }
-    if (kube_config_load_default(&cfg, kubeconfig, err, sizeof err) ||
+    if (kube_config_load_default(&cfg, kubeconfig, context, err, sizeof err) ||
         !(d.kc = kube_client_new(d.loop, &cfg, err, sizeof err)) || livediff_kinds(&d, err, sizeof err)) {
         fprintf(stderr, "diff: %s\n", err);
         goto out;

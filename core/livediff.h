@@ -7,7 +7,7 @@
 #ifndef FC_LIVEDIFF_H
 #define FC_LIVEDIFF_H
 
-/* `flink-controller diff [--kubeconfig F] [--policy-dir D] [budgets] (NAMESPACE/NAME | -A)`:
+/* `flink-controller diff [--kubeconfig F] [--context NAME] [--policy-dir D] [budgets] (NAMESPACE/NAME | -A)`:
  * argv[0] is "diff". Prints the unified diff (`diff -u -N` of LIVE/ and MERGED/ trees, files
  * named <group>.<version>.<Kind>.<namespace>.<name>) on stdout. Exit status as kubectl diff's:
  * 0 nothing would change, 1 something would, 2 an error (usage, the API server, a dry run the

@@ -5,7 +5,7 @@
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
- *   flink-controller diff [--kubeconfig F] [--policy-dir DIR] [budgets] (NS/NAME | -A)
+ *   flink-controller diff [--kubeconfig F] [--context NAME] [--policy-dir DIR] [budgets] (NS/NAME | -A)
  *   flink-controller reconcile -f|--snapshot FILE|- [--policy-dir DIR] [budgets]
  *   flink-controller run [options]            (core/run.c)
  *   flink-controller webhook [options]        (core/webhook.c)

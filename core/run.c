@@ -288,6 +288,7 @@ struct run_ns {
 
 struct run_opts {
     const char *kubeconfig;
+    const char *context; /* --context: the kubeconfig's context (NULL: current-context) */
     const char **namespaces;
     size_t nns;
     const char *metrics_addr;
@@ -2067,7 +2068,7 @@ static void run_new_leader(const char *identity, void *ud)
 static void run_usage(FILE *out)
 {
     fprintf(out,
-            "usage: flink-controller run [--kubeconfig F] [--namespace NS]... [--policy-dir D]\n"
+            "usage: flink-controller run [--kubeconfig F] [--context NAME] [--namespace NS]... [--policy-dir D]\n"
             "         [--metrics-addr A] [--health-addr A] [--leader-elect]\n"
             "         [--leader-election-namespace NS] [--qps N --burst N] [--log-format text|json]\n"
             "         [--log-level debug|info|warn|error]\n"
@@ -2100,7 +2101,7 @@ static void run_usage(FILE *out)
 }
 
 enum {
-    RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
+    RO_CONTEXT = 299, RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
     RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT, RO_POLICY_CM,
     RO_POLICY_WORK, RO_WEBHOOK_SECRET, RO_WEBHOOK_SERVICE, RO_WEBHOOK_CONFIG, RO_WEBHOOK_VALIDITY, RO_WEBHOOK_HOST
@@ -2199,6 +2200,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 {
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, RO_KUBECONFIG},
+        {"context", required_argument, NULL, RO_CONTEXT},
         {"namespace", required_argument, NULL, RO_NAMESPACE},
         {"policy-dir", required_argument, NULL, RO_POLICY_DIR},
         {"metrics-addr", required_argument, NULL, RO_METRICS},
@@ -2238,6 +2240,9 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
             return 1;
         case RO_KUBECONFIG:
             o->kubeconfig = optarg;
+            break;
+        case RO_CONTEXT:
+            o->context = optarg;
             break;
         case RO_NAMESPACE: {
             const char **n = realloc(o->namespaces, (o->nns + 1) * sizeof *n);
@@ -2602,7 +2607,7 @@ int run_main(int argc, char **argv)
     }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
-    if (kube_config_load_default(&cfg, ctx->o.kubeconfig, err, sizeof err)) {
+    if (kube_config_load_default(&cfg, ctx->o.kubeconfig, ctx->o.context, err, sizeof err)) {
         run_log(LOG_ERROR, NULL, "kubernetes config: %s", err);
         goto out;
     }

@@ -148,6 +148,11 @@ class Handler(BaseHTTPRequestHandler):
             if self.headers.get("Authorization") == "Bearer rotated-token":
                 return self.send_json(200, {"auth": "ok"})
             return self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
+        if p == "/authz":   # 200 only for the bearer token ?want= (test_kubecred's rotations)
+            auth = self.headers.get("Authorization", "")
+            if auth == "Bearer " + q.get("want", ""):
+                return self.send_json(200, {"auth": auth})
+            return self.send_json(401, status(401, "Unauthorized", "Unauthorized: " + auth))
         if p == "/count":
             with LOCK:
                 return self.send_json(200, dict(COUNTS))

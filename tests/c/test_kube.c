@@ -99,7 +99,8 @@ static void config_tests(void)
     struct { const char *file, *ctx, *want; } bad[] = {
         {"bad-base64.yaml", NULL, "kubeconfig " KDIR "bad-base64.yaml: users[name=dev].user.client-key-data: invalid base64"},
         {"missing-server.yaml", NULL, "kubeconfig " KDIR "missing-server.yaml: clusters[name=c].cluster.server: missing"},
-        {"exec.yaml", NULL, "kubeconfig " KDIR "exec.yaml: users[name=cloud].user: exec, auth-provider and basic auth are not supported"},
+        {"exec.yaml", NULL, "kubeconfig " KDIR "exec.yaml: users[name=cloud].user.exec.interactiveMode: missing "
+                            "(client.authentication.k8s.io/v1 needs Never, IfAvailable or Always)"},
         {"missing-user.yaml", NULL, "kubeconfig " KDIR "missing-user.yaml: users[name=nobody]: not found"},
         {"missing-file.yaml", NULL, "kubeconfig " KDIR "missing-file.yaml: clusters[name=c].cluster.certificate-authority: cannot read " KDIR "does-not-exist.crt"},
         {"data.yaml", "nope", "kubeconfig " KDIR "data.yaml: contexts[name=nope]: not found"},
@@ -144,10 +145,10 @@ static void config_tests(void)
     unsetenv("KUBERNETES_SERVICE_PORT");
 
     setenv("KUBECONFIG", KDIR "token.yaml:" KDIR "data.yaml", 1);
-    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), 0, "default: first $KUBECONFIG entry");
+    IS_INT(kube_config_load_default(&cfg, NULL, NULL, err, sizeof err), 0, "default: $KUBECONFIG, merged (the first file's current-context)");
     IS_STR(cfg.token, "abc.def", "loaded token.yaml");
     kube_config_clear(&cfg);
-    IS_INT(kube_config_load_default(&cfg, KDIR "data.yaml", err, sizeof err), 0, "explicit path wins");
+    IS_INT(kube_config_load_default(&cfg, KDIR "data.yaml", NULL, err, sizeof err), 0, "explicit path wins");
     IS_STR(cfg.context, "dev", "loaded data.yaml");
     kube_config_clear(&cfg);
     unsetenv("KUBECONFIG");
@@ -155,7 +156,7 @@ static void config_tests(void)
     char home[] = "/tmp/fc-kube-home-XXXXXX";
     OK(mkdtemp(home) != NULL, "empty HOME");
     setenv("HOME", home, 1);
-    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), -1, "nothing configured");
+    IS_INT(kube_config_load_default(&cfg, NULL, NULL, err, sizeof err), -1, "nothing configured");
     IS_STR(err, "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set",
            "then the in-cluster error is reported");
     char kdir[128], kfile[160];
@@ -166,12 +167,12 @@ static void config_tests(void)
     fputs("apiVersion: v1\ncurrent-context: h\ncontexts: [{name: h, context: {cluster: c}}]\n"
           "clusters: [{name: c, cluster: {server: 'https://home:6443'}}]\n", f);
     fclose(f);
-    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), 0, "~/.kube/config used outside a cluster");
+    IS_INT(kube_config_load_default(&cfg, NULL, NULL, err, sizeof err), 0, "~/.kube/config used outside a cluster");
     IS_STR(cfg.server, "https://home:6443", "home kubeconfig server");
     kube_config_clear(&cfg);
     setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    IS_INT(kube_config_load_default(&cfg, NULL, err, sizeof err), 0, "in a pod without a token: falls back to home");
+    IS_INT(kube_config_load_default(&cfg, NULL, NULL, err, sizeof err), 0, "in a pod without a token: falls back to home");
     IS_STR(cfg.server, "https://home:6443", "home kubeconfig after the in-cluster failure");
     kube_config_clear(&cfg);
     unsetenv("KUBERNETES_SERVICE_HOST");

@@ -109,7 +109,7 @@ static void token_tests(const char *ns)
     fclose(f);
     kube_config full, cfg;
     char err[512];
-    kube_config_load_default(&full, kc, err, sizeof err);
+    kube_config_load_default(&full, kc, NULL, err, sizeof err);
     memset(&cfg, 0, sizeof cfg);
     cfg.server = full.server;             /* server and CA only: no client cert */
     cfg.ca_pem = full.ca_pem;
@@ -163,7 +163,7 @@ int main(void)
     char err[512] = "";
     kube_config cfg;
     loop = ev_loop_new(EVFLAG_AUTO);
-    IS_INT(kube_config_load_default(&cfg, kc, err, sizeof err), 0, "kubeconfig %s loads %s", kc, err);
+    IS_INT(kube_config_load_default(&cfg, kc, NULL, err, sizeof err), 0, "kubeconfig %s loads %s", kc, err);
     cfg.qps = 50;
     cfg.burst = 100;
     c = kube_client_new(loop, &cfg, err, sizeof err);
