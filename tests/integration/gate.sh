@@ -48,23 +48,24 @@ ticker_case() {
 }
 
 # An invalid edit of a job cluster whose job runs: Ready=False InvalidSpec saying changes are
-# held, status.observedGeneration stays; the job is still polled: cancelled in Flink behind the
+# held, Stalled=True and status.observedGeneration = the edit's generation (seen, and refused:
+# kstatus reports Failed, not InProgress); the job is still polled: cancelled in Flink behind the
 # controller's back, the status says Cancelled (before, polling stopped with the bad edit).
 case_held() {
   local ns jid
   ticker_case held held
   t_held_invalid() {
-    local gen
-    gen=$(jp "$ns" flinkcluster/held '{.status.observedGeneration}')
     # memoryOffHeapMin 2Gi over the 1024Mi limit: valid for the CRD (its CEL rules cannot state
     # it), not for validate.lua (the webhook's rule; no webhook here)
     spec_patch "$ns" held '{"jobManager":{"memoryOffHeapMin":"2Gi"}}' || return 1
     ready_held "$ns" held InvalidSpec \
       '*spec.jobManager.memoryOffHeapMin*"changes held: the last valid spec (revision held-"*") keeps running"' || return 1
-    expect "status.observedGeneration (the last generation acted on)" \
-      "$(jp "$ns" flinkcluster/held '{.status.observedGeneration}')" "$gen"
+    expect "Stalled" "$(condition "$ns" held Stalled)" "True InvalidSpec" || return 1
+    expect "status.observedGeneration (the edit's: seen, and refused)" \
+      "$(jp "$ns" flinkcluster/held '{.status.observedGeneration}')" "$(jp "$ns" flinkcluster/held '{.metadata.generation}')"
   }
-  check "held: an invalid edit: Ready=False InvalidSpec names the field and the revision that keeps running" t_held_invalid
+  check "held: an invalid edit: Ready=False InvalidSpec names the field and the revision that keeps running, Stalled=True" \
+    t_held_invalid
   t_held_polls() {
     curl -sf -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null || { echo "cannot cancel in Flink"; return 1; }
     seen() { [ "$(jp "$ns" flinkcluster/held '{.status.components.job.state}')" = Cancelled ]; }
