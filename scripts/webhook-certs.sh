@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # scripts/webhook-certs.sh OUTDIR [NAME...]: a CA and a serving certificate for the admission
-# webhook, with the openssl CLI (tests, and a cluster without cert-manager).
+# webhook, with the openssl CLI, for the file mode (--webhook-cert-file; the tests, the webhook
+# alone). In a cluster the controller makes its own (deploy/webhook) or cert-manager does
+# (deploy/webhook-cert-manager): docs/webhook.md.
 #   OUTDIR/ca.crt ca.key        the CA (ca.crt base64 is the webhook configurations' caBundle)
 #   OUTDIR/tls.crt tls.key      the webhook's certificate (EC P-256, 1 year), signed by the CA,
 #                               with subjectAltName DNS:<name>/IP:<address> for each NAME

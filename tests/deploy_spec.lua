@@ -279,12 +279,13 @@ end
 describe("deploy/webhook (the admission webhook component)", function()
   local k = docs("deploy/webhook/kustomization.yaml")[1]
   local wh = docs("deploy/webhook/webhook.yaml")
+  local rbac = docs("deploy/webhook/rbac.yaml")
   local ops = lyaml.load(read("deploy/webhook/deployment-patch.yaml"))
   local base = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
 
-  it("is a kustomize Component of webhook.yaml and the Deployment patch", function()
+  it("is a kustomize Component of webhook.yaml, its RBAC and the Deployment patch", function()
     assert.are.equal("Component", k.kind)
-    assert.are.same({ "webhook.yaml" }, k.resources)
+    assert.are.same({ "webhook.yaml", "rbac.yaml" }, k.resources)
     assert.are.same({ { path = "deployment-patch.yaml", target = { group = "apps", version = "v1",
       kind = "Deployment", name = "flink-controller" } } }, k.patches)
   end)
@@ -301,10 +302,10 @@ describe("deploy/webhook (the admission webhook component)", function()
       assert.are.equal(5, h.timeoutSeconds)
       assert.are.equal("flink-controller-webhook", h.clientConfig.service.name)
       assert.are.equal("flink-system", h.clientConfig.service.namespace)
-      assert.are.equal("", h.clientConfig.caBundle)   -- filled per cluster (docs/admission.md)
+      assert.are.equal("", h.clientConfig.caBundle)   -- the controller's or cert-manager's (docs/webhook.md)
       assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
         operations = { "CREATE", "UPDATE" }, resources = { "flinkclusters" }, scope = "Namespaced" } }, h.rules)
-      -- the documented trade-off (docs/admission.md, "The admission webhook")
+      -- the documented trade-off (docs/admission.md)
       assert.are.equal("Ignore", h.failurePolicy)
       -- never blocks the controller's own namespace
       assert.are.same({ matchExpressions = { { key = "kubernetes.io/metadata.name", operator = "NotIn",
@@ -313,27 +314,98 @@ describe("deploy/webhook (the admission webhook component)", function()
     assert.are.same({ "/validate", "/mutate" }, paths)
   end)
 
-  it("serves the webhook from every replica on 9443 with the Secret's pair", function()
+  it("serves the webhook from every replica on 9443 with the certificates the controller keeps", function()
     local svc = by_kind(wh, "Service")[1]
     assert.are.same({ { name = "webhook", port = 443, targetPort = "webhook", protocol = "TCP" } }, svc.spec.ports)
     assert.are.same(base.spec.template.metadata.labels["app.kubernetes.io/name"] and
       { ["app.kubernetes.io/name"] = "flink-controller" }, svc.spec.selector)
-    -- appended to the base's arguments, ports, mounts and volumes (so it composes with the other
-    -- Components in any order)
+    -- appended to the base's arguments and ports (so it composes with the other Components in
+    -- any order); no volume: the pair comes from the Secret through the API
     local add = appended(ops)
-    assert.are.same({ "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
-      "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }, add["/spec/template/spec/containers/0/args/-"])
+    assert.are.same({ "--webhook-addr", ":9443", "--webhook-cert-secret", "flink-system/flink-controller-webhook",
+      "--webhook-service", "flink-system/flink-controller-webhook", "--webhook-configuration", "flink-controller" },
+      add["/spec/template/spec/containers/0/args/-"])
     assert.are.same({ { name = "webhook", containerPort = 9443, protocol = "TCP" } },
       add["/spec/template/spec/containers/0/ports/-"])
-    assert.are.same({ { name = "webhook-cert", mountPath = "/etc/flink-controller/webhook", readOnly = true } },
-      add["/spec/template/spec/containers/0/volumeMounts/-"])
-    local vols = add["/spec/template/spec/volumes/-"]
-    assert.are.equal(1, #vols)
-    assert.are.equal("flink-controller-webhook", vols[1].secret.secretName)
-    assert.are.equal(288, vols[1].secret.defaultMode) -- 0440
     local n = 0
     for _ in pairs(add) do n = n + 1 end
-    assert.are.equal(4, n)
+    assert.are.equal(2, n)
+    -- the flags name this Component's Service and configurations
+    assert.are.equal("flink-system/flink-controller-webhook", svc.metadata.namespace .. "/" .. svc.metadata.name)
+    for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
+      assert.are.equal("flink-controller", by_kind(wh, kind)[1].metadata.name)
+    end
+  end)
+
+  it("grants the Secret by name (create cannot be) and get/patch of the two configurations by name", function()
+    local role, crole = by_kind(rbac, "Role")[1], by_kind(rbac, "ClusterRole")[1]
+    assert.are.equal("flink-system", role.metadata.namespace)
+    assert.are.same({ "/secrets:create", "/secrets:get@flink-controller-webhook",
+      "/secrets:patch@flink-controller-webhook", "/secrets:update@flink-controller-webhook" }, grants(role.rules))
+    assert.are.same({ "admissionregistration.k8s.io/mutatingwebhookconfigurations:get@flink-controller",
+      "admissionregistration.k8s.io/mutatingwebhookconfigurations:patch@flink-controller",
+      "admissionregistration.k8s.io/validatingwebhookconfigurations:get@flink-controller",
+      "admissionregistration.k8s.io/validatingwebhookconfigurations:patch@flink-controller" }, grants(crole.rules))
+    local sa = by_kind(docs("deploy/rbac.yaml"), "ServiceAccount")[1]
+    for _, pair in ipairs({ { "RoleBinding", role }, { "ClusterRoleBinding", crole } }) do
+      local b = by_kind(rbac, pair[1])[1]
+      assert.are.same({ apiGroup = "rbac.authorization.k8s.io", kind = pair[2].kind, name = pair[2].metadata.name },
+        b.roleRef)
+      assert.are.same({ { kind = "ServiceAccount", name = sa.metadata.name, namespace = sa.metadata.namespace } },
+        b.subjects)
+    end
+    local kinds = {}
+    for _, d in ipairs(rbac) do kinds[#kinds + 1] = d.kind end
+    assert.are.same({ "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding" }, sorted(kinds))
+  end)
+end)
+
+describe("deploy/webhook-cert-manager (the webhook with cert-manager's certificates)", function()
+  local k = docs("deploy/webhook-cert-manager/kustomization.yaml")[1]
+  local certs = docs("deploy/webhook-cert-manager/certificates.yaml")
+  local inject = lyaml.load(read("deploy/webhook-cert-manager/inject-ca.yaml"))
+  local function named(kind, name)
+    for _, d in ipairs(by_kind(certs, kind)) do
+      if d.metadata.name == name then return d end
+    end
+  end
+
+  it("is deploy/webhook plus cert-manager's objects and the CA injection of both configurations", function()
+    assert.are.equal("Component", k.kind)
+    assert.are.same({ "../webhook" }, k.components)
+    assert.are.same({ "certificates.yaml" }, k.resources)
+    assert.are.same({ { path = "inject-ca.yaml", target = { group = "admissionregistration.k8s.io", version = "v1",
+      name = "flink-controller" } } }, k.patches)
+    assert.are.same({ { op = "add", path = "/metadata/annotations",
+      value = { ["cert-manager.io/inject-ca-from"] = "flink-system/flink-controller-webhook" } } }, inject)
+  end)
+
+  it("a self-signed CA signs the serving certificate of the Service's names into the Secret", function()
+    local selfsigned = named("Issuer", "flink-controller-webhook-selfsigned")
+    assert.are.same({ selfSigned = {} }, selfsigned.spec)
+    local ca = named("Certificate", "flink-controller-webhook-ca")
+    assert.is_true(ca.spec.isCA)
+    assert.are.same({ kind = "Issuer", name = selfsigned.metadata.name }, ca.spec.issuerRef)
+    assert.are.equal("87600h", ca.spec.duration)   -- 10 years, as the controller's own CA
+    local issuer = named("Issuer", "flink-controller-webhook-ca")
+    assert.are.same({ ca = { secretName = ca.spec.secretName } }, issuer.spec)
+    local serving = named("Certificate", "flink-controller-webhook")
+    assert.are.same({ kind = "Issuer", name = issuer.metadata.name }, serving.spec.issuerRef)
+    -- the Secret and names the controller's flags give (deploy/webhook's deployment patch)
+    assert.are.equal("flink-controller-webhook", serving.spec.secretName)
+    assert.are.same({ "flink-controller-webhook.flink-system.svc",
+      "flink-controller-webhook.flink-system.svc.cluster.local", "flink-controller-webhook.flink-system" },
+      serving.spec.dnsNames)
+    assert.are.same({ "2160h", "720h" }, { serving.spec.duration, serving.spec.renewBefore })
+    assert.are.same({ algorithm = "ECDSA", size = 256, rotationPolicy = "Always" }, serving.spec.privateKey)
+    -- inject-ca-from names this Certificate
+    assert.are.equal(inject[1].value["cert-manager.io/inject-ca-from"],
+      serving.metadata.namespace .. "/" .. serving.metadata.name)
+    for _, d in ipairs(certs) do
+      assert.are.equal("cert-manager.io/v1", d.apiVersion)
+      assert.are.equal("flink-system", d.metadata.namespace)
+    end
+    assert.are.equal(4, #certs)
   end)
 end)
 

@@ -13,8 +13,8 @@ local BASE = by_kind(docs("deploy/deployment.yaml"), "Deployment")[1]
 local BASE_ARGS = BASE.spec.template.spec.containers[1].args
 local RBAC = docs("deploy/rbac.yaml")
 local CLUSTER_GRANTS = grants(by_kind(RBAC, "ClusterRole")[1].rules)
-local WEBHOOK_ARGS = { "--webhook-addr", ":9443", "--webhook-cert-file", "/etc/flink-controller/webhook/tls.crt",
-  "--webhook-key-file", "/etc/flink-controller/webhook/tls.key" }
+local WEBHOOK_ARGS = { "--webhook-addr", ":9443", "--webhook-cert-secret", "flink-system/flink-controller-webhook",
+  "--webhook-service", "flink-system/flink-controller-webhook", "--webhook-configuration", "flink-controller" }
 local POLICY_ARGS = { "--policy-configmap", "flink-system/flink-controller-policies", "--policy-work-dir", "/tmp" }
 local NS_ARGS = { "--namespace", "$(WATCH_NAMESPACE)" }
 
@@ -95,7 +95,9 @@ describe("deploy/ built by the pinned kubectl's kustomize", function()
       ids(build("deploy/namespaced")))
     assert.are.same({ "Role/flink-system/flink-controller-policy-override",
       "RoleBinding/flink-system/flink-controller-policy-override" }, ids(build("deploy/policy-override")))
-    assert.are.same({ "MutatingWebhookConfiguration/flink-controller", "Service/flink-system/flink-controller-webhook",
+    assert.are.same({ "ClusterRole/flink-controller-webhook", "ClusterRoleBinding/flink-controller-webhook",
+      "MutatingWebhookConfiguration/flink-controller", "Role/flink-system/flink-controller-webhook",
+      "RoleBinding/flink-system/flink-controller-webhook", "Service/flink-system/flink-controller-webhook",
       "ValidatingWebhookConfiguration/flink-controller" }, ids(build("deploy/webhook")))
   end)
 
@@ -122,7 +124,7 @@ describe("deploy/ built by the pinned kubectl's kustomize", function()
     assert.is_not_nil(find(objs, "ClusterRole", "flink-controller"))
   end)
 
-  it("deploy + webhook: its flags appended, the Secret mounted, port 9443, the Service and configurations", function()
+  it("deploy + webhook: its flags appended, port 9443, no volume, the Service, configurations and RBAC", function()
     local objs = overlay({ "webhook" })
     assert.are.same(concat(BASE_ARGS, WEBHOOK_ARGS), args_of(objs))
     local pod = find(objs, "Deployment", "flink-controller").spec.template.spec
@@ -130,14 +132,37 @@ describe("deploy/ built by the pinned kubectl's kustomize", function()
     assert.are.same({ { name = "metrics", containerPort = 8080, protocol = "TCP" },
       { name = "health", containerPort = 8081, protocol = "TCP" },
       { name = "webhook", containerPort = 9443, protocol = "TCP" } }, c.ports)
-    assert.are.same({ { name = "tmp", mountPath = "/tmp" },
-      { name = "webhook-cert", mountPath = "/etc/flink-controller/webhook", readOnly = true } }, c.volumeMounts)
-    assert.are.same({ name = "webhook-cert", secret = { secretName = "flink-controller-webhook", defaultMode = 288 } },
-      pod.volumes[2])
+    -- the controller reads the Secret through the API: the base's volumes and mounts only
+    assert.are.same(BASE.spec.template.spec.volumes, pod.volumes)
+    assert.are.same(BASE.spec.template.spec.containers[1].volumeMounts, c.volumeMounts)
     assert.is_not_nil(find(objs, "Service", "flink-controller-webhook", "flink-system"))
     assert.is_not_nil(find(objs, "ValidatingWebhookConfiguration", "flink-controller"))
     assert.is_not_nil(find(objs, "MutatingWebhookConfiguration", "flink-controller"))
+    assert.are.same({ "/secrets:create", "/secrets:get@flink-controller-webhook",
+      "/secrets:patch@flink-controller-webhook", "/secrets:update@flink-controller-webhook" },
+      grants(find(objs, "Role", "flink-controller-webhook", "flink-system").rules))
+    assert.are.equal("flink-controller",
+      find(objs, "ClusterRoleBinding", "flink-controller-webhook").subjects[1].name)
+    assert.is_nil(find(objs, "Certificate", "flink-controller-webhook", "flink-system"))
   end)
+
+  it("deploy + webhook-cert-manager: deploy/webhook's flags, cert-manager's Issuers and Certificates, the CA injected",
+    function()
+      local objs = overlay({ "webhook-cert-manager" })
+      assert.are.same(concat(BASE_ARGS, WEBHOOK_ARGS), args_of(objs))
+      for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
+        local cfg = find(objs, kind, "flink-controller")
+        assert.are.same({ ["cert-manager.io/inject-ca-from"] = "flink-system/flink-controller-webhook" },
+          cfg.metadata.annotations, kind)
+        assert.are.equal("flink-controller", cfg.metadata.labels["app.kubernetes.io/name"], kind)
+      end
+      assert.are.equal("flink-controller-webhook",
+        find(objs, "Certificate", "flink-controller-webhook", "flink-system").spec.secretName)
+      assert.is_true(find(objs, "Certificate", "flink-controller-webhook-ca", "flink-system").spec.isCA)
+      assert.is_not_nil(find(objs, "Issuer", "flink-controller-webhook-selfsigned", "flink-system"))
+      assert.is_not_nil(find(objs, "Issuer", "flink-controller-webhook-ca", "flink-system"))
+      assert.is_not_nil(find(objs, "Role", "flink-controller-webhook", "flink-system"))
+    end)
 
   it("namespaced + webhook, in either order, with the team-a recipe: --namespace $(WATCH_NAMESPACE)=team-a", function()
     for _, order in ipairs({ { "namespaced", "webhook" }, { "webhook", "namespaced" } }) do

@@ -231,6 +231,30 @@ describe("flink-controller webhook #bin", function()
     assert.are.equal(0, code)  -- curl: certificate not trusted
   end)
 
+  it("speaks TLS 1.2 and 1.3 only: a TLS 1.0 or 1.1 handshake is refused", function()
+    -- openssl s_client with one protocol version; OpenSSL 3 offers 1.0 and 1.1 only at security
+    -- level 0. What the handshake agreed is its line "New, <protocol>, Cipher is <cipher>".
+    local function hello(v)
+      local p = assert(io.popen("echo | timeout 5 openssl s_client -connect 127.0.0.1:" .. port .. " -" .. v
+        .. " -cipher DEFAULT@SECLEVEL=0 -CAfile " .. dir .. "/ca.crt 2>&1"))
+      local out = p:read("a")
+      p:close()
+      local proto, cipher = out:match("\nNew, (%S+), Cipher is (%S+)")
+      return proto or "", cipher or "", out
+    end
+    for v, want in pairs({ tls1_2 = "TLSv1.2", tls1_3 = "TLSv1.3" }) do
+      local proto, cipher, out = hello(v)
+      assert.are.equal(want, proto, out)
+      assert.are_not.equal("(NONE)", cipher, out)
+      assert.is_not_nil(out:find("Verify return code: 0 (ok)", 1, true), out)
+    end
+    for _, v in ipairs({ "tls1", "tls1_1" }) do
+      local proto, cipher, out = hello(v)
+      assert.are.same({ "(NONE)", "(NONE)" }, { proto, cipher }, out)
+      assert.is_nil(out:find("BEGIN CERTIFICATE", 1, true), out)
+    end
+  end)
+
   it("re-reads the certificate files when they change", function()
     -- a new CA and pair in the same files (scripts/webhook-certs.sh keeps ca.* when present)
     os.execute("rm -f " .. dir .. "/ca.crt " .. dir .. "/ca.key")

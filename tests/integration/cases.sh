@@ -919,3 +919,156 @@ case_jobupdate() {
   stop_controller jobupdate2 >/dev/null
   curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
 }
+
+# The webhook's certificates kept by the controller (--webhook-cert-secret, docs/webhook.md)
+# against the real API server: the webhook on 127.0.0.1 (the API server runs on this host), two
+# configurations of deploy/webhook/webhook.yaml with a url clientConfig and an empty caBundle,
+# limited to this case's namespace by a label. The controller makes the CA and the serving pair
+# (SANs of --webhook-service and --webhook-host), writes the Secret, patches both caBundles; the
+# API server then admits through it. Restarted with --webhook-cert-validity 90s it renews at once
+# (the pair outlives a 90 s one) and again after 2/3 of 90 s, serving each new pair; TLS 1.1 is
+# refused, 1.2 and 1.3 served.
+wh_secret_field() { kc -n "$1" get secret "$2" -o "jsonpath={.data.${3//./\\.}}" 2>/dev/null; }
+wh_secret_serial() { wh_secret_field "$1" "$2" tls.crt | base64 -d 2>/dev/null | openssl x509 -noout -serial 2>/dev/null; }
+# wh_served_serial PORT [VERSION]: the serial of the certificate served on 127.0.0.1:PORT
+wh_served_serial() {
+  echo | timeout 5 openssl s_client -connect "127.0.0.1:$1" "-${2:-tls1_2}" 2>/dev/null | openssl x509 -noout -serial 2>/dev/null
+}
+# wh_cluster NAME [TASKMANAGER_MEMORY_LIMIT]: a FlinkCluster as JSON (a limit of 512Mi is under the
+# default memoryOffHeapMin of 600M: a rule only policies/validate.lua knows)
+wh_cluster() {
+  local res=""
+  [ -n "${2:-}" ] && res=",\"resources\":{\"limits\":{\"memory\":\"$2\"}}"
+  printf '{"apiVersion":"flinkoperator.k8s.io/v1beta1","kind":"FlinkCluster","metadata":{"name":"%s"},%s}\n' "$1" \
+    "\"spec\":{\"image\":{\"name\":\"flink:1.20.1\"},\"taskManager\":{\"replicas\":1$res}}"
+}
+case_webhookcerts() {
+  local ns cfg port tag secret=fc-webhook svc args
+  ns=$(new_ns whcerts)
+  tag="whcerts-$$"
+  cfg="flink-controller-int-$$"
+  kc label namespace "$ns" "flink-controller-test=$tag" >/dev/null
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # the two configurations, pointed at 127.0.0.1:$port, caBundle empty (the controller fills it)
+  python3 - "$ROOT/deploy/webhook/webhook.yaml" "$cfg" "$port" "$tag" >"$WORK/whcerts-configs.json" <<'PY' || return 1
+import json, sys, yaml
+path, name, port, tag = sys.argv[1:]
+items = []
+for d in yaml.safe_load_all(open(path)):
+    if d and d["kind"].endswith("WebhookConfiguration"):
+        d["metadata"] = {"name": name}
+        for h in d["webhooks"]:
+            h["clientConfig"] = {"url": "https://127.0.0.1:%s%s" % (port, h["clientConfig"]["service"]["path"]), "caBundle": ""}
+            h["namespaceSelector"] = {"matchLabels": {"flink-controller-test": tag}}
+            h["failurePolicy"] = "Fail"
+        items.append(d)
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+  kc apply -f "$WORK/whcerts-configs.json" >/dev/null || { echo "# configurations not created"; return 1; }
+  svc="$ns/flink-controller-webhook"
+  args=(--namespace "$ns" --webhook-addr "127.0.0.1:$port" --webhook-cert-secret "$ns/$secret" --webhook-service "$svc"
+    --webhook-host 127.0.0.1 --webhook-configuration "$cfg")
+  start_controller whcerts "${args[@]}"
+  local serial1="" ca1=""
+  t_secret() {
+    poll 30 wh_secret_serial "$ns" "$secret" || { echo "no Secret with a tls.crt in 30 s"; tail -n 20 "$WORK/whcerts.log"; return 1; }
+    expect "type" "$(kc -n "$ns" get secret "$secret" -o jsonpath='{.type}')" kubernetes.io/tls || return 1
+    local k
+    for k in tls.crt tls.key ca.crt ca.key; do [ -n "$(wh_secret_field "$ns" "$secret" "$k")" ] || { echo "no $k"; return 1; }; done
+    local crt="$WORK/whcerts-tls.crt" ca="$WORK/whcerts-ca.crt"
+    wh_secret_field "$ns" "$secret" tls.crt | base64 -d >"$crt"
+    wh_secret_field "$ns" "$secret" ca.crt | base64 -d >"$ca"
+    expect "subjectAltName" "$(openssl x509 -in "$crt" -noout -ext subjectAltName | tail -n 1 | sed 's/^ *//')" \
+      "DNS:flink-controller-webhook.$ns.svc, DNS:flink-controller-webhook.$ns.svc.cluster.local, DNS:flink-controller-webhook.$ns, IP Address:127.0.0.1" || return 1
+    openssl verify -CAfile "$ca" -purpose sslserver "$crt" | grep -q ': OK$' || { echo "tls.crt does not verify against ca.crt"; return 1; }
+    local nb na
+    nb=$(date -d "$(openssl x509 -in "$crt" -noout -startdate | cut -d= -f2)" +%s)
+    na=$(date -d "$(openssl x509 -in "$crt" -noout -enddate | cut -d= -f2)" +%s)
+    expect "serving lifetime (s)" "$((na - nb))" $((90 * 86400 + 60)) || return 1
+    na=$(date -d "$(openssl x509 -in "$ca" -noout -enddate | cut -d= -f2)" +%s)
+    [ $((na - $(date +%s))) -gt $((3649 * 86400)) ] || { echo "CA expires $(openssl x509 -in "$ca" -noout -enddate)"; return 1; }
+  }
+  check "webhookcerts: the controller creates the Secret (kubernetes.io/tls; tls.crt, tls.key, ca.crt, ca.key), SANs of the Service and 127.0.0.1, 90 days, a 10-year CA" t_secret
+  serial1=$(wh_secret_serial "$ns" "$secret")
+  ca1=$(wh_secret_field "$ns" "$secret" ca.crt)
+  t_bundle() {
+    bundles() {
+      local v m
+      v=$(kc get validatingwebhookconfiguration "$cfg" -o jsonpath='{.webhooks[*].clientConfig.caBundle}')
+      m=$(kc get mutatingwebhookconfiguration "$cfg" -o jsonpath='{.webhooks[*].clientConfig.caBundle}')
+      [ "$v" = "$ca1" ] && [ "$m" = "$ca1" ]
+    }
+    poll 20 bundles || { echo "caBundle not the Secret's ca.crt"; return 1; }
+    grep -c 'webhook caBundle patched' "$WORK/whcerts.log" | grep -qx 2 || { grep caBundle "$WORK/whcerts.log"; return 1; }
+  }
+  check "webhookcerts: both configurations' caBundle patched to the Secret's ca.crt (once each)" t_bundle
+  t_admit() {
+    local out
+    refused() {
+      out=$(wh_cluster small 512Mi | kc -n "$ns" apply -f - 2>&1)
+      echo "$out" | grep -qF 'admission webhook "validate.flinkclusters.flinkoperator.k8s.io" denied the request: small: spec.taskManager.memoryOffHeapMin: must be <= resources.limits.memory (600M > 512Mi)'
+    }
+    poll 20 refused || { echo "invalid cluster: $out"; return 1; }
+    out=$(wh_cluster good | kc -n "$ns" apply -f - 2>&1) || { echo "valid cluster: $out"; return 1; }
+    # the mutating webhook ran: the pull policy only defaults.lua sets
+    expect "pullPolicy" "$(jp "$ns" flinkcluster/good '{.spec.image.pullPolicy}')" IfNotPresent
+  }
+  check "webhookcerts: the API server admits through the webhook: an invalid FlinkCluster refused with the policy's message, a valid one stored with the defaults" t_admit
+  t_tls() {
+    local v
+    for v in tls1_2 tls1_3; do
+      expect "served serial over $v" "$(wh_served_serial "$port" "$v")" "$serial1" || return 1
+    done
+    echo | timeout 5 openssl s_client -connect "127.0.0.1:$port" -tls1_2 -CAfile "$WORK/whcerts-ca.crt" \
+      -verify_ip 127.0.0.1 -verify_return_error >/dev/null 2>&1 || { echo "TLS 1.2 with ca.crt does not verify"; return 1; }
+    local hs
+    for v in tls1 tls1_1; do
+      # OpenSSL 3 offers TLS 1.0/1.1 only at security level 0
+      hs=$(echo | timeout 5 openssl s_client -connect "127.0.0.1:$port" "-$v" -cipher 'DEFAULT@SECLEVEL=0' 2>&1)
+      if echo "$hs" | grep -q 'BEGIN CERTIFICATE' || ! echo "$hs" | grep -q 'Cipher is (NONE)'; then
+        echo "$v handshake not refused:"; echo "$hs" | head -n 20; return 1
+      fi
+    done
+  }
+  check "webhookcerts: the Secret's pair served over TLS 1.2 and 1.3 (verifies with ca.crt for 127.0.0.1); TLS 1.0 and 1.1 refused" t_tls
+  expect "exit status" "$(stop_controller whcerts)" 0 >/dev/null
+  # restarted with a 90 s validity: the 90-day pair is replaced at once, then after 2/3 of 90 s
+  start_controller whcerts "${args[@]}" --webhook-cert-validity 90s
+  local serial2="" t2=0
+  t_renew() {
+    changed() { local s; s=$(wh_secret_serial "$ns" "$secret") && [ -n "$s" ] && [ "$s" != "$serial1" ]; }
+    poll 20 changed || { echo "serial still $serial1"; tail -n 20 "$WORK/whcerts.log"; return 1; }
+    serial2=$(wh_secret_serial "$ns" "$secret")
+    t2=$(date +%s)
+    expect "ca.crt" "$(wh_secret_field "$ns" "$secret" ca.crt)" "$ca1" || return 1
+    grep -q 'reason="serving certificate outlives a new one (validity shortened)"' "$WORK/whcerts.log" ||
+      { grep 'renewed' "$WORK/whcerts.log"; return 1; }
+    served() { [ "$(wh_served_serial "$port")" = "$serial2" ]; }
+    poll 10 served || { echo "served $(wh_served_serial "$port"), Secret $serial2"; return 1; }
+  }
+  check "webhookcerts: --webhook-cert-validity 90s renews the 90-day pair at start (same CA) and the new one is served" t_renew
+  t_renew2() {
+    [ -n "$serial2" ] || { echo "no first renewal"; return 1; }
+    changed2() { local s; s=$(wh_secret_serial "$ns" "$secret") && [ -n "$s" ] && [ "$s" != "$serial2" ]; }
+    poll 90 changed2 || { echo "serial still $serial2 after 90 s"; return 1; }
+    local took=$(($(date +%s) - t2)) serial3
+    echo "renewed again after ${took} s"
+    # 2/3 of [notBefore - 9 s, notBefore + 90 s] is 57 s after issue, seen within a 3 s check
+    [ "$took" -ge 50 ] && [ "$took" -le 66 ] || { echo "renewal after $took s, want about 57-60"; return 1; }
+    grep -q 'reason="serving certificate past 2/3 of its lifetime"' "$WORK/whcerts.log" || return 1
+    serial3=$(wh_secret_serial "$ns" "$secret")
+    served3() { [ "$(wh_served_serial "$port")" = "$serial3" ]; }
+    poll 10 served3 || { echo "served $(wh_served_serial "$port"), Secret $serial3"; return 1; }
+    local out
+    out=$(wh_cluster small 512Mi | kc -n "$ns" apply -f - 2>&1)
+    echo "$out" | grep -qF 'denied the request: small: spec.taskManager.memoryOffHeapMin' || { echo "invalid: $out"; return 1; }
+    out=$(wh_cluster good2 | kc -n "$ns" apply -f - 2>&1) || { echo "valid: $out"; return 1; }
+    expect "caBundle patches" "$(grep -c 'webhook caBundle patched' "$WORK/whcerts.log")" 2 || return 1
+    ! grep -E ' warn |"level":"warn"' "$WORK/whcerts.log" | grep 'webhook certificate' || return 1
+    ctl_alive whcerts || { echo "controller exited"; return 1; }
+  }
+  check "webhookcerts: renewed again after 2/3 of 90 s and served; the API server still admits and refuses; no caBundle change, no webhook warning" t_renew2
+  expect "exit status" "$(stop_controller whcerts)" 0 >/dev/null
+  kc delete validatingwebhookconfiguration "$cfg" --ignore-not-found >/dev/null 2>&1
+  kc delete mutatingwebhookconfiguration "$cfg" --ignore-not-found >/dev/null 2>&1
+}

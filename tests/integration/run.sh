@@ -12,7 +12,7 @@
 #                                        (native.sh), faults (faults.sh), churn (churn.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
-#                                        nativereal nativetimeout
+#                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
 set -uo pipefail
@@ -95,7 +95,7 @@ trap cleanup EXIT
 . "$HERE/churn.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
