@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "certs.h"
+#include "certsync.h"
 #include "transport_tap.h"
 
 static const double T0 = 1800000000.0; /* 2027-01-15T08:00:00Z */
@@ -237,9 +238,39 @@ static void test_plan(void)
     certs_set_clear(NULL);
 }
 
+/* certsync_names: the Service's three forms, then --webhook-host's, each once */
+static void test_names(void)
+{
+    char *names[CERTS_MAX_NAMES], err[160] = "";
+    int n = certsync_names("flink-system/flink-controller-webhook", "127.0.0.1,,webhook.example,::1,127.0.0.1",
+                           names, CERTS_MAX_NAMES, err, sizeof err);
+    IS_INT(n, 6, "names: 3 of the Service, 3 hosts (an empty item skipped, a repeat once)");
+    if (n == 6) {
+        IS_STR(names[0], "flink-controller-webhook.flink-system.svc", "names: NAME.NS.svc first (the CN)");
+        IS_STR(names[1], "flink-controller-webhook.flink-system.svc.cluster.local", "names: NAME.NS.svc.cluster.local");
+        IS_STR(names[2], "flink-controller-webhook.flink-system", "names: NAME.NS");
+        IS_STR(names[3], "127.0.0.1", "names: the first host");
+        IS_STR(names[4], "webhook.example", "names: the second host");
+        IS_STR(names[5], "::1", "names: the third host");
+    }
+    certsync_names_free(names, n > 0 ? (size_t)n : 0);
+    n = certsync_names(NULL, "127.0.0.1", names, CERTS_MAX_NAMES, err, sizeof err);
+    IS_INT(n, 1, "names: hosts alone");
+    if (n == 1) IS_STR(names[0], "127.0.0.1", "names: the host is the CN");
+    certsync_names_free(names, n > 0 ? (size_t)n : 0);
+    IS_INT(certsync_names("flink-controller-webhook", NULL, names, CERTS_MAX_NAMES, err, sizeof err), -1,
+           "names: a Service without namespace refused");
+    IS_STR(err, "--webhook-service: expected NAMESPACE/NAME, got 'flink-controller-webhook'", "names: its message");
+    IS_INT(certsync_names(NULL, ",", names, CERTS_MAX_NAMES, err, sizeof err), -1, "names: none refused");
+    IS_STR(err, "no names: --webhook-service or --webhook-host is needed", "names: its message");
+    IS_INT(certsync_names("a/b", "c,d", names, 4, err, sizeof err), -1, "names: over the maximum refused");
+    IS_STR(err, "over 4 names", "names: its message");
+}
+
 int main(void)
 {
     test_validity();
+    test_names();
     test_make();
     test_plan();
     return DONE_TESTING();
