@@ -9,7 +9,7 @@
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
-#                                        (native.sh), faults (faults.sh), churn (churn.sh), and on the real node
+#                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
 #                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
@@ -93,9 +93,11 @@ trap cleanup EXIT
 . "$HERE/faults.sh"
 # shellcheck source=churn.sh
 . "$HERE/churn.sh"
+# shellcheck source=gitops.sh
+. "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
