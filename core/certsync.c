@@ -516,6 +516,14 @@ certsync *certsync_start(struct ev_loop *loop, kube_client *kc, const certsync_o
     return s;
 }
 
+void certsync_check_now(certsync *s)
+{
+    if (!s || s->call) return;
+    ev_timer_stop(s->loop, &s->tick);
+    ev_timer_set(&s->tick, 0.0, s->tick.repeat);
+    ev_timer_start(s->loop, &s->tick);
+}
+
 unsigned certsync_secret_writes(const certsync *s) { return s ? s->writes : 0; }
 
 unsigned certsync_bundle_patches(const certsync *s) { return s ? s->patches : 0; }

@@ -67,6 +67,9 @@ void certsync_names_free(char **names, size_t n);
  * options (see certsync_names; "--webhook-cert-secret: expected NAMESPACE/NAME, got 'x'"). */
 certsync *certsync_start(struct ev_loop *loop, kube_client *kc, const certsync_opts *o, char *err, size_t errlen);
 
+/* Runs the next check now (when none is under way), e.g. on becoming the leader; NULL: no-op. */
+void certsync_check_now(certsync *s);
+
 /* Secrets written (created or updated) and configurations patched since start. */
 unsigned certsync_secret_writes(const certsync *s);
 unsigned certsync_bundle_patches(const certsync *s);

@@ -2024,6 +2024,7 @@ static void run_started_leading(void *ud)
     ctx->leading = 1;
     metrics_set(ctx->m.leader, NULL, 1);
     run_log(LOG_INFO, NULL, "leading as %s", leader_identity(ctx->le));
+    certsync_check_now(ctx->cs); /* a new leader makes or renews the certificates at once */
     /* everything cached so far may have changed while another replica led */
     for (size_t i = 0; i < ctx->nns; i++)
         if (ctx->nss[i].r[0])
@@ -2127,18 +2128,18 @@ static int run_check_webhook_opts(const struct run_opts *o)
     }
     if (secret) {
         char *names[CERTS_MAX_NAMES], err[256], ns[254];
-        int n = certsync_names(o->webhook_service, o->webhook_hosts, names, CERTS_MAX_NAMES, err, sizeof err);
-        if (n < 0) {
-            fprintf(stderr, "run: %s\n", err);
-            return -1;
-        }
-        certsync_names_free(names, (size_t)n);
         const char *slash = strchr(o->webhook_secret, '/');
         if (!slash || slash == o->webhook_secret || !slash[1] || strchr(slash + 1, '/') ||
             snprintf(ns, sizeof ns, "%.*s", (int)(slash - o->webhook_secret), o->webhook_secret) >= (int)sizeof ns) {
             fprintf(stderr, "run: --webhook-cert-secret: expected NAMESPACE/NAME, got '%s'\n", o->webhook_secret);
             return -1;
         }
+        int n = certsync_names(o->webhook_service, o->webhook_hosts, names, CERTS_MAX_NAMES, err, sizeof err);
+        if (n < 0) {
+            fprintf(stderr, "run: %s\n", err);
+            return -1;
+        }
+        certsync_names_free(names, (size_t)n);
     }
     return 0;
 }
@@ -2161,10 +2162,13 @@ static void run_on_webhook_pair(const char *cert_pem, const char *key_pem, void 
     }
     webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host};
     ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
-    if (!ctx->wh)
+    if (!ctx->wh) {
+        /* as at start with files: a webhook that cannot listen stops the controller */
         run_log(LOG_ERROR, NULL, "%s", err);
-    else
-        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+        run_begin_stop(ctx, 1);
+        return;
+    }
+    run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
 }
 
 static int run_may_write_ud(void *ud)
