@@ -45,7 +45,7 @@ build_image-controller-base() {
   "$TESTENV_SRC/image/rootfs.sh" "$IMAGE_DEBIAN_SUITE" "$pkgs" "$1/rootfs"
 }
 
-# flink_image OUT FLINK_COMPONENT TAGS: a Flink image, /opt/flink/{lib,usrlib,bin,conf,image}
+# flink_image OUT FLINK_COMPONENT TAGS: a Flink image, /opt/flink/{lib,usrlib,bin,conf,image,examples}
 # on image-base with the jars and test jobs of FLINK_COMPONENT (flink or flink2), the official
 # image's entrypoint contract (image/flink/docker-entrypoint.sh), tagged TAGS (comma-separated).
 flink_image() {
@@ -58,6 +58,10 @@ flink_image() {
   install -d "$r"/opt/flink/{bin,lib,usrlib,conf,image,log}
   cp "$flink"/lib/*.jar "$r/opt/flink/lib/"
   cp "$flink/jobs.jar" "$r/opt/flink/usrlib/testenv-jobs.jar"
+  # where the official image has the streaming WordCount (deploy/examples/quickstart.yaml runs
+  # it): the test jobs' jar, whose Main-Class is testenv.WordCount, a job that ends by itself as
+  # Flink's does (the examples are not on Maven Central)
+  install -D -m 0644 "$flink/jobs.jar" "$r/opt/flink/examples/streaming/WordCount.jar"
   local src=$TESTENV_SRC/image/flink
   install -m 0755 "$src/docker-entrypoint.sh" "$r/docker-entrypoint.sh"
   install -m 0755 "$src/flink" "$r/opt/flink/bin/flink"
