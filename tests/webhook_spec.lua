@@ -285,10 +285,33 @@ describe("flink-controller run --webhook-addr #testenv #bin", function()
     if dir then os.execute("rm -rf " .. fx.quote(dir)) end
   end)
 
-  it("needs both certificate files", function()
+  it("needs both certificate files or a Secret, and the Secret's options well formed", function()
     local r = fx.run_bin({ "run", "--webhook-addr", "127.0.0.1:0", "--webhook-cert-file", "/x" })
     assert.are.equal(2, r.code)
-    assert.are.equal("run: --webhook-addr needs --webhook-cert-file and --webhook-key-file\n", r.stderr)
+    assert.are.equal("run: --webhook-addr needs --webhook-cert-file and --webhook-key-file, or --webhook-cert-secret\n",
+      r.stderr)
+    for _, case in ipairs({
+      { { "--webhook-cert-secret", "x" }, "run: --webhook-cert-secret: expected NAMESPACE/NAME, got 'x'\n" },
+      { { "--webhook-cert-secret", "ns/x" }, "run: no names: --webhook-service or --webhook-host is needed\n" },
+      { { "--webhook-cert-secret", "ns/x", "--webhook-service", "svc" },
+        "run: --webhook-service: expected NAMESPACE/NAME, got 'svc'\n" },
+      { { "--webhook-cert-secret", "ns/x", "--webhook-host", "127.0.0.1", "--webhook-cert-validity", "5s" },
+        "run: --webhook-cert-validity: expected a duration 30s..397d such as 90d, got '5s'\n" },
+      { { "--webhook-cert-secret", "ns/x", "--webhook-host", "h", "--webhook-cert-file", "/x",
+        "--webhook-key-file", "/y" },
+        "run: --webhook-cert-file/--webhook-key-file and --webhook-cert-secret exclude each other\n" },
+    }) do
+      r = fx.run_bin({ "run", "--webhook-addr", "127.0.0.1:0", table.unpack(case[1]) })
+      assert.are.equal(2, r.code, table.concat(case[1], " "))
+      assert.are.equal(case[2], r.stderr)
+    end
+    -- the Secret's options without the Secret (and without --webhook-addr)
+    for _, case in ipairs({ { "--webhook-configuration", "c" }, { "--webhook-service", "ns/s" } }) do
+      r = fx.run_bin({ "run", table.unpack(case) })
+      assert.are.equal(2, r.code, table.concat(case, " "))
+      assert.are.equal("run: --webhook-service, --webhook-configuration, --webhook-host and "
+        .. "--webhook-cert-validity need --webhook-cert-secret\n", r.stderr)
+    end
   end)
 
   it("answers /validate while it runs", function()
