@@ -20,19 +20,22 @@ gitops_health() {
     local env = { obj = obj, ipairs = ipairs, pairs = pairs, next = next, type = type, tostring = tostring,
       tonumber = tonumber, select = select, error = error, pcall = pcall, assert = assert, table = table }
     local hs = assert(load(src, "=health.lua", "t", env))()
-    print(hs.status .. ": " .. hs.message)' "$ROOT/deploy/argocd/flinkoperator.k8s.io/FlinkCluster/health.lua"
+    print(hs.status .. ": " .. hs.message)' /dev/null "$ROOT/deploy/argocd/flinkoperator.k8s.io/FlinkCluster/health.lua"
 }
 
 case_gitops() {
   local ns watch_pid
   ns=$(new_ns gitops)
-  # every version of the cluster's state and conditions a watch sees, from before it exists
+  # every version of the cluster's state and conditions a watch sees, from before it exists; the
+  # controller starts once the watch has shown the new cluster without a status (on kwok the
+  # cluster is Running within a second: a watch started later would miss Creating)
   kc -n "$ns" get flinkclusters --field-selector metadata.name=gitops --watch -o \
-    'jsonpath={.status.state} Reconciling={.status.conditions[?(@.type=="Reconciling")].status} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}' \
+    'jsonpath=state={.status.state} Reconciling={.status.conditions[?(@.type=="Reconciling")].status} Ready={.status.conditions[?(@.type=="Ready")].status}{"\n"}' \
     >"$WORK/gitops.watch" 2>&1 &
   watch_pid=$!
-  start_controller gitops --namespace "$ns"
   session_cluster gitops | kc -n "$ns" apply -f - >/dev/null
+  poll 30 grep -qx 'state= Reconciling= Ready=' "$WORK/gitops.watch" || echo "# the watch did not show the new cluster" >&2
+  start_controller gitops --namespace "$ns"
   t_wait_ready() {
     local t0=$SECONDS
     kc -n "$ns" wait --for=condition=Ready flinkcluster/gitops --timeout=120s || return 1
@@ -51,7 +54,7 @@ case_gitops() {
     sleep 1 # the watch prints the last version
     cat "$WORK/gitops.watch"
     # Creating with Reconciling=True, then Running with Reconciling=False, in that order
-    awk '/^Creating Reconciling=True Ready=False$/ { c = NR } /^Running Reconciling=False Ready=True$/ && c { r = NR }
+    awk '/^state=Creating Reconciling=True Ready=False$/ { c = NR } /^state=Running Reconciling=False Ready=True$/ && c { r = NR }
       END { exit !(c && r > c) }' "$WORK/gitops.watch"
   }
   check "gitops: Reconciling=True while the cluster is created (state Creating), False once it is Running" t_reconciling_seen
