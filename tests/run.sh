@@ -60,7 +60,7 @@ suites=()
 specs=()
 for a in "$@"; do
   case $a in
-    lint|busted|c|asan|fuzz|testenv|integration) suites+=("$a") ;;
+    lint|busted|c|asan|fuzz|testenv|integration|compat) suites+=("$a") ;;
     *) if [ -e "$a" ]; then specs+=("$a"); else suites+=("$a"); fi ;;
   esac
 done
@@ -68,7 +68,7 @@ if [ ${#suites[@]} -eq 0 ] && [ ${#specs[@]} -gt 0 ]; then
   suites=(busted)
 fi
 if [ ${#suites[@]} -eq 0 ]; then
-  suites=(lint busted c asan fuzz testenv integration)
+  suites=(lint busted c asan fuzz testenv integration compat)
 fi
 for s in "${suites[@]}"; do
   case $s in
@@ -140,6 +140,11 @@ for s in "${suites[@]}"; do
     integration)
       # the controller against the real test environment (tests/integration/, SKIPs without one)
       run_suite integration tests/integration/run.sh ;;
+    compat)
+      # the newest Kubernetes claimed (docs/versions.md): its kwok-only environment
+      # (build/testenv-newest), the CRD's admission and integration cases against it
+      # (tests/compat/run.sh, SKIPs only when it cannot be built here)
+      run_suite compat tests/compat/run.sh ;;
     *) echo "unknown suite: $s" >&2; exit 2 ;;
   esac
 done

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) every binary and jar the test environment runs.
 # Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause|image-base|
-#          flink-image|image-controller-base|flink2|flink2-image|helm]...
+#          flink-image|image-controller-base|flink2|flink2-image|helm|k8s-newest]...
 #   (default: all; node/coredns/pause are the real node's kubelet +
 #   kube-proxy, cluster DNS and sandbox image; the image-* and flink-image
 #   components are its other images' parts, see image/components.sh; flink2 and
 #   flink2-image are the second Flink version, FLINK2_VERSION, as an image of the real node;
-#   helm is the Helm CLI the chart's tests use, deploy/helm/)
+#   helm is the Helm CLI the chart's tests use, deploy/helm/; k8s-newest is the control plane
+#   of K8S_NEWEST_VERSION, the newest Kubernetes claimed, for tests/compat/run.sh)
 # Output: ~/.cache/flink-controller/testenv/<component>-<hash>/ with a .done
 # marker; an existing .done folder is reused untouched (a warm build takes
-# well under a second).  Needs go (>= 1.24) for k8s/etcd/kwok, java 17 + mvn
+# well under a second).  Needs go (>= 1.26: k8s-newest's go.mod says go 1.26.0) for the Go components, java 17 + mvn
 # for flink, root + debootstrap + jq for the images image-base,
 # image-controller-base and flink-image (tests/env/image/components.sh).  Exit
 # status non-zero when a component fails to build; the log of each build is in
@@ -22,27 +23,17 @@ set -euo pipefail
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 GO_BUILD=(go build -p 2 -trimpath)
 
-# The k8s.io/* staging modules of Kubernetes 1.34 (kubernetes go.mod replace
-# list).  Each is replaced by its published tag because k8s.io/kubernetes
-# requires them at v0.0.0, which the proxy does not serve.
-K8S_STAGING=(api apiextensions-apiserver apimachinery apiserver cli-runtime
-  client-go cloud-provider cluster-bootstrap code-generator component-base
-  component-helpers controller-manager cri-api cri-client csi-translation-lib
-  dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator
-  kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
-  mount-utils pod-security-admission sample-apiserver sample-cli-plugin
-  sample-controller)
-
 # go_wrapper DIR MODULE VERSION PKG...: writes a wrapper module in DIR that
 # requires MODULE@VERSION and blank-imports PKG... under a never-set build tag
-# (so `go mod tidy` keeps them).  Extra go.mod text comes on stdin.
+# (so `go mod tidy` keeps them).  Extra go.mod text comes on stdin; its go line is
+# $WRAPPER_GO (default 1.24.0).
 go_wrapper() {
   local dir=$1 mod=$2 ver=$3; shift 3
   mkdir -p "$dir"
   {
     echo "module testenv.local/wrapper"
     echo
-    echo "go 1.24.0"
+    echo "go ${WRAPPER_GO:-1.24.0}"
     echo
     echo "require $mod $ver"
     cat
@@ -58,21 +49,32 @@ go_wrapper() {
   } >"$dir/tools.go"
 }
 
-# k8s_cmds OUT CMD...: builds k8s.io/kubernetes/cmd/CMD... of the pinned
-# release into OUT/bin through a wrapper module (staging modules replaced by
-# their tags, version stamped as a release build would).
+# k8s_cmds OUT VERSION STAGING_VERSION CMD...: builds k8s.io/kubernetes/cmd/CMD... of release
+# VERSION (e.g. 1.34.4) into OUT/bin through a wrapper module made of what that release's own
+# go.mod says: its go line, its godebug default, and each staging module it replaces
+# (k8s.io/X => ./staging/src/k8s.io/X) replaced by its published tag vSTAGING_VERSION, because
+# k8s.io/kubernetes requires them at v0.0.0, which the proxy does not serve.  The version is
+# stamped as a release build would.
 k8s_cmds() {
-  local out=$1 src=$1/src v=v$K8S_VERSION sv=v$K8S_STAGING_VERSION m; shift
+  local out=$1 src=$1/src ver=$2 v=v$2 sv=v$3 gomod m; shift 3
   local pkgs=() c; for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  gomod=$(cd / && go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",*$/\1/p')
+  [ -f "$gomod" ] || { echo "k8s_cmds: no go.mod of k8s.io/kubernetes@$v from the module proxy" >&2; return 1; }
+  local gover godebug staging
+  gover=$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$gomod")
+  godebug=$(sed -n 's/^godebug default=\(go[0-9.]*\)$/\1/p' "$gomod")
+  staging=$(sed -n 's|^[[:space:]]*k8s.io/\([a-z0-9-]*\) => ./staging/src/k8s.io/\1$|\1|p' "$gomod")
+  [ -n "$gover" ] && [ -n "$godebug" ] && [ -n "$staging" ] ||
+    { echo "k8s_cmds: no go line, godebug default or staging modules in $gomod" >&2; return 1; }
   {
     echo
-    echo "godebug default=go1.24"
+    echo "godebug default=$godebug"
     echo
     echo "replace ("
-    for m in "${K8S_STAGING[@]}"; do echo "	k8s.io/$m => k8s.io/$m $sv"; done
+    for m in $staging; do echo "	k8s.io/$m => k8s.io/$m $sv"; done
     echo ")"
-  } | go_wrapper "$src" k8s.io/kubernetes "$v" "${pkgs[@]}"
-  local major=${K8S_VERSION%%.*} minor=${K8S_VERSION#*.}; minor=${minor%%.*}
+  } | WRAPPER_GO=$gover go_wrapper "$src" k8s.io/kubernetes "$v" "${pkgs[@]}"
+  local major=${ver%%.*} minor=${ver#*.}; minor=${minor%%.*}
   local x="" p
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     x+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
@@ -81,9 +83,12 @@ k8s_cmds() {
   (cd "$src" && go mod tidy && "${GO_BUILD[@]}" -ldflags="-s -w$x" -o "$out/bin/" "${pkgs[@]}")
 }
 
-build_k8s() { k8s_cmds "$1" kube-apiserver kube-controller-manager kube-scheduler kubectl; }
+K8S_CONTROL_PLANE=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+build_k8s() { k8s_cmds "$1" "$K8S_VERSION" "$K8S_STAGING_VERSION" "${K8S_CONTROL_PLANE[@]}"; }
+# the control plane of the newest release we claim (docs/versions.md; tests/compat/run.sh)
+build_k8s-newest() { k8s_cmds "$1" "$K8S_NEWEST_VERSION" "$K8S_NEWEST_STAGING_VERSION" "${K8S_CONTROL_PLANE[@]}"; }
 # the real node's kubelet and kube-proxy (same release as the control plane)
-build_node() { k8s_cmds "$1" kubelet kube-proxy; }
+build_node() { k8s_cmds "$1" "$K8S_VERSION" "$K8S_STAGING_VERSION" kubelet kube-proxy; }
 
 # CoreDNS: our main (tests/env/node/coredns/main.go, only the plugins the
 # real node's Corefile uses) in a wrapper module requiring the pinned release.
@@ -175,8 +180,11 @@ build_one() {
   echo "$((SECONDS - start))" >"$tmp/.build-seconds"
   date -u +%FT%TZ >"$tmp/.done"
   rm -rf "$dir"; mv "$tmp" "$dir"
-  # older builds of this component (earlier pins) are not used any more
-  local old; for old in "$TESTENV_CACHE/$name"-*; do
+  # older builds of this component (earlier pins) are not used any more: <name>-<12 hex>[.log]
+  # only, not another component whose name starts with this one's (k8s-newest for k8s)
+  local old rest; for old in "$TESTENV_CACHE/$name"-*; do
+    rest=${old#"$TESTENV_CACHE/$name"-}; rest=${rest%.log}
+    [[ $rest =~ ^[0-9a-f]{12}$ ]] || continue
     [ "$old" = "$dir" ] || [ "$old" = "$dir.log" ] || rm -rf "$old"
   done
   log "$name: built in $((SECONDS - start))s"
@@ -189,7 +197,7 @@ exec 8>"$TESTENV_CACHE/.build.lock"
 flock 8
 rm -rf "$TESTENV_CACHE"/*.tmp.*
 
-comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base flink2 flink2-image helm)
+comps=("$@"); [ ${#comps[@]} -gt 0 ] || comps=(etcd kwok k8s flink node coredns pause image-base flink-image image-controller-base flink2 flink2-image helm k8s-newest)
 rc=0
 for c in "${comps[@]}"; do build_one "$c" || rc=1; done
 exit $rc

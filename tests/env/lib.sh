@@ -17,6 +17,7 @@ PAUSE_IMAGE=localhost/pause:testenv
 component_pins() {
   case $1 in
     k8s)   echo "k8s $K8S_VERSION $K8S_STAGING_VERSION" ;;
+    k8s-newest) echo "k8s-newest $K8S_NEWEST_VERSION $K8S_NEWEST_STAGING_VERSION" ;;
     etcd)  echo "etcd $ETCD_VERSION" ;;
     kwok)  echo "kwok $KWOK_VERSION" ;;
     helm)  echo "helm $HELM_VERSION" ;;

@@ -16,6 +16,9 @@
 #   TESTENV_NODE (the real node; empty without one), TESTENV_NODE_IP,
 #   TESTENV_KWOK_NODE, TESTENV_KWOK_TOLERATION, TESTENV_KWOK_NS_ANNOTATIONS.
 # TESTENV_DIR defaults to build/testenv; logs go to $TESTENV_DIR/logs/.
+# TESTENV_K8S: the component of the control plane, k8s (default: K8S_VERSION, the oldest
+# Kubernetes claimed) or k8s-newest (K8S_NEWEST_VERSION, the newest; docs/versions.md): kwok's
+# node only (the real node's kubelet is K8S_VERSION's), and only the components it needs built.
 # Exit: 0 ready; 1 already running / failed (then everything it started is
 # stopped again; logs stay); 2 cannot be built here (toolchain missing).
 set -euo pipefail
@@ -24,6 +27,12 @@ set -euo pipefail
 . "$TESTENV_SRC/node/node.sh"
 ROOT=$(cd "$TESTENV_SRC/../.." && pwd)
 TESTENV_DIR=${TESTENV_DIR:-$ROOT/build/testenv}
+K8S_COMP=${TESTENV_K8S:-k8s}
+case $K8S_COMP in
+  k8s) COMPONENTS=() NODE_COMPONENTS=(node coredns pause) ;;  # () is all (build.sh's default)
+  k8s-newest) COMPONENTS=(etcd kwok k8s-newest flink) NODE_COMPONENTS=() ;;
+  *) echo "testenv: TESTENV_K8S=$K8S_COMP: k8s or k8s-newest" >&2; exit 1 ;;
+esac
 CRD=${TESTENV_CRD:-$ROOT/deploy/crd.yaml}
 PIDS=$TESTENV_DIR/pids
 LOGS=$TESTENV_DIR/logs
@@ -48,19 +57,23 @@ mkdir -p "$LOGS" "$TESTENV_DIR/pki" "$TESTENV_DIR/data"
 # need TOOL WHY: exit 2 (the caller may skip) when TOOL is missing
 need() { command -v "$1" >/dev/null || { echo "testenv: $1 not found ($2)" >&2; exit 2; }; }
 for tool in java openssl curl flock lua5.4; do need "$tool" "needed to run the test environment"; done
-for c in etcd kwok k8s node coredns pause; do
+for c in etcd kwok "$K8S_COMP" "${NODE_COMPONENTS[@]}"; do
   [ -f "$(component_dir "$c")/.done" ] || need go "needed to build $c; not cached"
 done
 [ -f "$(component_dir flink)/.done" ] || need mvn "needed to resolve the Flink jars; not cached"
-"$TESTENV_SRC/build.sh" || { echo "testenv: build failed" >&2; exit 1; }
+"$TESTENV_SRC/build.sh" "${COMPONENTS[@]}" || { echo "testenv: build failed" >&2; exit 1; }
 log "binaries ready (+$((SECONDS - T0)) s)"
-K8S=$(component_dir k8s)/bin ETCD=$(component_dir etcd)/bin/etcd
+K8S=$(component_dir "$K8S_COMP")/bin ETCD=$(component_dir etcd)/bin/etcd
 KWOK=$(component_dir kwok)/bin/kwok FLINK=$(component_dir flink)
 KUBECTL=$K8S/kubectl KC=$TESTENV_DIR/kubeconfig PKI=$TESTENV_DIR/pki
 
 # --- the real node: TESTENV_REAL_NODE=auto (default: when this machine can),
 # 1 (fail without it) or 0 (only the kwok node)
 REAL=${TESTENV_REAL_NODE:-auto} NODE_IP=""
+if [ "$K8S_COMP" != k8s ]; then
+  [ "$REAL" != 1 ] || { echo "testenv: TESTENV_REAL_NODE=1 needs TESTENV_K8S=k8s (the node's release)" >&2; exit 1; }
+  REAL=0
+fi
 if [ "$REAL" != 0 ]; then
   why=$(node_unusable)
   [ -n "$why" ] || node_claim || why="another environment claimed the real node"
@@ -327,6 +340,7 @@ ln -sf "$KUBECTL" "$TESTENV_DIR/bin/kubectl"
   printf 'export KUBE_APISERVER_URL=%q\n' "https://127.0.0.1:$API_PORT"
   printf 'export FLINK_REST_URL=%q\n' "http://127.0.0.1:$REST_PORT"
   printf 'export TESTENV_KUBECTL=%q\n' "$KUBECTL"
+  printf 'export TESTENV_K8S=%q\n' "$K8S_COMP"
   # the Helm CLI of the chart's tests, when its component is built (up does not need it)
   HELM_BIN=$(component_dir helm)/bin/helm
   if [ -x "$HELM_BIN" ]; then printf 'export TESTENV_HELM=%q\n' "$HELM_BIN"; fi
