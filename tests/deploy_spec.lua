@@ -11,46 +11,8 @@ local ROOT = fx.ROOT
 local function read(path) return fx.read(fx.path(path)) end
 local function exists(path) return fx.exists(fx.path(path)) end
 
-local function docs(path)
-  local out = {}
-  for _, d in ipairs(lyaml.load(read(path), { all = true })) do
-    if type(d) == "table" then out[#out + 1] = d end
-  end
-  return out
-end
-
-local function by_kind(list, kind)
-  local out = {}
-  for _, d in ipairs(list) do
-    if d.kind == kind then out[#out + 1] = d end
-  end
-  return out
-end
-
-local function sorted(t)
-  table.sort(t)
-  return t
-end
-
--- grants(rules): every (group, resource, verb[, name]) triple as "group/resource:verb[@name]",
--- sorted, so a rule set compares as a set whatever its grouping.
-local function grants(rules)
-  local out = {}
-  for _, r in ipairs(rules) do
-    for _, g in ipairs(r.apiGroups) do
-      for _, res in ipairs(r.resources) do
-        for _, v in ipairs(r.verbs) do
-          if r.resourceNames then
-            for _, n in ipairs(r.resourceNames) do out[#out + 1] = g .. "/" .. res .. ":" .. v .. "@" .. n end
-          else
-            out[#out + 1] = g .. "/" .. res .. ":" .. v
-          end
-        end
-      end
-    end
-  end
-  return sorted(out)
-end
+local mf = require("support.manifests")
+local docs, by_kind, sorted, grants = mf.docs, mf.by_kind, mf.sorted, mf.grants
 
 local function expand(group, resources, verbs)
   local out = {}
@@ -145,7 +107,7 @@ describe("deploy/deployment.yaml", function()
   local pod = dep.spec.template.spec
   local c = pod.containers[1]
 
-  it("runs two replicas of flink-controller:dev in flink-system as the controller's ServiceAccount", function()
+  it("runs two replicas of flink-controller:<VERSION> in flink-system as the controller's ServiceAccount", function()
     assert.are.equal("apps/v1", dep.apiVersion)
     assert.are.equal("Deployment", dep.kind)
     assert.are.equal("flink-controller", dep.metadata.name)
@@ -153,7 +115,8 @@ describe("deploy/deployment.yaml", function()
     assert.are.equal(2, dep.spec.replicas)
     assert.are.equal("flink-controller", pod.serviceAccountName)
     assert.are.equal(1, #pod.containers)
-    assert.are.equal("flink-controller:dev", c.image)
+    -- the release's image (VERSION, as `make image` tags it), never a tag nobody can have
+    assert.are.equal("flink-controller:" .. read("VERSION"):match("^(%d+%.%d+%.%d+)\n$"), c.image)
     for k, v in pairs(dep.spec.selector.matchLabels) do
       assert.are.equal(v, dep.spec.template.metadata.labels[k], k)
     end

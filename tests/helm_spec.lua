@@ -178,10 +178,8 @@ describe("helm lint and helm template of the chart", function()
   it("webhook (certificates: self): the controller's certificate flags, its Secret and configurations' RBAC", function()
     local objs = template(SETS["webhook self"])
     local _, pod, c = controller(objs)
-    assert.are.same(concat(CHART_ARGS, { "--webhook-addr", ":9443",
-      "--webhook-cert-secret", "flink-system/flink-controller-webhook",
-      "--webhook-service", "flink-system/flink-controller-webhook",
-      "--webhook-configuration", "flink-controller" }), c.args)
+    -- deploy/webhook's flags
+    assert.are.same(concat(CHART_ARGS, appended(WEBHOOK_OPS, ARGS)), c.args)
     assert.are.same(appended(WEBHOOK_OPS, "/spec/template/spec/containers/0/ports/-")[1], c.ports[3])
     -- no mounted files: the controller reads the Secret through the API
     assert.are.same(BASE.spec.template.spec.volumes, pod.volumes)
@@ -213,28 +211,40 @@ describe("helm lint and helm template of the chart", function()
     end
   end)
 
-  it("webhook (certificates: cert-manager): an Issuer, a Certificate, the CA injected, the files mounted", function()
-    local objs = template(SETS["webhook cert-manager"])
-    local _, pod, c = controller(objs)
-    assert.are.same(concat(CHART_ARGS, appended(WEBHOOK_OPS, ARGS)), c.args)
-    assert.are.same(appended(WEBHOOK_OPS, "/spec/template/spec/containers/0/volumeMounts/-")[1], c.volumeMounts[2])
-    assert.are.same(appended(WEBHOOK_OPS, "/spec/template/spec/volumes/-")[1], pod.volumes[2])
-    local issuer = find(objs, "Issuer", "flink-controller-webhook-selfsigned", "flink-system")
-    assert.are.equal("cert-manager.io/v1", issuer.apiVersion)
-    assert.are.same({ selfSigned = {} }, issuer.spec)
-    local cert = find(objs, "Certificate", "flink-controller-webhook", "flink-system")
-    assert.are.equal("flink-controller-webhook", cert.spec.secretName)
-    assert.are.same({ "flink-controller-webhook.flink-system.svc",
-      "flink-controller-webhook.flink-system.svc.cluster.local" }, cert.spec.dnsNames)
-    assert.are.same({ kind = "Issuer", name = issuer.metadata.name }, cert.spec.issuerRef)
-    for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
-      assert.are.same({ ["cert-manager.io/inject-ca-from"] = "flink-system/flink-controller-webhook" },
-        find(objs, kind, "flink-controller").metadata.annotations, kind)
-    end
-    -- cert-manager writes the Secret: the controller is granted none
-    assert.is_nil(find(objs, "Role", "flink-controller-webhook"))
-    assert.is_nil(find(objs, "ClusterRole", "flink-controller-webhook"))
-  end)
+  it("webhook (certificates: cert-manager): deploy/webhook-cert-manager's Issuers and Certificates, the CA injected",
+    function()
+      local objs = template(SETS["webhook cert-manager"])
+      local self_objs = template(SETS["webhook self"])
+      local _, pod, c = controller(objs)
+      -- the same controller and RBAC as with certificates: self (with cert-manager's annotation it
+      -- only reads the Secret), as deploy/webhook-cert-manager takes in deploy/webhook
+      assert.are.same(concat(CHART_ARGS, appended(WEBHOOK_OPS, ARGS)), c.args)
+      assert.are.same(BASE.spec.template.spec.volumes, pod.volumes)
+      for _, id in ipairs({ { "Role", "flink-controller-webhook" }, { "ClusterRole", "flink-controller-webhook" } }) do
+        assert.are.same(grants(find(self_objs, id[1], id[2]).rules), grants(find(objs, id[1], id[2]).rules), id[1])
+      end
+      -- cert-manager's objects: deploy/webhook-cert-manager/certificates.yaml's, names, namespace and spec
+      local want = docs("deploy/webhook-cert-manager/certificates.yaml")
+      assert.is_true(#want >= 2)
+      for _, w in ipairs(want) do
+        local got = find(objs, w.kind, w.metadata.name, w.metadata.namespace)
+        assert.is_not_nil(got, w.kind .. "/" .. w.metadata.name)
+        assert.are.equal(w.apiVersion, got.apiVersion)
+        assert.are.same(w.spec, got.spec, w.kind .. "/" .. w.metadata.name)
+      end
+      assert.are.equal(#want, #by_kind(objs, "Issuer") + #by_kind(objs, "Certificate"))
+      assert.are.equal("flink-controller-webhook",
+        find(objs, "Certificate", "flink-controller-webhook", "flink-system").spec.secretName)
+      -- deploy/webhook-cert-manager/inject-ca.yaml's annotation on both configurations
+      local inject = lyaml.load(fx.read(fx.path("deploy/webhook-cert-manager/inject-ca.yaml")))[1].value
+      assert.are.same({ ["cert-manager.io/inject-ca-from"] = "flink-system/flink-controller-webhook" }, inject)
+      for _, kind in ipairs({ "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration" }) do
+        assert.are.same(inject, find(objs, kind, "flink-controller").metadata.annotations, kind)
+      end
+      -- with certificates: self, none of it
+      assert.is_nil(find(self_objs, "Certificate", "flink-controller-webhook"))
+      assert.is_nil(find(self_objs, "ValidatingWebhookConfiguration", "flink-controller").metadata.annotations)
+    end)
 
   it("webhook.certificates other than self or cert-manager is refused", function()
     local out, ok = run("template flink-controller --namespace flink-system",
