@@ -583,9 +583,9 @@ case_rbac() {
 }
 
 # deploy/namespaced as a user applies it: an overlay of deploy/ with the Component, retargeted to
-# the test's namespace (patches of the Role's and RoleBinding's namespace and of --namespace's
-# value), every name prefixed so that its ServiceAccount is not the one deploy/rbac.yaml binds
-# cluster-wide for other cases. Its RBAC objects are applied (not the Deployment: the controller
+# the test's namespace (patches of the Role's and RoleBinding's namespace and of the env
+# WATCH_NAMESPACE that --namespace takes), every name prefixed so that its ServiceAccount is not
+# the one deploy/rbac.yaml binds cluster-wide for other cases. Its RBAC objects are applied (not the Deployment: the controller
 # runs here, with that ServiceAccount's token and the Deployment's --namespace).
 case_namespaced() {
   local ns other
@@ -604,13 +604,16 @@ patches:
     patch: '[{"op": "replace", "path": "/metadata/namespace", "value": "$ns"}]'
   - target: {kind: RoleBinding, name: flink-controller}
     patch: '[{"op": "replace", "path": "/metadata/namespace", "value": "$ns"}]'
-  - target: {kind: Deployment, name: flink-controller}
-    patch: '[{"op": "replace", "path": "/spec/template/spec/containers/0/args/9", "value": "$ns"}]'
+  - patch: |-
+      {"apiVersion": "apps/v1", "kind": "Deployment",
+       "metadata": {"name": "flink-controller", "namespace": "flink-system"},
+       "spec": {"template": {"spec": {"containers": [{"name": "controller",
+         "env": [{"name": "WATCH_NAMESPACE", "value": "$ns"}]}]}}}}
 EOF
     kc kustomize "$ov" >"$out" || return 1
     expect "cluster-scoped RBAC in the build" "$(grep -c '^kind: Cluster' "$out")" 0 || return 1
     kc create --dry-run=client -f "$out" -o json >"$out.json" || return 1
-    # the Deployment's last arguments, and the RBAC objects alone
+    # the Deployment's last arguments and WATCH_NAMESPACE, and the RBAC objects alone
     expect "the Deployment's last arguments" "$(python3 -c '
 import json, sys
 text, items, dec, i = open(sys.argv[1]).read(), [], json.JSONDecoder(), 0
@@ -618,10 +621,12 @@ while text[i:].strip():
     o, i = dec.raw_decode(text, i + len(text[i:]) - len(text[i:].lstrip()))
     items.append(o)
 dep = [o for o in items if o["kind"] == "Deployment"][0]
-print(" ".join(dep["spec"]["template"]["spec"]["containers"][0]["args"][-2:]))
+c = dep["spec"]["template"]["spec"]["containers"][0]
+env = {e["name"]: e.get("value") for e in c["env"]}
+print(" ".join(c["args"][-2:]), env.get("WATCH_NAMESPACE"))
 items = [o for o in items if o["kind"] in ("ServiceAccount", "Role", "RoleBinding")]
 json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[2], "w"))' "$out.json" "$out.rbac.json")" \
-      "--namespace $ns" || return 1
+      "--namespace \$(WATCH_NAMESPACE) $ns" || return 1
     # the ServiceAccount lives in flink-system (deploy/namespace.yaml), whichever case ran before
     kc apply -f "$ROOT/deploy/namespace.yaml" >/dev/null && kc apply -f "$out.rbac.json" >/dev/null || return 1
     sa_kubeconfig "$sakc" nsrbac-flink-controller || return 1

@@ -13,8 +13,12 @@
 #   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
-#   incluster    the controller image built here, `kubectl apply -k deploy/`, its pod Ready,
-#                reconciling a FlinkCluster with its own ServiceAccount
+#   incluster    the controller image built here, `kubectl apply -k deploy/crds` then
+#                `kubectl apply -k deploy/`, its pod Ready, reconciling a FlinkCluster with its own
+#                ServiceAccount
+#   helm         the same image installed by the Helm chart (deploy/helm/flink-controller) into a
+#                namespace of its own, watching the case's namespace: wordcount job Succeeded with
+#                no request refused; `helm uninstall` removes the controller and its RBAC, not the CRD
 # Each case skips (TAP "# SKIP") when the environment has no real node or no Flink image.
 
 # real_node_ready: the environment has a Ready real node and the Flink image on it.
@@ -350,6 +354,20 @@ case_realconfig() {
   stop_controller realconfig >/dev/null
 }
 
+# controller_image_on_node: the controller image built from this tree (tests/env/images.sh,
+# localhost/flink-controller:testenv) imported into the real node's containerd.
+controller_image_on_node() {
+  "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" >"$WORK/controller-image.log" 2>&1 ||
+    { tail -n 20 "$WORK/controller-image.log"; return 1; }
+  ctr --address "$TESTENV_DIR/node/containerd.sock" --namespace k8s.io images import --snapshotter overlayfs \
+    "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 || { tail -n 20 "$WORK/controller-image.log"; return 1; }
+}
+# no_403 NS: none of the controller's log lines in NS says it was refused (HTTP 403)
+no_403() {
+  ! kc -n "$1" logs -l app.kubernetes.io/name=flink-controller --tail=-1 2>/dev/null | grep -q '"code":403\| 403 ' ||
+    { echo "the controller was refused (403):"; kc -n "$1" logs -l app.kubernetes.io/name=flink-controller --tail=-1 | grep 403 | head -5; return 1; }
+}
+
 # The controller as users run it: its image (built here from the Dockerfile's recipe by
 # tests/env/images.sh, no registry), imported into the real node's containerd, and
 # `kubectl apply -k` of deploy/ through an overlay that changes only what this environment needs:
@@ -379,15 +397,11 @@ patches:
         path: /spec/template/spec/containers/0/args/-
         value: --namespace=$ns
 EOK
-  t_incluster_image() {
-    "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" >"$WORK/controller-image.log" 2>&1 ||
-      { tail -n 20 "$WORK/controller-image.log"; return 1; }
-    ctr --address "$TESTENV_DIR/node/containerd.sock" --namespace k8s.io images import --snapshotter overlayfs \
-      "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 || { tail -n 20 "$WORK/controller-image.log"; return 1; }
-  }
-  check "$desc: the controller image builds and is on the node" t_incluster_image
+  check "$desc: the controller image builds and is on the node" controller_image_on_node
   t_incluster_ready() {
-    kc apply -k "$ov" >"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
+    # the CRD from its own kustomization first (up.sh applied it already: unchanged)
+    kc apply -k "$ROOT/deploy/crds" >"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
+    kc apply -k "$ov" >>"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
     kc -n flink-system rollout status deployment/flink-controller --timeout=180s >>"$WORK/apply-k.log" 2>&1 ||
       { kc -n flink-system get pods -o wide; kc -n flink-system describe pods | tail -n 30; return 1; }
     expect "ServiceAccount" "$(kc -n flink-system get pods -l app.kubernetes.io/name=flink-controller \
@@ -410,12 +424,88 @@ EOK
     }
     poll 60 sts_ready "$ns" ic-taskmanager || { echo "TaskManager StatefulSet not ready"; return 1; }
     # least privilege held: nothing the controller did was forbidden
-    ! kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 2>/dev/null | grep -q '"code":403\| 403 ' ||
-      { echo "the controller was refused (403):"; kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=-1 | grep 403 | head -5; return 1; }
+    no_403 flink-system
   }
   check "$desc: the in-cluster controller brings a session cluster to Running on real pods, with no request refused" t_incluster_reconciles
   kc -n flink-system delete deployment flink-controller --wait=true --timeout=60s >/dev/null 2>&1
   kc delete namespace flink-system --wait=false >/dev/null 2>&1
   kc delete clusterrolebinding,clusterrole flink-controller >/dev/null 2>&1
   rm -rf "$ov"
+}
+
+# The Helm chart on the real API server: the image built here (as incluster), `helm install`
+# into a namespace of its own (the restricted Pod Security Standard enforced there) watching the
+# case's namespace alone (watchNamespaces: Roles there, no cluster-wide grant), the wordcount job
+# cluster of deploy/examples/wordcount-local.yaml to job Succeeded, then `helm uninstall`: the
+# Deployment, ServiceAccount and Roles gone, the CRD (crds/ is never deleted by Helm) and the
+# FlinkCluster still there.
+case_helm() {
+  local desc="helm: install of deploy/helm/flink-controller"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image docker.io/library/flink:1.20.5 || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
+  local helm=${TESTENV_HELM:-}
+  [ -n "$helm" ] || helm=$("$ROOT/tests/env/tool.sh" helm 2>/dev/null) ||
+    { skip "$desc" "helm not built (tests/env/build.sh helm)"; return 0; }
+  local ns rns
+  ns=$(new_ns helm real) && rns=$(new_ns helm-system real) || { check "$desc: namespaces" false; return 0; }
+  kc label namespace "$rns" pod-security.kubernetes.io/enforce=restricted >/dev/null
+  H() { HELM_CONFIG_HOME=$WORK/helm/config HELM_CACHE_HOME=$WORK/helm/cache HELM_DATA_HOME=$WORK/helm/data \
+    "$helm" --kubeconfig "$KUBECONFIG" "$@"; }
+  check "$desc: the controller image builds and is on the node" controller_image_on_node
+  t_helm_install() {
+    H install flink-controller "$ROOT/deploy/helm/flink-controller" --namespace "$rns" \
+      --set image.repository=localhost/flink-controller --set image.tag=testenv \
+      --set "watchNamespaces={$ns}" --wait --timeout 180s >"$WORK/helm-install.log" 2>&1 ||
+      { cat "$WORK/helm-install.log"; kc -n "$rns" get pods -o wide; kc -n "$rns" describe pods | tail -n 30; return 1; }
+    kc -n "$rns" rollout status deployment/flink-controller --timeout=60s >/dev/null || return 1
+    expect "release" "$(H status flink-controller --namespace "$rns" -o json | jget info.status)" deployed || return 1
+    expect "ready replicas" "$(jp "$rns" deployment/flink-controller '{.status.readyReplicas}')" 2 || return 1
+    expect "image" "$(jp "$rns" deployment/flink-controller '{.spec.template.spec.containers[0].image}')" \
+      localhost/flink-controller:testenv || return 1
+    expect "args" "$(jp "$rns" deployment/flink-controller '{.spec.template.spec.containers[0].args}')" \
+      "[\"run\",\"--leader-elect\",\"--metrics-addr\",\"0.0.0.0:8080\",\"--health-addr\",\"0.0.0.0:8081\",\"--log-format\",\"json\",\"--log-level\",\"info\",\"--namespace\",\"$ns\"]" || return 1
+    # the grant is the watched namespace's Role, not a ClusterRole
+    kc -n "$ns" get role flink-controller >/dev/null || return 1
+    ! kc get clusterrolebinding flink-controller >/dev/null 2>&1 || { echo "a ClusterRoleBinding flink-controller exists"; return 1; }
+    local holder
+    holder_is_pod() {
+      holder=$(jp "$rns" lease/flink-controller '{.spec.holderIdentity}')
+      [ -n "$holder" ] && kc -n "$rns" get pod "${holder%_*}" >/dev/null 2>&1
+    }
+    poll 60 holder_is_pod || { echo "Lease holder '$holder' is not a controller pod"; return 1; }
+  }
+  check "$desc: helm install --wait, watchNamespaces=[$ns]: 2 replicas Ready, the Role in $ns, one holds the Lease" t_helm_install
+  t_helm_job() {
+    kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount-local.yaml" >/dev/null || return 1
+    poll 300 is_job "$ns" wordcount Succeeded || {
+      kc -n "$rns" logs -l app.kubernetes.io/name=flink-controller --tail=4 2>&1
+      kc -n "$ns" get endpointslices -o wide 2>&1 | head -n 5
+      why "$ns" wordcount
+      return 1
+    }
+    local id; id=$(job_field "$ns" wordcount id)
+    [ "${#id}" -eq 32 ] || { echo "job id '$id' is not 32 hex digits"; return 1; }
+    no_403 "$rns"
+  }
+  check "$desc: the controller it installed runs wordcount-local.yaml to job Succeeded, no request refused" t_helm_job
+  t_helm_uninstall() {
+    H uninstall flink-controller --namespace "$rns" --wait --timeout 120s >"$WORK/helm-uninstall.log" 2>&1 ||
+      { cat "$WORK/helm-uninstall.log"; return 1; }
+    # each object the release made, by name (a failed get is "gone" only when it says NotFound)
+    local o
+    for o in "$rns deployment/flink-controller" "$rns serviceaccount/flink-controller" \
+      "$rns role/flink-controller-leader-election" "$rns rolebinding/flink-controller-leader-election" \
+      "$ns role/flink-controller" "$ns rolebinding/flink-controller"; do
+      # shellcheck disable=SC2086  # "NS KIND/NAME"
+      gone_obj() { local got; got=$(kc get -n ${o% *} "${o#* }" 2>&1); [[ $got == *NotFound* ]]; }
+      # shellcheck disable=SC2086
+      poll 30 gone_obj || { echo "still there after uninstall: $o"; kc get -n ${o% *} "${o#* }" 2>&1 | tail -n 3
+        cat "$WORK/helm-uninstall.log"; return 1; }
+    done
+    expect "CRD" "$(kc get crd flinkclusters.flinkoperator.k8s.io -o name)" \
+      customresourcedefinition.apiextensions.k8s.io/flinkclusters.flinkoperator.k8s.io || return 1
+    kc -n "$ns" get flinkcluster wordcount >/dev/null || { echo "the FlinkCluster went with the release"; return 1; }
+  }
+  check "$desc: helm uninstall removes the Deployment, ServiceAccount and Roles; the CRD and the FlinkCluster stay" t_helm_uninstall
+  H uninstall flink-controller --namespace "$rns" >/dev/null 2>&1
 }
