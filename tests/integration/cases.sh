@@ -585,8 +585,9 @@ case_rbac() {
 # deploy/namespaced as a user applies it: an overlay of deploy/ with the Component, retargeted to
 # the test's namespace (patches of the Role's and RoleBinding's namespace and of the env
 # WATCH_NAMESPACE that --namespace takes), every name prefixed so that its ServiceAccount is not
-# the one deploy/rbac.yaml binds cluster-wide for other cases. Its RBAC objects are applied (not the Deployment: the controller
-# runs here, with that ServiceAccount's token and the Deployment's --namespace).
+# the one deploy/rbac.yaml binds cluster-wide for other cases. Its RBAC objects are applied (not
+# the Deployment: the controller runs here, with that ServiceAccount's token and the Deployment's
+# --namespace).
 case_namespaced() {
   local ns other
   ns=$(new_ns nsrbac)
