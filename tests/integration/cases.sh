@@ -582,6 +582,63 @@ case_rbac() {
   check "as the ServiceAccount of deploy/rbac.yaml (token): Lease, watches, apply, status, Events, nothing forbidden" t_rbac
 }
 
+# The controller with a kubeconfig whose user is an exec credential plugin (as EKS, GKE and AKS
+# kubeconfigs are): a shell script that, like `aws eks get-token`, prints an ExecCredential with
+# a token of the flink-controller ServiceAccount from `kubectl create token` and its expiry. Its
+# first answer is a token the API server refuses: the 401s to it invalidate the credential once
+# and the plugin runs again (client-go's rule), so it runs exactly twice; then as case_rbac.
+case_execcred() {
+  local ns
+  ns=$(new_ns execcred)
+  t_execcred() {
+    local ekc=$WORK/exec.kubeconfig plugin=$WORK/exec-plugin.sh runs=$WORK/exec-plugin.runs
+    kc apply -f "$ROOT/deploy/namespace.yaml" -f "$ROOT/deploy/rbac.yaml" >/dev/null || return 1
+    cat >"$plugin" <<'PLUGIN'
+#!/bin/sh
+# an exec credential plugin: a client.authentication.k8s.io/v1 ExecCredential on stdout
+echo run >>"$RUNS"
+if [ "$(wc -l <"$RUNS")" -eq 1 ]; then
+  tok=not-a-valid-token
+else
+  tok=$("$KUBECTL" --kubeconfig="$ADMIN_KUBECONFIG" -n flink-system create token flink-controller --duration=1h) || exit 1
+fi
+echo "exec plugin run $(wc -l <"$RUNS")" >&2
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"%s"}}\n' \
+  "$tok" "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+PLUGIN
+    chmod +x "$plugin"
+    : >"$runs"
+    cat >"$ekc" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+current-context: execcred
+contexts:
+- {name: execcred, context: {cluster: testenv, user: plugin, namespace: flink-system}}
+clusters:
+- name: testenv
+  cluster: {server: "$KUBE_APISERVER_URL", certificate-authority: "$TESTENV_DIR/pki/ca.crt"}
+users:
+- name: plugin
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./exec-plugin.sh
+      env:
+      - {name: RUNS, value: "$runs"}
+      - {name: KUBECTL, value: "$TESTENV_KUBECTL"}
+      - {name: ADMIN_KUBECONFIG, value: "$KUBECONFIG"}
+      interactiveMode: Never
+      installHint: "the test writes exec-plugin.sh beside this kubeconfig"
+KUBECONFIG
+    sa_runs execcred "$ekc" "$ns" || return 1
+    grep -q 'context execcred' "$WORK/execcred.log" || { echo "not the exec kubeconfig's context"; return 1; }
+    expect "plugin runs (start, then once after the 401s)" "$(wc -l <"$runs")" 2 || return 1
+    grep -q 'exec plugin credential refreshed' "$WORK/execcred.log" || { echo "no refresh logged"; return 1; }
+    grep -q 'exec plugin run 1' "$WORK/execcred.log" || { echo "plugin stderr not logged"; return 1; }
+  }
+  check "exec credential plugin kubeconfig: the plugin's token used, a 401 re-runs it once, FlinkCluster Running" t_execcred
+}
+
 # deploy/namespaced as a user applies it: an overlay of deploy/ with the Component, retargeted to
 # the test's namespace (patches of the Role's and RoleBinding's namespace and of the env
 # WATCH_NAMESPACE that --namespace takes), every name prefixed so that its ServiceAccount is not

@@ -5,7 +5,7 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
-#                                        flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge
+#                                        flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override restart
 #                                        lost triggerfind restsubmit (lifecycle.sh), native nativequota nativescale
@@ -97,7 +97,7 @@ trap cleanup EXIT
 . "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster helm webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override restart lost triggerfind restsubmit native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster helm webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
