@@ -1,4 +1,5 @@
 # syntax=docker/dockerfile:1
+# SPDX-License-Identifier: Apache-2.0
 # flink-controller image:  make image  (docker build or buildah bud of this file, tagged
 # flink-controller:$(VERSION), the release and commit passed as build arguments), or by hand:
 #   docker build --build-arg COMMIT=$(git rev-parse --short=12 HEAD) -t flink-controller:0.2.0 .

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # flink-controller build.  `make deps` installs Debian packages; `make` builds
 # build/flink-controller; `make test` runs every suite and ends with
 # "N passed, N failed".

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """bench/converge.py: how fast and how lightly `flink-controller run` makes N FlinkClusters real on
 the test API server (kwok nodes), beside the API server's own ceiling for the same objects.
 

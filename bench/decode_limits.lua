@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- Cost of decoding hostile input (docs/reliability.md): CPU seconds and peak resident
 -- memory of fc.codec.decode_documents on the inputs issue 14 names, and what it answered:
 --   nested  600 KB of nested flow maps: "a: " .. "{a: " x N .. "1" .. "}" x N

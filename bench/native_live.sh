@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The live path of Native TaskManagers, as a benchmark (not a timed test): one FlinkCluster
 # with N TaskManager pods (default 1,000) on the test environment's kwok node; prints the time
 # until all N pods exist (pods per second) and the first pass of a restarted controller, which

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- Cost of one policy call in the production host (core/lhost.c through fc.sandbox): mean
 -- microseconds of CPU per host.call over N calls (default 2000) of
 --   cluster.desired  on policies/testdata/cluster/session-full (defaulted first),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Benchmark of core/slots hot paths: priority lookup, start/cancel across many profiles, pod
  * add/remove churn and the slot rule; then the controller's accounting at scale: CLUSTERS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/certs: webhook certificates with OpenSSL (see certs.h). */
 #include "certs.h"
 

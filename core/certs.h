@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/certs: the admission webhook's certificates, made and checked with OpenSSL (EVP keys,
  * X509): a self-signed CA and a serving certificate it signs, both ECDSA P-256 (the key type
  * cert-manager and the API server's own serving certificates default to), and the decision when

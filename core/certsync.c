@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/certsync: the webhook certificates' Secret and caBundle (see certsync.h). */
 #include "certsync.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/certsync: the admission webhook's certificates kept by the controller itself
  * (`run --webhook-cert-secret NS/NAME`, docs/webhook.md), the Kubernetes side of core/certs.
  *

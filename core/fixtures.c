@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fixtures: see fixtures.h. */
 #include "fixtures.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fixtures: `flink-controller test` — every policy's fixture cases run in the production
  * sandbox (issue "Policy authoring", item 2). The walk and the files are here; decoding, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/http: libcurl multi on a libev loop. See http.h. */
 #include "http.h"
 #include "util.h"

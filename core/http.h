@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/http: asynchronous HTTP(S) client, libcurl's multi interface driven by
  * a libev loop (curl's multi-socket model: CURLMOPT_SOCKETFUNCTION gives the
  * sockets to watch, CURLMOPT_TIMERFUNCTION the one timeout; both are turned

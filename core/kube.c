@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kube: kube client config, rate limit and API calls. See kube.h. */
 #include "kube.h"
 #include "util.h"

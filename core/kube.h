@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kube: Kubernetes client configuration and asynchronous API calls on
  * top of core/http. JSON goes through jansson (libjansson): the C side must
  * read watch events and list pages (type, metadata.resourceVersion, names,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kubecred: exec credential plugins. See kubecred.h. */
 #include "kubecred.h"
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kubecred: client-go's exec credential plugins (kubeconfig users[].user.exec; the
  * protocol of k8s.io/client-go/plugin/pkg/client/auth/exec and the client.authentication.k8s.io
  * ExecCredential API, v1 and v1beta1).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/leader: leader election on a coordination.k8s.io/v1 Lease (see
  * leader.h; the algorithm follows client-go tools/leaderelection). */
 #include "leader.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/leader: leader election on a coordination.k8s.io/v1 Lease, after
  * client-go's tools/leaderelection (LeaseLock):
  *   - the Lease is `LEADER_LEASE_NAME` in the controller's namespace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lhost: the Lua host and the policy sandbox.  See lhost.h for the contract; the design notes
  * that matter for safety are here, next to the code they explain.

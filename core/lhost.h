@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lhost: the one Lua state of the process, the framework loader and the policy sandbox.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* livediff: see livediff.h. */
 #include "livediff.h"
 

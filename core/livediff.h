@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * livediff: `flink-controller diff` — what a candidate policy directory would change in live
  * FlinkClusters, shown as `kubectl diff` shows it (issue "Policy authoring", item 3). Read-only:

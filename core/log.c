@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/log: structured logs (see log.h for the formats). */
 #include "log.h"
 #include "util.h"

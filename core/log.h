@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/log: structured logs, one line per record, to stderr (or a FILE set
  * with log_set_output).
  *

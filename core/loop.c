@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/loop: see loop.h. */
 #include "loop.h"
 

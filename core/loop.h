@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/loop: small helpers around the one libev loop the controller runs on. */
 #ifndef FC_LOOP_H
 #define FC_LOOP_H

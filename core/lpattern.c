@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lpattern: a budgeted Lua pattern matcher (see lpattern.h), written from the semantics of
  * the Lua 5.4 manual, section 6.4.1:

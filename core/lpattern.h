@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lpattern: Lua 5.4 patterns (reference manual, section 6.4.1) with a step budget.
  *

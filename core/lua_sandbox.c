@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fc.sandbox: the production policy host (core/lhost.c) as a Lua C module for a plain Lua
  * interpreter (busted under lua5.4), so that the specs run policies in the very sandbox of the

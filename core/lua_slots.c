@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fc.slots: the Lua face of core/slots (TaskManager slot accounting).
  *

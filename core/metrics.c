@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/metrics: counters, gauges and histograms with labels, rendered in the
  * Prometheus text exposition format 0.0.4 (see metrics.h). */
 #include "metrics.h"

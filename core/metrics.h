@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/metrics: a small Prometheus registry (counters, gauges, histograms
  * with labels) rendered in the text exposition format 0.0.4
  * (https://prometheus.io/docs/instrumenting/exposition_formats/):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/override: a policy set checked before use (see override.h). */
 #include "override.h"
 

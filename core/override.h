@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/override: a policy set made from the built-in policy dir and a ConfigMap's overrides
  * (`run --policy-configmap NS/NAME`, docs/policies.md, "Overriding policies in a running controller"),
  * checked before use. What the ConfigMap's keys mean is lua/fc/override.lua's (fc.override.files);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/reflector: list, then watch, into an indexed cache. See reflector.h. */
 #include "reflector.h"
 #include "util.h"

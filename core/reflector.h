@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/reflector: keeps a local cache of one kind in step with the API
  * server, the way client-go's reflector does:
  *   LIST (paginated, resourceVersion unset: a consistent read, so pages form

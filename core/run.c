@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/run: `flink-controller run` (see run.h and docs/contracts.md, "Reconcile"/"Transport"). */
 #include <errno.h>
 #include <getopt.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/run: `flink-controller run`, the controller itself.
  *
  * Wires the transport (core/kube, core/reflector, core/workqueue, core/http) to the reconcile

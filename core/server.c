@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/server: /healthz, /readyz and /metrics over GNU libmicrohttpd, driven
  * by the libev loop (see server.h). */
 #include "server.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/server: the controller's HTTP endpoints, served by GNU libmicrohttpd
  * (Debian libmicrohttpd-dev; no HTTP/1.1 written here) on the one libev loop
  * without threads: MHD_USE_EPOLL, the daemon's epoll fd

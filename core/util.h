@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/util: small helpers that several C modules share (error text, a growing string
  * buffer, reading a file, RFC 3339 timestamps, copying bytes).
  *

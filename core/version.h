@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/version: the release and the commit this binary was built from.
  *
  * FC_VERSION  the release, "MAJOR.MINOR.PATCH" with git describe's suffix when built from a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/webhook: the admission webhook over libmicrohttpd's TLS (see webhook.h). */
 #include "webhook.h"
 

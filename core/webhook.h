@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/webhook: the validating and mutating admission webhook for FlinkClusters, served over
  * TLS by GNU libmicrohttpd on the one libev loop (as core/server.c: MHD_USE_EPOLL, its epoll
  * fd watched by an ev_io, MHD_run on readiness, an ev_timer from MHD_get_timeout). TLS is

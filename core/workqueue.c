@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/workqueue: see workqueue.h. Sets and maps are jansson objects (a
  * string-keyed hash table we already link); delayed keys sit in a binary
  * min-heap on ready time with lazy deletion of superseded entries. */

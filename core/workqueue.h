@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/workqueue: the controller's queue of keys ("namespace/name"), ported
  * from the idea of client-go's workqueue:
  *   - a key waiting in the queue is queued once however often it is added;

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- Policy `cluster`: the Kubernetes objects a FlinkCluster should have.
 --
 -- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...}}

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of policies/cluster.lua and its helpers (lib.names, lib.flinkconf, lib.logconf,
 -- lib.pods, lib.submit).
 -- Fixtures: policies/testdata/cluster/<case>/input.yaml (a user manifest, as applied) and

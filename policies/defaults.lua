@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- policies/defaults.lua: the defaults of a FlinkCluster (flinkoperator.k8s.io/v1beta1).
 --
 -- Hook: apply(cluster) -> cluster, the FlinkCluster with every default of the API filled in

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of policies/defaults.lua: the fixtures in policies/testdata/defaults/<case>/
 -- (every case directory; input.yaml -> expected.yaml, compared structurally;
 -- FC_UPDATE_FIXTURES=1 rewrites expected.yaml from the output), run both as a plain module and

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- policies/job.lua: the job of a job cluster (one with `spec.job`): what state it is in, when
 -- to submit it, when to restart, cancel or clean up. Pure functions; the framework
 -- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`. What is asked of

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- policies/savepoint.lua: when to take a savepoint of the running job, and the progress of
 -- the one in flight. Pure; called by the framework after job.observe and before job.decide.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- policies/status.lua: the observed state of a FlinkCluster (API "Status" and "Behaviour").
 -- Pure. The framework calls `components` first (job.lua needs to know what is Ready), then
 -- `compute`; it stamps conditions with lastTransitionTime/observedGeneration, sets

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of policies/status.lua: the fixtures in policies/testdata/status/<case>/ (every case directory;
 -- input.yaml holds `hook` and its `input`; expected.yaml is matched against the output as
 -- support.fixtures' `mismatch` says: every key given must be equal, lists must have the same

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- policies/validate.lua: validation of a FlinkCluster (flinkoperator.k8s.io/v1beta1).
 --
 -- Hook: check({cluster=<defaulted>, raw=<as given>, old=<previous defaulted, {} on create>,

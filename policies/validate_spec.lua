@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of policies/validate.lua: the fixtures in policies/testdata/validate/<case>/
 -- (every case directory; input.yaml as given, optional old.yaml for an update, expected.yaml
 -- {errors, warnings} of {path, message}, sorted; FC_UPDATE_FIXTURES=1 rewrites it from the

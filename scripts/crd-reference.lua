@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- scripts/crd-reference.lua: writes docs/reference.md, the FlinkCluster field reference, from the
 -- CRD, so that the CRD stays the one description of the API's fields and the reference cannot
 -- drift from it.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- scripts/crd-schema.lua: writes lua/fc/crd.lua, the FlinkCluster schema of deploy/crd.yaml as a
 -- Lua table, so that deploy/crd.yaml stays the one description of the API's fields.
 --

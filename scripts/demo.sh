@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The controller end to end on the test environment's real node (docs/testenv.md):
 #   1. `make testenv-up` (unless one already runs at $TESTENV_DIR, default build/testenv);
 #   2. `flink-controller run` against it from outside the cluster, as on a laptop: it reaches each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Makes a Go >= 1.26 available as `go` on PATH, for the test environment only (Kubernetes, etcd,
 # kwok, CoreDNS are built from pinned Go modules, tests/env/build.sh); the product ships no Go.
 # Called by `make deps`. Nothing to do when a go >= 1.26 is already on PATH or in /usr/local/go.

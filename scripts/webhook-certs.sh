@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # scripts/webhook-certs.sh OUTDIR [NAME...]: a CA and a serving certificate for the admission
 # webhook, with the openssl CLI, for the file mode (--webhook-cert-file; the tests, the webhook
 # alone). In a cluster the controller makes its own (deploy/webhook) or cert-manager does

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Admission by the API server itself (deploy/crd.yaml's schema, defaults and CEL rules), on a
 -- live kube-apiserver with NO controller running (#testenv: the test environment, or
 -- FC_KUBECONFIG). What it proves, against policies/validate.lua's fixtures

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of deploy/argocd/flinkoperator.k8s.io/FlinkCluster/health.lua, the Argo CD health check
 -- (Argo CD's resource_customizations layout: health_test.yaml lists testdata/*.yaml inputs with the
 -- health status and message expected). Every case runs in plain Lua 5.4 without Argo CD, in an

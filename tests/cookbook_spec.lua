@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The policy cookbook (docs/policies.md, docs/cookbook/): each recipe is a patch to one policy
 -- and a fixture case. Each patch applies exactly (no fuzz) to a copy of policies/, its case
 -- passes there with `flink-controller test` (the production sandbox) and fails on the unpatched policies (so the

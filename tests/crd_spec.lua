@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- deploy/crd.yaml: the FlinkCluster CustomResourceDefinition.
 --
 -- deploy/crd.yaml is the one description of the API's fields (docs/admission.md, "one schema"): this

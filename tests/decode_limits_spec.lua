@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of fc.codec's bounds (docs/reliability.md): YAML read from libyaml's events with
 -- the same values as lyaml.load, and every bound checked while the input is read.
 local cjson = require("cjson")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- deploy/: RBAC, the controller Deployment, the namespace, the kustomization, and the Dockerfile
 -- that builds the image the Deployment runs.
 local lyaml = require("lyaml")

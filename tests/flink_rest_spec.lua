@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The Flink REST answers the job lifecycle reads, as real JobManagers of Flink 1.20 and 2.3
 -- sent them (recorded by tests/env/flink/record-rest.sh from session clusters on the test
 -- environment's real node into tests/testdata/flink-rest/<version>/): each field the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of lua/fc/flink.lua: the one module that knows Flink's REST API. Intents map to
 -- requests (method, path, body, where the answer is recorded, whether it waits for the status
 -- write), and the core's raw answers (Flink 1.20 bodies, as core/run.c records them) decode

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The Helm chart deploy/helm/flink-controller: `helm lint` and `helm template` (the test
 -- environment's pinned Helm, tests/env/build.sh helm) for the value sets of docs/install.md,
 -- each compared with the objects deploy/ makes for the same setup.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of the policy host, core/lhost.c: in process through fc.host (fc.sandbox under busted,
 -- the same C code as the binary's) and in the binary (#bin: `flink-controller sandbox-run`,
 -- binary from FC_BIN, default build/flink-controller).

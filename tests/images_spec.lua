@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The real node's images built here (tests/env/mkimage.sh, tests/env/image/), without root,
 -- containerd or Java: the archive mkimage.sh writes, the configuration lookup of the Flink image
 -- and how its entrypoint maps `args: [jobmanager]` / `[taskmanager]` to a JVM command line (a

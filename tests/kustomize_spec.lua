@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- deploy/ as kustomize builds it: every kustomization and Component rendered by the test
 -- environment's pinned kubectl (`kubectl kustomize`, tests/env/build.sh k8s), alone and in the
 -- combinations docs/install.md gives, with the rendered objects and arguments compared to deploy/'s.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of core/lpattern.c, the sandbox's own (budgeted) Lua pattern matcher: in the production
 -- host (fc.host, the sandbox of the binary) string.find/match/gmatch/gsub must give exactly what
 -- Lua's own string library gives here in busted (the unwrapped lstrlib), results and errors,

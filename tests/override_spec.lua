@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of fc.override (lua/fc/override.lua): the ConfigMap keys of `run --policy-configmap`,
 -- the refusals, and the message of a set whose fixtures failed.
 local override = require("fc.override")

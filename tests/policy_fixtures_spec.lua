@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The fixtures walker: every policy (policies/*.lua, not *_spec.lua, not lib/) must have
 -- its spec beside it (policies/<policy>_spec.lua) and at least one fixture case directory
 -- (policies/testdata/<policy>/<case>/). Files under policies/lib/ are helpers, not policies.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- `flink-controller test` (core/fixtures.c, lua/fc/fixtures.lua): every policy's fixture cases
 -- run in the production sandbox, every difference of a mismatch listed, a policy without
 -- cases failing, --update writing expected.yaml (#bin: the binary from FC_BIN).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Unit tests of fc.quantity: Kubernetes resource quantities as integer bytes / millicores.
 local quantity = require("fc.quantity")
 

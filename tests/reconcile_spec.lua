@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of the reconcile framework (lua/fc/reconcile.lua) with fc.diff and fc.revision.
 -- The framework runs through fc.host (the production host, core/lhost.c, by fc.sandbox) against
 -- a policy dir built per test: the tiny defaults/validate/cluster of tests/testdata/policies-min/ plus the

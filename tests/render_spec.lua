@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of fc.codec and fc.render (policies in the production host, fc.host) and of
 -- `flink-controller render` (#bin: the binary from FC_BIN, default build/flink-controller).
 local cjson = require("cjson")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test suite, each of which speaks TAP, and ends with one line
 # "N passed, N failed".  A suite that dies before finishing its plan counts
 # the missing tests as failed; a suite that prints no plan counts as one

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of `flink-controller run` stopping (#bin: the binary from FC_BIN, so that the asan suite
 -- reruns them under ASan+UBSan). The API server here accepts connections and never answers, so
 -- every request (lists, watches, the Lease GET of leader election) stays in flight.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- fc.slots: TaskManager slot accounting (core/slots.c through core/lua_slots.c).
 local slots = require("fc.slots")
 

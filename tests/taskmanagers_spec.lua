@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Native TaskManagers through the reconcile framework (lua/fc/reconcile.lua, fc.taskmanagers)
 -- with the real policies/: pods created, cancelled, replaced, timed out, stopped at the limit,
 -- and rebuilt after a restart. The API server is played by this file: applied pods come back

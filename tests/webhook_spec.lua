@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- The admission webhook: fc.admission's decisions (policies in the production host, fc.host), then
 -- `flink-controller webhook` (#bin: the binary from FC_BIN) over TLS with certificates from
 -- scripts/webhook-certs.sh, spoken to with curl: AdmissionReview v1 in and out, the JSON Patch

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.admission: the validating and mutating admission webhook's decisions (AdmissionReview
 -- admission.k8s.io/v1), served by core/webhook.c over TLS (docs/admission.md).
 --

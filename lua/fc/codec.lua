@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.codec: YAML and JSON in and out for Kubernetes objects (plain Lua tables shaped as the
 -- API's JSON). YAML goes through lyaml (libyaml's parser and emitter), JSON through lua-cjson;
 -- nothing here writes YAML or JSON text by hand.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.diff: does a desired object differ from the observed one, as far as our fields go?
 --
 -- Server-side apply only sends the fields we own, so the observed object is a superset of what

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.fixtures: one fixture case of a policy, run in the production sandbox (`flink-controller
 -- test`, core/fixtures.c, issue "Policy authoring", item 2). The C side walks
 -- <policy dir>/testdata/<policy>/<case>/ and hands the files' text here; this module decodes

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.flink: the one owner of the Flink REST protocol (trusted framework code).
 --
 -- Policies say what they want done to a job as lifecycle intents; this module maps each intent

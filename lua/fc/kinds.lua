@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.kinds: the one declaration of the Kubernetes kinds the controller manages for a
 -- FlinkCluster (issue "Converge for real", item 6). Everything else follows from this list:
 --   - the C core watches exactly these kinds (core/run.c asks `kinds.watched()` at start and

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.livediff: the decisions behind `flink-controller diff` (core/livediff.c; issue "Policy
 -- authoring", item 3): what a candidate policy directory would change in live FlinkClusters,
 -- shown the way `kubectl diff` shows it. Read-only: the core only lists, gets and dry-runs.

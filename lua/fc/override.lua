@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.override: policy overrides from a ConfigMap (`run --policy-configmap NS/NAME`, issue 12,
 -- item 4). The framework side: what the ConfigMap's keys mean, what a refusal says, and the
 -- switch of the live host. The C side (core/override.c) writes the files, hashes and compiles

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.profile: a Native TaskManager's resources, from the API's quantities to fc.slots' shape
 -- and back to a pod's container resources and Flink's external-resource options.
 --

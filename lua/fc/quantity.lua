@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.quantity: Kubernetes resource quantities as exact integers.
 --
 -- Follows the grammar of k8s.io/apimachinery/pkg/api/resource (quantity.go):

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.reconcile: the framework entry the C core calls for each FlinkCluster key.
 --
 -- reconcile.run(snapshot) -> result. Pure decisions, no I/O: the core builds the snapshot from

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.render: the offline dry-run behind `flink-controller render` (docs/contracts.md, "Render").
 --
 -- For every FlinkCluster document of the input: defaults.apply -> validate.check ->

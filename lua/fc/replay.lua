@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.replay: `flink-controller reconcile -f SNAPSHOT` (issue "Policy authoring", item 1): the
 -- whole reconcile of one FlinkCluster from a recorded snapshot, offline. A snapshot is what the
 -- controller hands fc.reconcile.run for a pass — {cluster, children, flink, now, dry_runs} —

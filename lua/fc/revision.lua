@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.revision: the spec history of a FlinkCluster as ControllerRevisions.
 --
 -- The revision of a cluster is a hash of its spec minus the control fields (fields that ask

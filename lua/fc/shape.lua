@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.shape: output shape checks of the policy hooks that both fc.render and fc.reconcile call
 -- (defaults.apply, validate.check, cluster.desired), so that a policy output is judged the same
 -- way by `flink-controller render` and by the controller. Each check returns nil when the shape

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.taskmanagers: Native TaskManagers (spec.taskManager.mode Native). The controller plays
 -- Flink's resource manager: one pod per TaskManager, as many as the slot demand needs, each
 -- checked for registration with the JobManager, failed ones replaced up to a limit.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.util: small table helpers shared by the framework and the policies.
 -- Pure functions; safe inside the policy sandbox.
 local util = {}

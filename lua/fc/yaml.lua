@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- fc.yaml: YAML text for policies (which cannot reach lyaml): a flat map of options written
 -- by the same libyaml emitter as everything else the controller writes (fc.codec), so a value
 -- that would read back as another type ("8081", "true", "null") or break the syntax (": ",

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.clock: RFC 3339 timestamps <-> unix seconds, UTC, whole seconds.
 -- Kubernetes writes metav1.Time as RFC 3339 in UTC with second precision
 -- ("2026-11-30T06:40:00Z"); status times of the FlinkCluster use the same form.

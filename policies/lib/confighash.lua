@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.confighash: a short fingerprint of configuration files, for pod template annotations.
 --
 -- A Pod reads its ConfigMap files at start (Flink reads flink-conf.yaml and the log

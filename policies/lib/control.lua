@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.control: the user-control annotation (the original operator's
 -- `flinkclusters.flinkoperator.k8s.io/user-control`), read by job.lua (progress in
 -- status.control, removal of the annotation) and savepoint.lua (the savepoint it asks for).

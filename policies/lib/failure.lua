@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.failure: a short, readable cause out of a Java failure text (a stack trace, the output
 -- of `flink run`), for status.components.job.failureReason and the Events.
 local failure = {}

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.flinkconf: Flink's configuration file for a FlinkCluster: which file and form the
 -- cluster's Flink version reads, the memory keys computed from the container limits, the
 -- options Flink 2 no longer knows, and the rendering. Pure functions; used by

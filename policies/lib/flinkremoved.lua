@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.flinkremoved: the configuration options Flink 2 no longer knows. Data and one lookup;
 -- used by lib.flinkconf (such options are not written for a Flink 2 cluster) and validate.lua
 -- (a warning names each one the user's flinkProperties set).

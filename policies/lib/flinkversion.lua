@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.flinkversion: which Flink version a FlinkCluster runs, for the choices that depend on
 -- it (the configuration file and its form, the memory keys, the options Flink 2 removed, the
 -- log4j syntax). Pure functions; used by lib.flinkconf, cluster.lua and validate.lua.

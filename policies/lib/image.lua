@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.image: the parts of a container image reference, as Kubernetes and the registries read
 -- it (distribution/reference grammar, which Kubernetes' parsers.ParseImageName uses):
 -- [registry[:port]/]path/name[:tag][@digest]. Used by defaults.lua (imagePullPolicy) and

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.logconf: the console logging files put in the cluster's ConfigMap. The Flink images'
 -- entrypoint starts the JobManager/TaskManager with conf/log4j-console.properties (and
 -- conf/logback-console.xml when logback is used), so everything goes to stdout, where

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.names: names, labels and metadata of the objects generated for a FlinkCluster.
 -- Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.
 local util = require("fc.util")

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.pods: pieces of the pod templates of the JobManager, the TaskManagers and the job
 -- submitter: volumes and mounts every pod shares, environment, probes, init containers and
 -- the pod spec. Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.

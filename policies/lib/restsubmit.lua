@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.restsubmit: submitting a job cluster's job through the JobManager's REST API instead of
 -- the submitter Job (job.lua chooses which, job.SUBMIT_WITH_REST). One step per pass, recorded in
 -- status.components.job.submission (ours) = {jobID=<the id we give the job>, state=, time=}:

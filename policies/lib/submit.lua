@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.submit: the job submitter's command line and shell script (ConfigMap key
 -- `submit-job.sh`, run by the `<n>-job-submitter` Job's container `main`). The arguments of
 -- `flink run` are the container's args (as the original operator's submitter has them), so

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.trigger: the trigger ids of our savepoints and stops (Flink's TriggerId: 32 lowercase
 -- hex, flink-rest-notes.md "Async operation pattern"). Flink keys a savepoint operation by the
 -- id the client sends, so the same trigger sent twice is one savepoint and its outcome can be

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- lib.values: type tests for values decoded from YAML or JSON, shared by defaults.lua and
 -- validate.lua. Decoders differ: lua-cjson turns every number into a float (`1` -> 1.0) and
 -- `null` into a light userdata; lyaml turns `null`/`~` into a table whose metatable has

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Test-only forward proxy for test_kubecred: HTTP CONNECT and SOCKS5 (no auth) on one port.
 Every tunnel goes to 127.0.0.1 at the port asked for, whatever the host name (so a name that
 does not resolve still reaches the fake API server). Each request is appended to LOGFILE as

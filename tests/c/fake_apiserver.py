@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Test-only HTTPS server for the transport tests (test_http, test_kube,
 test_reflector): a few plain endpoints and scripted list/watch answers shaped
 like kube-apiserver's.  Usage: fake_apiserver.py CERTDIR; prints the port on

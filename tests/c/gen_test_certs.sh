@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Test-only PKI for the transport tests: a CA, a server cert for 127.0.0.1 /
 # localhost, a client cert (CN flink-controller-test) and an unrelated CA.
 # Usage: gen_test_certs.sh DIR   (does nothing when DIR/client.key exists)

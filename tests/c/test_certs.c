@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/certs: the CA and the serving certificate it signs (names, validity, key
  * match, signature), checked with OpenSSL and the openssl CLI, and the renewal decision at
  * given times. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/http against tests/c/fake_apiserver.py over TLS on 127.0.0.1:
  * verification, CA/client cert from files and blobs, bearer token, bodies,
  * streaming across arbitrary chunk splits, cancel, timeouts, body cap. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kube: kubeconfig and in-cluster config from fixtures, the token
  * bucket on a fake clock, paths; then calls against
  * tests/c/fake_apiserver.py: 429 + Retry-After retries, 401 -> token file

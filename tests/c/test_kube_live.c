@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kube + core/reflector against a REAL kube-apiserver (the test
  * environment of tests/env: `make testenv-up`). Uses
  * $TESTENV_DIR/kubeconfig (default build/testenv) when env.sh is there;

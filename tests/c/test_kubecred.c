@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/kubecred and the kubeconfig features around it (core/kube): exec credential plugins
  * against tests/c/fake_apiserver.py with a fake plugin (a shell script written here that logs
  * its args, env and KUBERNETES_EXEC_INFO and prints the ExecCredential the test asks for):

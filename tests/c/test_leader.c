@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/leader: the pure decision functions, then the elector's
  * state machine driven by a fake clock and a fake API (no loop, no network).
  * Against a real kube-apiserver when the test environment is up

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/lhost C API: data directories, lhost_call_json (the entry point core/run.c will use),
  * lhost_run_chunk_json under the budgets, memory given back after a capped call, and
  * lhost_pcall errors, the whole state's hard cap (option and environment).  Prints TAP; run from the repository root (FC_DATADIR is compiled in). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/log: both formats byte for byte with a fixed clock,
  * quoting, reserved keys, thresholds and the variadic forms. */
 #include <jansson.h>

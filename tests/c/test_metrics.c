@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/metrics: registration rules, updates, the series cap and
  * the exact text exposition (format 0.0.4) of every metric type. */
 #include <math.h>

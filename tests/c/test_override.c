@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/override: a set materialized from a base dir and a plan, its hash, the
  * compile check (the fixtures' child process is covered by the integration case `override`). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/reflector against the scripted "refl" namespace of
  * tests/c/fake_apiserver.py: paginated list, watch from the list RV, events
  * cut across chunks, bookmarks, clean end -> rewatch from the last RV, ERROR

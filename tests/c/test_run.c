@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/run: the pure helpers (status merge patch, recording Flink REST answers, where a Flink
  * call goes) and the command's usage errors; Flink calls through the API server's service proxy
  * against tests/c/fake_apiserver.py (path form, credentials, POST body, error mapping). The

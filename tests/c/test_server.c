@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/server: the server on 127.0.0.1:0 inside the test,
  * fetched with libcurl (core/http, the multi interface on the same loop, so
  * one thread serves and fetches). */

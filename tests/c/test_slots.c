@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* C-level tests of core/slots: bad input, the pod id map under churn, allocator failures. TAP. */
 #include <math.h>
 #include <stdio.h>

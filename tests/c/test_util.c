@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TAP tests of core/util: error text, the growing buffer, file reading, RFC 3339 times and
  * byte copies, with concrete values. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core/workqueue: dedup, one worker per key, per-key backoff and delayed
  * requeue, all on a fake clock (no loop). */
 #include "transport_tap.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Starts and stops tests/c/fake_apiserver.py for the transport tests; the
  * certificates come from tests/c/gen_test_certs.sh under build/tests/tls. */
 #ifndef TRANSPORT_SERVER_H

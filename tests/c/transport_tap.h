@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Minimal TAP output for the transport tests (test_http, test_kube,
  * test_reflector, test_workqueue). */
 #ifndef TRANSPORT_TAP_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The compat suite (TAP, plan at the end): the newest Kubernetes release claimed
 # (K8S_NEWEST_VERSION in tests/env/versions.env, docs/versions.md), where every other suite runs
 # on the oldest (K8S_VERSION). Brings up a kwok-only test environment of that release's control

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds (or finds cached) every binary and jar the test environment runs.
 # Usage: tests/env/build.sh [k8s|etcd|kwok|flink|node|coredns|pause|image-base|
 #          flink-image|image-controller-base|flink2|flink2-image|helm|k8s-newest]...

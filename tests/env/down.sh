@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stops the test environment started by tests/env/up.sh: exactly the
 # processes recorded in $TESTENV_DIR/pids, newest first, each only while its
 # pid still belongs to the process started (same /proc start time), then

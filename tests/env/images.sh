@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The container images of the test environment's real node, as `docker save`
 # archives for `ctr -n k8s.io images import` (no registry on these machines).
 # Usage: tests/env/images.sh controller|flink OUT.tar [REF...]

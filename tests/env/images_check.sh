@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks the real node's images without containerd (TAP on stdout): the
 # archive's structure (manifest.json tags, config, layer digest), the files of
 # the unpacked layer, and programs of the image run in a chroot in private

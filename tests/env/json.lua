@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Reads one JSON document on stdin and prints the value at each dotted path
 -- given as an argument, one per line, for the shell scripts of tests/env/.
 -- Path segments are object keys or 1-based array indices ("jobs.1.id");

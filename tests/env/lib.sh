@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Shared helpers for tests/env/*.sh (sourced, not run).
 # Defines TESTENV_SRC (this folder), TESTENV_CACHE (binary cache root) and

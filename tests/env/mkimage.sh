@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Packs a root file system directory into a container image archive without a
 # registry or a container builder: a single-layer `docker save` archive that
 # `ctr -n k8s.io images import OUT.tar` (containerd) reads.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Process bookkeeping for tests/env/up.sh and down.sh (sourced, not run).
 # The pid file $TESTENV_DIR/pids has one line per process up.sh started:

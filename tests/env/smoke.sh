@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Smoke test of the test environment (TAP).  Uses a running environment
 # ($TESTENV_DIR/env.sh, default build/testenv) or brings one up itself with
 # tests/env/up.sh and takes it down again at the end (only then).  Prints

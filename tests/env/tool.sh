@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the path of a test environment tool built by tests/env/build.sh, or exits 1 (and says
 # which component to build) when it is not built.  Usage: tests/env/tool.sh kubectl|helm
 #   kubectl  the pinned release's (component k8s), as up.sh's TESTENV_KUBECTL

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lists what a real node of the test environment (tests/env/node/node.sh)
 # left on this host, one line per trace: processes (containerd shims, or any
 # process running from $TESTENV_DIR/node), iptables/ip6tables rules and

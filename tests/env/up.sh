@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Starts the test environment on loopback, every port chosen free at start:
 #   etcd -> kube-apiserver (TLS, client-certificate authn, RBAC) ->
 #   kube-controller-manager (GC, StatefulSet, Job, ... controllers) ->

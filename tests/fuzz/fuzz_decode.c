@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_decode.c: libFuzzer target for YAML and JSON -> Lua, through the code the
  * controller and `render` use (fc.codec in the production host, core/lhost).  An input is

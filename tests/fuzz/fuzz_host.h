@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_host.h: the production Lua host (core/lhost) for the libFuzzer targets that
  * drive the framework (fuzz_decode.c, fuzz_render.c): one host for the whole run, made on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_render.c: libFuzzer target for `flink-controller render` of an arbitrary
  * document: fc.render.run in the production host (core/lhost) with the repository's policies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tests/fuzz/fuzz_watch.c: libFuzzer target for the watch-stream framing (core/kube.c,
  * kube_watch_feed and kube_watch_event, what kube_watch does with libcurl's chunks).  An

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fuzz suite (tests/run.sh fuzz; docs/reliability.md), in TAP: builds the libFuzzer
 # targets (make fuzz: clang-14 under ASan+UBSan, objects in build/fuzz/), then for each target
 # one test: every input kept in tests/fuzz/regressions/<target>/ and tests/fuzz/corpus/<target>/

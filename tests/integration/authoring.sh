@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Issue 12 (policy authoring), sourced by tests/integration/run.sh: `flink-controller diff` shows
 # what a candidate policy directory would change in a live FlinkCluster, as kubectl diff does,

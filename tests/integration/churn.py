@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Test tooling of the `churn` integration case (tests/integration/churn.sh): the seeded schedule
 of FlinkCluster creates, spec updates and deletes, and the sweep that counts what is wrong once
 the controller is quiet. Talks to the API server through kubectl ($TESTENV_KUBECTL, $KUBECONFIG).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Issue 14 item 4 (sourced by tests/integration/run.sh): churn with kill -9 (case `churn`).
 # 100 FlinkClusters (session clusters, job clusters with a submitter Job, and c100 whose job the

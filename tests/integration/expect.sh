@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Issue 8 items 3 and 4 (sourced by tests/integration/run.sh): a pass acts only on what has been
 # seen and writes no status the server cannot keep (case `prune`); a hung JobManager holds no

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A loopback fault-injection proxy: before the test API server, or before a JobManager's REST.
 
 Test code (tests/integration/faults.sh). The controller talks to this proxy as if it were the API

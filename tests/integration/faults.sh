@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Issue 14 item 3 (sourced by tests/integration/run.sh, case `faults`): the controller talks to
 # the API server and to the JobManagers through fault_proxy.py, which injects, one phase at a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Issue 8 items 5, 6 and 8 (sourced by tests/integration/run.sh): a bad edit holds changes, not
 # supervision (case `held`); an update the API server refuses in a dry run does not start

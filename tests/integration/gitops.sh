@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Issue #27 item 4 (sourced by tests/integration/run.sh): GitOps tools read a FlinkCluster's
 # health from its kstatus conditions (policies/status.lua, docs/gitops.md) on the real API

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Helpers for the controller's integration tests (sourced by tests/integration/run.sh).
 # Needs: ROOT, TESTENV_DIR with a running test environment (env.sh sourced), WORK (a temp dir).

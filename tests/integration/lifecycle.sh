@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Integration cases of the job lifecycle (issue 9) on the test environment's host Flink
 # (sourced by tests/integration/run.sh after lib.sh and cases.sh: submit_ticker, set_job).

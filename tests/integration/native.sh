@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Native TaskManagers (taskManager.mode Native, issue 10) on the real API server, pods on the
 # kwok node (sourced by tests/integration/run.sh, helpers in lib.sh):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Flink REST through the real kube-apiserver's service proxy (`run --flink-access proxy`, the
 # default out of cluster; sourced by tests/integration/run.sh, case `proxy`).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Job lifecycle cases (issue 9) on the real node: real JobManager and TaskManager pods of
 # flink:1.20.5, the controller outside the cluster reaching each JobManager through the API

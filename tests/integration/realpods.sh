@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Integration cases on the test environment's real node (sourced by tests/integration/run.sh,
 # helpers in lib.sh): real JobManager and TaskManager pods of the Flink images built here

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A loopback HTTPS proxy before the test API server that makes every watch lag behind.
 
 Test code (tests/integration/gate.sh, case `stale`): the controller talks to this proxy as if it

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- The busted helper of tests/run.sh (--helper): `require("fc.host")` is the binary's policy
 -- host, core/lhost.c, through fc.sandbox (build/lib/fc/sandbox.so, core/lua_sandbox.c), the one
 -- sandbox every spec runs policies in. Raises when the module is not built (`make`).

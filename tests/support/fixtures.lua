@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- support.fixtures: the helpers the busted specs (policies/*_spec.lua, tests/*_spec.lua) share:
 -- files, YAML fixtures, fixture case directories, structural comparison, policies in the production
 -- sandbox and running the binary. `require("support.fixtures")` (tests/run.sh puts tests/?.lua

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Specs of tests/support/fixtures.lua, the helpers the policy and framework specs share: if one
 -- of these is wrong, every spec that uses it may pass for the wrong reason.
 local lyaml = require("lyaml")

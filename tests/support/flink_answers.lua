@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- support.flink_answers: the core's raw Flink answers (snapshot.flink = {answers={...}}, what
 -- core/run.c records) for a decoded view, so that specs can say what Flink answered in the
 -- decoded shape and still go through fc.flink's decoding. The bodies are Flink 1.20's

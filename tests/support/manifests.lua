@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 --- Reading rendered manifests in specs (deploy/, `kubectl kustomize`, `helm template`): YAML
 -- streams as lists of objects, RBAC rules as comparable sets, and the test environment's tools.
 local lyaml = require("lyaml")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the configuration keys a Flink classpath declares (ListConfigKeys.java): one
 # "KEY<TAB>origin" line per key, sorted.
 # Usage: tests/env/flink/config-keys.sh LIBDIR      (a folder of jars, e.g. the cache's

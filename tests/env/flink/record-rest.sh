@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Records the Flink REST answers the controller's job lifecycle reads, from a live session
 # cluster, into OUTDIR (tests/testdata/flink-rest/<version>/, read by
 # tests/flink_rest_spec.lua): one file per call, "<name>.json" with the HTTP status, the body

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # The container images of the real node that are built here (sourced by
 # lib.sh; defines names and functions only).  No registry on these machines, so

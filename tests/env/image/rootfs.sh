@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A Debian root file system for the test environment's container images (no
 # registry here, so no `FROM debian:...`): debootstrap minbase plus packages,
 # then trimmed like Debian's slim images (no .debs, apt lists, docs but the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # The test environment's real node (sourced by tests/env/up.sh, down.sh and
 # traces.sh, after lib.sh and proc.sh): containerd + runc + CNI bridge, a

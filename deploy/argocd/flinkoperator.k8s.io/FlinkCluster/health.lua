@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- Argo CD health check of a FlinkCluster (flinkoperator.k8s.io/v1beta1), written to Argo CD's
 -- resource_customizations convention: the body of a function of `obj` (the object as the API
 -- server returns it) that returns {status=, message=}, status one of Healthy, Progressing,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Entrypoint (/docker-entrypoint.sh) of the test environment's Flink image: the
 # part of the official flink image's contract that flink-controller's rendered
 # objects use, with Flink's jars from Maven Central and no flink-dist scripts.

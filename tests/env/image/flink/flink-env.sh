@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # Sourced by /docker-entrypoint.sh and /opt/flink/bin/flink of the test
 # environment's Flink image (not run).  Defines:
