@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # The integration cases (sourced by tests/integration/run.sh, helpers in lib.sh). Each case_X
 # runs its checks; cases that need the wordcount example set it up through ensure_example.

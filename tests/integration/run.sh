@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Integration tests of `flink-controller run` against the real test environment (TAP, plan at
 # the end). Uses a running environment at $TESTENV_DIR (default build/testenv-integration: its
 # own, because one case stops the API server for 10 s) or brings one up with tests/env/up.sh
