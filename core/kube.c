@@ -973,29 +973,30 @@ static int reload_token(kube_client *c, int force)
     return 0;
 }
 
-/* 1 when the host of `url` (http(s)://host[:port]/...) is "localhost" or a loopback address. */
+/* 1 when the host of `url` (http(s)://host[:port]/...) is "localhost" or a loopback address;
+ * the host is taken by libcurl's URL parser (IPv6 literals come back in brackets). */
 static int loopback_host(const char *url)
 {
-    const char *h = strstr(url, "://");
-    char host[256];
-    h = h ? h + 3 : url;
-    size_t n;
-    if (*h == '[') {
-        h++;
-        n = strcspn(h, "]");
-    } else {
-        n = strcspn(h, ":/");
+    CURLU *u = curl_url();
+    char *host = NULL;
+    int lo = 0;
+    if (u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+        unsigned char a[16];
+        size_t n = strlen(host);
+        if (strcasecmp(host, "localhost") == 0) {
+            lo = 1;
+        } else if (inet_pton(AF_INET, host, a) == 1) {
+            lo = a[0] == 127;
+        } else if (n > 2 && host[0] == '[' && host[n - 1] == ']') {
+            host[n - 1] = '\0';
+            lo = inet_pton(AF_INET6, host + 1, a) == 1 &&
+                 memcmp(a, (const unsigned char[16]){[15] = 1}, 16) == 0;
+        }
     }
-    if (n >= sizeof host)
-        return 0;
-    memcpy(host, h, n);
-    host[n] = '\0';
-    unsigned char a[16];
-    if (strcasecmp(host, "localhost") == 0)
-        return 1;
-    if (inet_pton(AF_INET, host, a) == 1)
-        return a[0] == 127;
-    return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, (const unsigned char[16]){[15] = 1}, 16) == 0;
+    curl_free(host);
+    curl_url_cleanup(u);
+    return lo;
 }
 
 /* The proxy of the client's requests (client-go: proxy-url for every request; else Go's
