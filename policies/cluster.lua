@@ -37,8 +37,9 @@ local values = require("lib.values")
 local cluster_policy = {}
 
 --- ConfigMap `<n>-configmap`: the files under /opt/flink/conf of every pod. Entries of
--- spec.logConfig (file name -> contents) replace ours or add files.
-local function configmap(c)
+-- spec.logConfig (file name -> contents) replace ours or add files. `rev`: the revision name
+-- for the revision label (nil: none).
+local function configmap(c, rev)
   local n, spec = c.metadata.name, c.spec
   local data = flinkconf.files(c)
   -- log4j 2 arrived with Flink 1.11; unknown versions count as new (lib.flinkversion.at_least)
@@ -49,7 +50,7 @@ local function configmap(c)
   return {
     apiVersion = "v1",
     kind = "ConfigMap",
-    metadata = names.metadata(c, names.configmap(n), names.cluster_labels(n)),
+    metadata = names.metadata(c, names.configmap(n), names.object_labels(names.cluster_labels(n), nil, rev)),
     data = data,
   }
 end
@@ -64,11 +65,12 @@ end
 
 --- The Flink container of a component: the image's entrypoint takes "jobmanager" or
 -- "taskmanager" as its argument. Env: our downward-API limits and Hadoop/GCP variables, then
--- spec.envVars (a user variable of the same name replaces ours).
+-- spec.envVars (a user variable of the same name replaces ours). Mounts: the component's
+-- volumeMounts, then ours (lib.pods.shared) at the paths it leaves free.
 local function flink_container(c, component, comp, shared)
   local spec = c.spec
   local readiness, liveness = pods.probes(comp.ports.rpc)
-  local ours = pods.limits_env(component == "jobmanager" and "JOB_MANAGER" or "TASK_MANAGER")
+  local ours = pods.limits_env(component == "jobmanager" and "JOB_MANAGER" or "TASK_MANAGER", component)
   for _, e in ipairs(shared.env) do ours[#ours + 1] = e end
   return {
     name = component,
@@ -79,7 +81,7 @@ local function flink_container(c, component, comp, shared)
     env = util.nonempty(pods.merge_by("name", ours, spec.envVars)),
     envFrom = util.nonempty(spec.envFrom),
     resources = util.nonempty(comp.resources),
-    volumeMounts = pods.merge_by("mountPath", shared.mounts, comp.volumeMounts),
+    volumeMounts = pods.after("mountPath", comp.volumeMounts, shared.mounts),
     readinessProbe = readiness,
     livenessProbe = liveness,
   }
@@ -94,7 +96,8 @@ end
 -- spec.taskManager): init containers (inheriting the component's volumeMounts), the Flink
 -- container (`adjust(container)` may change it), then the sidecars; labels = the fixed
 -- component labels plus podLabels. `config_hash`: the hash of the ConfigMap files the Flink
--- processes read. `extra`: more pod spec fields.
+-- processes read. `extra`: more pod spec fields. Volumes: the component's, then ours under the
+-- names it leaves free.
 local function component_template(c, component, comp, config_hash, adjust, extra)
   local n, spec = c.metadata.name, c.spec
   local shared = pods.shared(n, spec)
@@ -114,13 +117,15 @@ local function component_template(c, component, comp, config_hash, adjust, extra
     annotations = pod_annotations(comp.podAnnotations, config_hash),
     init = pods.init_containers(comp.initContainers, comp.volumeMounts),
     containers = containers,
-    volumes = pods.merge_by("name", shared.volumes, comp.volumes),
+    volumes = pods.after("name", comp.volumes, shared.volumes),
     extra = fields,
   }
 end
 
---- StatefulSet of a component; the selector is the fixed component labels.
-local function component_statefulset(c, component, comp, config_hash)
+--- StatefulSet of a component; the selector is the fixed component labels (never podLabels:
+-- Kubernetes makes a StatefulSet's selector immutable). Its own labels: the component labels,
+-- the podLabels and the revision label (`rev`), as the original operator's.
+local function component_statefulset(c, component, comp, config_hash, rev)
   local n, spec = c.metadata.name, c.spec
   local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
   local selector = names.component_labels(n, component)
@@ -140,20 +145,29 @@ local function component_statefulset(c, component, comp, config_hash)
   return {
     apiVersion = "apps/v1",
     kind = "StatefulSet",
-    metadata = names.metadata(c, name, names.component_labels(n, component)),
+    metadata = names.metadata(c, name, names.object_labels(names.component_labels(n, component), comp.podLabels, rev)),
     spec = sts_spec,
   }
 end
 
--- Annotation that makes a LoadBalancer internal to the VPC for accessScope VPC. We write
--- GKE's (the original operator's platform): "networking.gke.io/load-balancer-type: Internal"
--- (GKE docs, "Creating an internal load balancer", GKE 1.17+).
-local VPC_ANNOTATIONS = { ["networking.gke.io/load-balancer-type"] = "Internal" }
+-- Annotations that make a LoadBalancer internal to the VPC for accessScope VPC, on GKE (the
+-- original operator's platform): the original's "cloud.google.com/load-balancer-type:
+-- Internal", which GKE's service controller still reads as a deprecated name
+-- (cloud-provider-gcp, GetLoadBalancerAnnotationType), and the name GKE documents today,
+-- "networking.gke.io/load-balancer-type: Internal" (GKE docs, "LoadBalancer Service
+-- parameters"), which it reads first.
+local VPC_ANNOTATIONS = {
+  ["cloud.google.com/load-balancer-type"] = "Internal",
+  ["networking.gke.io/load-balancer-type"] = "Internal",
+}
 
 --- Service `<n>-jobmanager` selecting the JobManager pod. accessScope:
 -- Cluster -> ClusterIP; VPC -> internal LoadBalancer; External -> LoadBalancer;
 -- NodePort -> NodePort; Headless -> ClusterIP with clusterIP None (DNS names the pod directly).
-local function jobmanager_service(c)
+-- Ports: rpc, blob, query, ui and the extraPorts, each targeting the container port by its
+-- name (the original's targetPorts; an extra port without a name by its number). Labels: the
+-- JobManager's, its podLabels and the revision label (`rev`); the selector never has podLabels.
+local function jobmanager_service(c, rev)
   local n, jm = c.metadata.name, c.spec.jobManager
   local svc = { selector = names.component_labels(n, "jobmanager") }
   local annotations
@@ -176,13 +190,15 @@ local function jobmanager_service(c)
   end
   local ports = {}
   for _, p in ipairs(pods.container_ports(component_ports("jobmanager", jm.ports), jm.extraPorts)) do
-    ports[#ports + 1] = { name = p.name, port = p.containerPort, targetPort = p.containerPort, protocol = p.protocol }
+    ports[#ports + 1] = { name = p.name, port = p.containerPort, targetPort = p.name or p.containerPort,
+      protocol = p.protocol }
   end
   svc.ports = ports
   return {
     apiVersion = "v1",
     kind = "Service",
-    metadata = names.metadata(c, names.jobmanager(n), names.component_labels(n, "jobmanager"), annotations),
+    metadata = names.metadata(c, names.jobmanager(n),
+      names.object_labels(names.component_labels(n, "jobmanager"), jm.podLabels, rev), annotations),
     spec = svc,
   }
 end
@@ -204,8 +220,8 @@ end
 
 --- Ingress `<n>-jobmanager` (networking.k8s.io/v1) to the Service's `ui` port, all paths;
 -- with useTls a tls entry for the host, with tlsSecretName when given (else the ingress
--- controller's default certificate).
-local function jobmanager_ingress(c)
+-- controller's default certificate). Labels: the JobManager's and the revision label (`rev`).
+local function jobmanager_ingress(c, rev)
   local n, ing = c.metadata.name, c.spec.jobManager.ingress
   local host = ingress_host(ing.hostFormat, n)
   local backend = { service = { name = names.jobmanager(n), port = { name = "ui" } } }
@@ -221,34 +237,46 @@ local function jobmanager_ingress(c)
   return {
     apiVersion = "networking.k8s.io/v1",
     kind = "Ingress",
-    metadata = names.metadata(c, names.jobmanager(n), names.component_labels(n, "jobmanager"),
-      ing.annotations),
+    metadata = names.metadata(c, names.jobmanager(n),
+      names.object_labels(names.component_labels(n, "jobmanager"), nil, rev), ing.annotations),
     spec = spec,
   }
 end
 
 --- Job `<n>-job-submitter`: one pod, never retried (backoffLimit 0, restartPolicy Never: the
--- controller decides about resubmission), container `main` running submit-job.sh from the
--- ConfigMap with the `flink run` arguments as its args (lib/submit.lua). It takes the job's
--- podLabels, podAnnotations, volumes, volumeMounts, initContainers, resources and
--- securityContext, and the cluster's env like the Flink pods
--- (a jar on HDFS or GCS needs the same credentials). `config_hash`: the hash of every
--- ConfigMap file, the script included (a Job's template is immutable: this records what the
--- submission ran with).
-local function job_submitter(c, config_hash)
+-- controller decides about resubmission), container `main` in the original operator's layout:
+-- no command (the image's entrypoint runs its arguments), args `bash
+-- /opt/flink-operator/submit-job.sh` and the `flink run` arguments (lib/submit.lua); the script
+-- is the ConfigMap's `submit-job.sh` mounted there alone (subPath). Env: FLINK_JOB_JAR_URI for
+-- a remote jarFile (lib.submit.jar), FLINK_JM_ADDR, then the cluster's env like the Flink pods
+-- (a jar on HDFS or GCS needs the same credentials). It takes the job's podLabels,
+-- podAnnotations, volumes, volumeMounts (first), initContainers, resources and
+-- securityContext. Ours besides: the whole ConfigMap at /opt/flink/conf as well (last), so
+-- that `flink run` reads the cluster's options (REST and SSL settings of flinkProperties).
+-- `config_hash`: the hash of every ConfigMap file, the script included (a Job's template is
+-- immutable: this records what the submission ran with). `rev`: the revision label's value.
+local function job_submitter(c, config_hash, rev)
   local n, spec, job = c.metadata.name, c.spec, c.spec.job
   local shared = pods.shared(n, spec)
   local labels = names.cluster_labels(n)
+  local env = {}
+  local _, jar_uri = submit.jar(job.jarFile)
+  if jar_uri then env[#env + 1] = { name = "FLINK_JOB_JAR_URI", value = jar_uri } end
+  env[#env + 1] = { name = "FLINK_JM_ADDR", value = submit.jobmanager_address(c) }
+  for _, e in ipairs(shared.env) do env[#env + 1] = e end
+  -- the script alone where the original mounted it, the cluster's mounts, then the conf dir
+  local mounts = { { name = pods.CONF_VOLUME, mountPath = submit.SCRIPT_PATH, subPath = submit.SCRIPT_KEY } }
+  for i = 2, #shared.mounts do mounts[#mounts + 1] = shared.mounts[i] end
+  mounts[#mounts + 1] = shared.mounts[1]
   local main = {
     name = "main",
     image = spec.image.name,
     imagePullPolicy = spec.image.pullPolicy,
-    command = { "/bin/sh", submit.SCRIPT_PATH },
-    args = submit.flink_run_args(c),
-    env = util.nonempty(pods.merge_by("name", shared.env, spec.envVars)),
+    args = submit.container_args(c),
+    env = util.nonempty(pods.merge_by("name", env, spec.envVars)),
     envFrom = util.nonempty(spec.envFrom),
     resources = util.nonempty(job.resources),
-    volumeMounts = pods.merge_by("mountPath", shared.mounts, job.volumeMounts),
+    volumeMounts = pods.after("mountPath", job.volumeMounts, mounts),
   }
   local template = pods.template {
     cluster_spec = spec,
@@ -256,13 +284,13 @@ local function job_submitter(c, config_hash)
     annotations = pod_annotations(job.podAnnotations, config_hash),
     init = pods.init_containers(job.initContainers, job.volumeMounts),
     containers = { main },
-    volumes = pods.merge_by("name", shared.volumes, job.volumes),
+    volumes = pods.after("name", job.volumes, shared.volumes),
     extra = { restartPolicy = "Never", securityContext = util.nonempty(job.securityContext) },
   }
   return {
     apiVersion = "batch/v1",
     kind = "Job",
-    metadata = names.metadata(c, names.job_submitter(n), labels),
+    metadata = names.metadata(c, names.job_submitter(n), names.object_labels(labels, job.podLabels, rev)),
     spec = { backoffLimit = 0, template = template },
   }
 end
@@ -273,7 +301,10 @@ local function flink_config_hash(cm)
   return confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
 end
 
---- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy).
+--- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy); `input.revision`
+-- (optional) the name of the revision the objects are rendered for (fc.revision.name), written
+-- as the label flinkoperator.k8s.io/revision-name on every object's own metadata (not on the
+-- pods: a new revision alone does not change a pod template); without it no object has it.
 -- Returns {objects = <the child objects, in apply order>, jobmanager = {service, port}}:
 -- `jobmanager` is the REST address of the JobManager Service rendered here (its `ui` port),
 -- where the framework asks who registered when the TaskManagers are Native (mode Native of a
@@ -281,19 +312,20 @@ end
 function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
   local c = values.without_nulls(input.cluster)
+  local rev = input.revision
   local spec = c.spec
-  local cm = configmap(c)
+  local cm = configmap(c, rev)
   local flink_hash = flink_config_hash(cm)
   local objects = {
     cm,
-    component_statefulset(c, "jobmanager", spec.jobManager, flink_hash),
-    jobmanager_service(c),
+    component_statefulset(c, "jobmanager", spec.jobManager, flink_hash, rev),
+    jobmanager_service(c, rev),
   }
-  if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c) end
+  if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c, rev) end
   if spec.taskManager.mode ~= "Native" then
-    objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash)
+    objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash, rev)
   end
-  if spec.job then objects[#objects + 1] = job_submitter(c, confighash.of(cm.data)) end
+  if spec.job then objects[#objects + 1] = job_submitter(c, confighash.of(cm.data), rev) end
   -- The pieces above may share tables (selector labels, the user's envFrom): the host copies
   -- the output out of the call, so no table of it is the input's, this module's or another
   -- object's, and none needs a copy here.

@@ -170,7 +170,7 @@ describe("cluster.desired", function()
     end
   end)
 
-  it("puts our env first, a user variable of the same name replacing ours", function()
+  it("puts our env first, a user variable of the same name replacing ours; the user's mounts first", function()
     local objects = fixture_objects("session-full")
     for _, sts in ipairs({ objects[2], objects[4] }) do
       local main = sts.spec.template.spec.containers[1]
@@ -178,21 +178,34 @@ describe("cluster.desired", function()
       assert.equal("/opt/hadoop/override", env.HADOOP_CONF_DIR.value)
       assert.equal("/etc/gcp/key.json", env.GOOGLE_APPLICATION_CREDENTIALS.value)
       assert.equal("UTC", env.TZ.value)
-      assert.equal("limits.memory", env[main.name == "jobmanager" and "JOB_MANAGER_MEMORY_LIMIT"
-        or "TASK_MANAGER_MEMORY_LIMIT"].valueFrom.resourceFieldRef.resource)
+      local limit = env[main.name == "jobmanager" and "JOB_MANAGER_MEMORY_LIMIT" or "TASK_MANAGER_MEMORY_LIMIT"]
+      assert.same({ containerName = main.name, resource = "limits.memory", divisor = "1Mi" },
+        limit.valueFrom.resourceFieldRef)
       assert.equal(5, #main.env)
-      assert.equal("/opt/flink/conf", main.volumeMounts[1].mountPath)
-      assert.is_true(main.volumeMounts[1].readOnly)
+      -- the component's volumeMounts, then ours (the original operator's order)
+      local paths = {}
+      for i, m in ipairs(main.volumeMounts) do paths[i] = m.mountPath end
+      assert.same({ main.name == "jobmanager" and "/flink-ha" or "/tmp/flink", "/opt/flink/conf", "/etc/hadoop/conf",
+        "/etc/gcp" }, paths)
+      assert.is_nil(main.volumeMounts[2].readOnly) -- ConfigMap volumes are read-only anyway
     end
   end)
 
-  it("builds the job submitter with the job's pod settings and the quoted command", function()
+  it("builds the job submitter with the job's pod settings and the original's layout", function()
     local job = by_kind(fixture_objects("job-full"), "Job")
     local pod = job.spec.template
     assert.equal(0, job.spec.backoffLimit)
     assert.equal("Never", pod.spec.restartPolicy)
     assert.equal("main", pod.spec.containers[1].name)
-    assert.same({ "/bin/sh", "/opt/flink/conf/submit-job.sh" }, pod.spec.containers[1].command)
+    local main = pod.spec.containers[1]
+    assert.is_nil(main.command) -- the image's entrypoint runs bash with the script
+    assert.same({ "bash", "/opt/flink-operator/submit-job.sh", "--jobmanager", "etl-jobmanager:8081" },
+      { table.unpack(main.args, 1, 4) })
+    assert.same({ name = "FLINK_JM_ADDR", value = "etl-jobmanager:8081" }, main.env[1])
+    assert.same({ name = "flink-config-volume", mountPath = "/opt/flink-operator/submit-job.sh",
+      subPath = "submit-job.sh" }, main.volumeMounts[2])
+    assert.same({ name = "flink-config-volume", mountPath = "/opt/flink/conf" }, main.volumeMounts[3])
+    assert.equal("etl", job.metadata.labels.team)
     assert.equal("etl", pod.metadata.labels.team)            -- job.podLabels, not the JM's
     assert.is_nil(pod.metadata.labels.jmonly)
     assert.equal("flink", pod.metadata.labels.app)           -- ours win over podLabels
@@ -268,7 +281,8 @@ describe("cluster.desired", function()
     assert.equal("ClusterIP", svc("session").spec.type)
     assert.is_nil(svc("session").spec.clusterIP)
     assert.equal("LoadBalancer", svc("access-vpc").spec.type)
-    assert.same({ ["networking.gke.io/load-balancer-type"] = "Internal" }, svc("access-vpc").metadata.annotations)
+    assert.same({ ["cloud.google.com/load-balancer-type"] = "Internal",
+      ["networking.gke.io/load-balancer-type"] = "Internal" }, svc("access-vpc").metadata.annotations)
     assert.equal("LoadBalancer", svc("access-external").spec.type)
     assert.is_nil(svc("access-external").metadata.annotations)
     assert.equal("NodePort", svc("access-nodeport").spec.type)

@@ -85,7 +85,7 @@ local function served(obj, ready)
     o.spec.sessionAffinity = "None"
     for _, p in ipairs(o.spec.ports) do
       p.protocol = "TCP"
-      p.targetPort = p.port
+      p.targetPort = p.targetPort or p.port -- the API server defaults it to the port only when absent
     end
     o.status = { loadBalancer = {} }
   elseif o.kind == "Job" then

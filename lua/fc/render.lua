@@ -2,14 +2,15 @@
 --- fc.render: the offline dry-run behind `flink-controller render` (docs/contracts.md, "Render").
 --
 -- For every FlinkCluster document of the input: defaults.apply -> validate.check ->
--- cluster.desired (and, for taskManager.mode Native, cluster.taskmanager_pod: the pods a new
--- cluster starts with), each through fc.host.call (the sandbox of core/lhost.c and its budgets), with the
+-- cluster.desired with the spec's revision name (fc.revision.name) (and, for taskManager.mode
+-- Native, cluster.taskmanager_pod: the pods a new cluster starts with), each through fc.host.call (the sandbox of core/lhost.c and its budgets), with the
 -- output shapes checked here. Every document is processed even when an earlier one failed;
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
 local profile = require("fc.profile")
 local shape = require("fc.shape")
 local kinds = require("fc.kinds")
+local revision = require("fc.revision")
 local taskmanagers = require("fc.taskmanagers")
 
 local render = {}
@@ -88,7 +89,8 @@ function render.document(doc, index, host)
   for _, e in ipairs(vres.errors or {}) do fail(e.path, e.message) end
   if #out.errors > 0 then return out end
   local dres
-  ok, dres = run_policy(host, "cluster", { cluster = cluster })
+  -- the revision the controller would apply this spec as (fc.revision), for the revision label
+  ok, dres = run_policy(host, "cluster", { cluster = cluster, revision = revision.name(cluster) })
   if not ok then return fail("policy", dres) end
   out.objects = dres.objects or {}
   -- the controller would leave these out (fc.kinds): refused here, with the object's path

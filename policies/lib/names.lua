@@ -29,6 +29,20 @@ function names.component_labels(n, component)
   return { app = "flink", cluster = n, component = component }
 end
 
+--- Label naming the revision (a ControllerRevision, fc.revision) an object was rendered from,
+-- on the metadata of every child but the pods (the original operator's label of the same name,
+-- whose value was its revision name without the "-<number>" suffix).
+names.REVISION_LABEL = "flinkoperator.k8s.io/revision-name"
+
+--- Labels of a child's own metadata: `base` (our labels, a table), plus `extra` (the user's
+-- podLabels or nil; ours win on a clash), plus REVISION_LABEL = `revision` when it is a
+-- non-empty string (cluster.desired's input.revision). A new table.
+function names.object_labels(base, extra, revision)
+  local out = util.merge(extra, base)
+  if type(revision) == "string" and revision ~= "" then out[names.REVISION_LABEL] = revision end
+  return out
+end
+
 --- Pod labels: the user's `podLabels` (table or nil) plus `base` (our labels). Our labels win
 -- on a clash: the StatefulSet selector must keep matching its pods (Kubernetes rejects a
 -- template whose labels do not match the selector). A new table.

@@ -43,6 +43,23 @@ function pods.merge_by(key, base, extra)
   return out
 end
 
+--- `first` followed by the items of `rest` whose `key` no item of `first` has (lists of
+-- tables; a new list). The original operator's order for a pod's volumes and mounts: the
+-- user's first, then ours; an entry of ours the user already gives under the same key is left
+-- out, so the user's wins (server-side apply rejects duplicate keys). Items without `key` are
+-- kept as they are.
+function pods.after(key, first, rest)
+  local out, seen = {}, {}
+  for _, item in ipairs(first or {}) do
+    out[#out + 1] = item
+    if type(item) == "table" and item[key] ~= nil then seen[item[key]] = true end
+  end
+  for _, item in ipairs(rest or {}) do
+    if not (type(item) == "table" and item[key] ~= nil and seen[item[key]]) then out[#out + 1] = item end
+  end
+  return out
+end
+
 --- True when spec.hadoopConfig / spec.gcpConfig are given with their required fields.
 local function hadoop_of(spec)
   local h = spec.hadoopConfig
@@ -57,7 +74,8 @@ end
 
 --- Volumes every Flink pod gets, with their mounts and environment, for cluster name `n` and
 -- spec `spec`: {volumes={...}, mounts={...}, env={...}}.
---  - the ConfigMap `<n>-configmap`, read-only at /opt/flink/conf;
+--  - the ConfigMap `<n>-configmap` at /opt/flink/conf (Kubernetes mounts ConfigMap volumes
+--    read-only whatever the mount says, so the mount does not say it, as the original's);
 --  - hadoopConfig: ConfigMap `configMapName` at `mountPath`, HADOOP_CONF_DIR = mountPath
 --    (Hadoop and Flink read core-site.xml/hdfs-site.xml from that directory);
 --  - gcpConfig.serviceAccount: Secret `secretName` at `mountPath`,
@@ -65,7 +83,7 @@ end
 --    Credentials read the key file named by that variable).
 function pods.shared(n, spec)
   local volumes = { { name = pods.CONF_VOLUME, configMap = { name = names.configmap(n) } } }
-  local mounts = { { name = pods.CONF_VOLUME, mountPath = pods.CONF_DIR, readOnly = true } }
+  local mounts = { { name = pods.CONF_VOLUME, mountPath = pods.CONF_DIR } }
   local env = {}
   local hadoop = hadoop_of(spec)
   if hadoop then
@@ -83,28 +101,31 @@ function pods.shared(n, spec)
   return { volumes = volumes, mounts = mounts, env = env }
 end
 
---- Downward-API environment with the container's own limits (Kubernetes docs, "Expose Pod
--- Information to Containers Through Environment Variables", resourceFieldRef):
--- <PREFIX>_CPU_LIMIT in millicores (divisor 1m) and <PREFIX>_MEMORY_LIMIT in MiB (divisor
--- 1Mi). Without a limit Kubernetes reports the node's allocatable amount.
-function pods.limits_env(prefix)
+--- Downward-API environment with the limits of the container named `container` (Kubernetes
+-- docs, "Expose Pod Information to Containers Through Environment Variables",
+-- resourceFieldRef): <PREFIX>_CPU_LIMIT in millicores (divisor 1m) and <PREFIX>_MEMORY_LIMIT in
+-- MiB (divisor 1Mi), naming the container as the original operator does. Without a limit
+-- Kubernetes reports the node's allocatable amount.
+function pods.limits_env(prefix, container)
   return {
     { name = prefix .. "_CPU_LIMIT",
-      valueFrom = { resourceFieldRef = { resource = "limits.cpu", divisor = "1m" } } },
+      valueFrom = { resourceFieldRef = { containerName = container, resource = "limits.cpu", divisor = "1m" } } },
     { name = prefix .. "_MEMORY_LIMIT",
-      valueFrom = { resourceFieldRef = { resource = "limits.memory", divisor = "1Mi" } } },
+      valueFrom = { resourceFieldRef = { containerName = container, resource = "limits.memory", divisor = "1Mi" } } },
   }
 end
 
---- TCP readiness and liveness probes on `port` (the component's RPC port, integer).
--- Readiness: checked every 5 s from 5 s on; 3 failures mark the pod unready (Service and
--- cluster state follow). Liveness: from 30 s on, every 30 s, restart after 5 failures in a
--- row, so a long GC pause or a slow start is not mistaken for a dead process.
+--- TCP readiness and liveness probes on `port` (the component's RPC port, integer), with the
+-- original operator's timings. Readiness: from 5 s on, every 5 s, 10 s timeout; unready after
+-- 60 failures in a row (5 minutes: a JobManager or TaskManager busy starting or recovering is
+-- not taken out of its Service at once). Liveness: from 5 s on, every 60 s, 10 s timeout;
+-- restarted after 5 failures in a row (about 5 minutes), so a long GC pause or a slow start is
+-- not mistaken for a dead process.
 function pods.probes(port)
   local readiness = { tcpSocket = { port = port }, initialDelaySeconds = 5, periodSeconds = 5,
-    timeoutSeconds = 3, failureThreshold = 3 }
-  local liveness = { tcpSocket = { port = port }, initialDelaySeconds = 30, periodSeconds = 30,
-    timeoutSeconds = 5, failureThreshold = 5 }
+    timeoutSeconds = 10, failureThreshold = 60 }
+  local liveness = { tcpSocket = { port = port }, initialDelaySeconds = 5, periodSeconds = 60,
+    timeoutSeconds = 10, failureThreshold = 5 }
   return readiness, liveness
 end
 
@@ -124,15 +145,15 @@ end
 
 --- Init containers of a component: each one as given, plus the component's volumeMounts
 -- (`mounts`) so that, for example, a downloader writes the jar into the volume the main
--- container reads. The init container's own mount at the same mountPath wins. `list` items
--- are objects (validate.lua); a volumeMounts that is not a list is left for the API server
--- to report.
+-- container reads: the init container's own mounts first, then the component's at a
+-- mountPath it does not mount (the original operator's rule). `list` items are objects
+-- (validate.lua); a volumeMounts that is not a list is left for the API server to report.
 function pods.init_containers(list, mounts)
   local out = {}
   for i, c in ipairs(list or {}) do
     local copy = util.merge(c) -- a new top level: the input's container is not changed
     if c.volumeMounts == nil or type(c.volumeMounts) == "table" then
-      copy.volumeMounts = util.nonempty(pods.merge_by("mountPath", mounts, c.volumeMounts))
+      copy.volumeMounts = util.nonempty(pods.after("mountPath", c.volumeMounts, mounts))
     end
     out[i] = copy
   end

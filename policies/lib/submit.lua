@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- lib.submit: the job submitter's command line and shell script (ConfigMap key
 -- `submit-job.sh`, run by the `<n>-job-submitter` Job's container `main`). The arguments of
--- `flink run` are the container's args (as the original operator's submitter has them), so
+-- `flink run` are the container's args after `bash <script>` (the original operator's layout), so
 -- `kubectl describe job` shows the class, parallelism, savepoint flags, jar and arguments; the
 -- script waits for the JobManager and runs `flink run "$@"`.
 local names = require("lib.names")
@@ -11,9 +11,26 @@ local submit = {}
 -- An integer (port, parallelism) as decimal text, also when YAML gave it as a float.
 local function int_text(x) return string.format("%d", x) end
 
---- The ConfigMap key of the script and where the submitter pod sees it.
+--- The ConfigMap key of the script and where the submitter pod sees it (the original
+-- operator's path: the key alone, mounted with subPath).
 submit.SCRIPT_KEY = "submit-job.sh"
-submit.SCRIPT_PATH = "/opt/flink/conf/" .. submit.SCRIPT_KEY
+submit.SCRIPT_PATH = "/opt/flink-operator/submit-job.sh"
+
+--- Where a remote jar is put for `flink run`: the original operator's images download
+-- FLINK_JOB_JAR_URI into this directory before running their arguments.
+submit.JAR_DIR = "/opt/flink/job/"
+
+--- submit.jar(jar_file) -> path, uri: the jar path `flink run` gets and, for a remote jarFile
+-- (one with "://", e.g. gs://bucket/job.jar), the URI to put in FLINK_JOB_JAR_URI, as the
+-- original operator: the path is then JAR_DIR .. <the URI's last path segment>. A local path
+-- comes back as it is, with no URI. (http and https jars are submitted through the REST API,
+-- job.SUBMIT_WITH_REST, without this Job.)
+function submit.jar(jar_file)
+  if type(jar_file) == "string" and jar_file:find("://", 1, true) then
+    return submit.JAR_DIR .. jar_file:match("([^/]*)$"), jar_file
+  end
+  return jar_file, nil
+end
 
 --- "<n>-jobmanager:<ui port>": the JobManager's REST endpoint through its Service, as
 -- resolved from a pod in the cluster's namespace.
@@ -24,7 +41,7 @@ end
 --- Arguments of `flink run` for the (defaulted) FlinkCluster `cluster` with a job, a list of
 -- strings in Flink CLI order (Flink docs, "Command-Line Interface"):
 -- --jobmanager <n>-jobmanager:<ui> [--class C] [--fromSavepoint S] [--allowNonRestoredState]
--- --parallelism P --detached <jarFile> <args...>
+-- --parallelism P --detached <jar (submit.jar)> <args...>
 function submit.flink_run_args(cluster)
   local job = cluster.spec.job
   local argv = { "--jobmanager", submit.jobmanager_address(cluster) }
@@ -37,13 +54,22 @@ function submit.flink_run_args(cluster)
   if job.allowNonRestoredState == true then argv[#argv + 1] = "--allowNonRestoredState" end
   argv[#argv + 1] = "--parallelism"; argv[#argv + 1] = int_text(job.parallelism or 1)
   argv[#argv + 1] = "--detached"
-  argv[#argv + 1] = job.jarFile
+  argv[#argv + 1] = (submit.jar(job.jarFile))
   for _, a in ipairs(job.args or {}) do argv[#argv + 1] = a end
   return argv
 end
 
--- The script, run as `sh submit-job.sh <flink run arguments>` (the container's command and
--- args; the first two arguments are --jobmanager <address>). @SHOW_OUTPUT@ is replaced.
+--- The submitter container's args (it has no command: the image's entrypoint runs them, as the
+-- Flink images do with arguments other than jobmanager/taskmanager): `bash <SCRIPT_PATH>` and
+-- flink_run_args, the original operator's layout.
+function submit.container_args(cluster)
+  local args = { "bash", submit.SCRIPT_PATH }
+  for _, a in ipairs(submit.flink_run_args(cluster)) do args[#args + 1] = a end
+  return args
+end
+
+-- The script, run as `bash submit-job.sh <flink run arguments>` (the container's args; the
+-- first two arguments are --jobmanager <address>; POSIX sh, so any sh runs it too). @SHOW_OUTPUT@ is replaced.
 -- FLINK_HOME is set by the Flink images (/opt/flink); TERMINATION_LOG is the container's
 -- terminationMessagePath (Kubernetes default /dev/termination-log), whose first 4096 bytes
 -- the kubelet copies into the pod status, where the controller reads "jobID: <id>".

@@ -802,9 +802,13 @@ case_converge() {
     t_removed '{"logConfig":null}' configmap/conv-configmap '{.data.extra\.properties}'
   check "converge: ingress.useTls turned off leaves the Ingress without tls" \
     t_removed '{"jobManager":{"ingress":{"useTls":false}}}' ingress/conv-jobmanager '{.spec.tls}'
-  check "converge: accessScope VPC -> External drops the internal load balancer annotation of the Service" \
+  t_vpc() {
     t_removed '{"jobManager":{"accessScope":"External"}}' service/conv-jobmanager \
-    '{.metadata.annotations.networking\.gke\.io/load-balancer-type}'
+      '{.metadata.annotations.networking\.gke\.io/load-balancer-type}' || return 1
+    expect "the original operator's annotation" \
+      "$(jp "$ns" service/conv-jobmanager '{.metadata.annotations.cloud\.google\.com/load-balancer-type}')" ""
+  }
+  check "converge: accessScope VPC -> External drops both internal load balancer annotations of the Service" t_vpc
   t_headless() {
     local ip
     spec_patch "$ns" conv '{"jobManager":{"accessScope":"Headless"}}' || return 1
