@@ -3,8 +3,9 @@
 --
 -- For every FlinkCluster document of the input: defaults.apply -> validate.check ->
 -- cluster.desired with the spec's revision name (fc.revision.name) (and, for taskManager.mode
--- Native, cluster.taskmanager_pod: the pods a new cluster starts with), each through fc.host.call (the sandbox of core/lhost.c and its budgets), with the
--- output shapes checked here. Every document is processed even when an earlier one failed;
+-- Native, cluster.taskmanager_pod: the pods a new cluster starts with), each through
+-- fc.host.call (the sandbox of core/lhost.c and its budgets), with the output shapes checked
+-- here. Every document is processed even when an earlier one failed;
 -- all errors are reported; stdout is empty when anything failed.
 local codec = require("fc.codec")
 local profile = require("fc.profile")
