@@ -405,7 +405,8 @@ end
 
 -- spec.flinkVersion and the flinkProperties the version no longer knows (lib.flinkversion,
 -- lib.flinkremoved): an unreadable version is an error; a version that contradicts the image
--- tag, and each flinkProperties key Flink 2 removed (left out of config.yaml), a warning.
+-- tag, each flinkProperties key Flink 2 removed (left out of config.yaml) and each the
+-- controller sets from the spec (lib.flinkconf.FIXED, left out), a warning.
 local function check_flink_version(spec, add, warn)
   local given = spec.flinkVersion
   if type(given) == "string" and flinkversion.parse(given) == nil then
@@ -422,6 +423,12 @@ local function check_flink_version(spec, add, warn)
   end
   local props = obj(spec.flinkProperties)
   if not props then return end
+  for _, key in ipairs(util.sorted_keys(props)) do
+    if flinkconf.FIXED[key] then
+      warn(key_path("spec.flinkProperties", key), "set by the controller from " .. flinkconf.FIXED[key]
+        .. "; this entry is not written")
+    end
+  end
   for _, key in ipairs(flinkconf.removed_keys(props, version)) do
     local _, instead = flinkremoved.removed(key)
     warn(key_path("spec.flinkProperties", key), string.format("Flink %s no longer knows this option "

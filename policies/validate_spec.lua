@@ -62,6 +62,19 @@ describe("validate.check", function()
     assert.are.same({ errors = {}, warnings = {} }, run(validate, cluster(valid_spec())))
   end)
 
+  it("warns about each flinkProperties option the controller sets from the spec", function()
+    local s = valid_spec()
+    s.flinkProperties = { ["rest.port"] = "9081", ["jobmanager.rpc.address"] = "x", ["parallelism.default"] = "2" }
+    local r = run(validate, cluster(s))
+    assert.are.same({}, r.errors)
+    assert.are.same({
+      { path = "spec.flinkProperties[jobmanager.rpc.address]",
+        message = "set by the controller from metadata.name; this entry is not written" },
+      { path = "spec.flinkProperties[rest.port]",
+        message = "set by the controller from spec.jobManager.ports.ui; this entry is not written" },
+    }, sorted(r.warnings))
+  end)
+
   it("reads JSON numbers decoded as floats (lua-cjson) as integers", function()
     local s = valid_spec()
     s.taskManager.replicas = 2.0

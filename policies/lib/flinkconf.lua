@@ -139,13 +139,25 @@ function flinkconf.removed_keys(props, version)
   return out
 end
 
+--- The options the JobManager's address and ports in the spec decide, {key = the spec field
+-- they come from}: a flinkProperties entry of one of these is left out (the original operator's
+-- rule), because the Service, the probes and the submitter use the spec's values, so another
+-- value in the file would make Flink listen where nothing connects. validate.lua warns.
+flinkconf.FIXED = {
+  ["jobmanager.rpc.address"] = "metadata.name",
+  ["jobmanager.rpc.port"] = "spec.jobManager.ports.rpc",
+  ["blob.server.port"] = "spec.jobManager.ports.blob",
+  ["query.server.port"] = "spec.jobManager.ports.query",
+  ["rest.port"] = "spec.jobManager.ports.ui",
+}
+
 --- All options of the (defaulted) FlinkCluster `cluster`, a {key = string} map: the fixed
 -- addresses and ports, the memory options, then spec.flinkProperties, which override any of
--- ours. For Flink 2 (a known version >= 2.0) an option Flink 2 no longer knows is left out,
--- the user's too (validate.lua warns about each); `query.server.port`, which the original
--- operator wrote, is not a Flink option in any version (queryable state reads
--- queryable-state.server.ports, formerly query.server.ports: the 1.20 and 2.3 jars) and is
--- left out for Flink 2 as well.
+-- ours but those of flinkconf.FIXED. For Flink 2 (a known version >= 2.0) an option Flink 2
+-- no longer knows is left out, the user's too (validate.lua warns about each);
+-- `query.server.port`, which the original operator wrote, is not a Flink option in any version
+-- (queryable state reads queryable-state.server.ports, formerly query.server.ports: the 1.20
+-- and 2.3 jars) and is left out for Flink 2 as well.
 function flinkconf.properties(cluster)
   local spec = cluster.spec
   local jm, tm = spec.jobManager, spec.taskManager
@@ -153,6 +165,7 @@ function flinkconf.properties(cluster)
   local user = {}
   for k, v in pairs(spec.flinkProperties or {}) do user[k] = v end
   for _, k in ipairs(flinkconf.removed_keys(user, version)) do user[k] = nil end
+  for k in pairs(flinkconf.FIXED) do user[k] = nil end
   local props = {
     ["jobmanager.rpc.address"] = names.jobmanager(cluster.metadata.name),
     ["jobmanager.rpc.port"] = jm.ports.rpc,
