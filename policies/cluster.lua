@@ -13,8 +13,11 @@
 --   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management (mode
 --                                   StatefulSet; mode Native has none: see taskmanager_pod)
 --   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
--- Every object: labels app=flink, cluster=<n>, the cluster's namespace (when it has one) and a
--- controller ownerReference to the FlinkCluster, so Kubernetes deletes them with it.
+-- Every object: labels app=flink, cluster=<n> (and flinkoperator.k8s.io/revision-name when the
+-- input names the revision), the cluster's namespace (when it has one) and a controller
+-- ownerReference to the FlinkCluster, so Kubernetes deletes them with it. The objects are the
+-- original operator's, field by field, but for the deviations docs/original-objects.md lists
+-- (tests/golden_spec.lua checks them against its converter tests).
 -- Pod templates carry `flinkoperator.k8s.io/config-hash`, a hash of the ConfigMap files their
 -- pods read (lib.confighash): Kubernetes does not restart pods when a ConfigMap changes, a
 -- StatefulSet does when its template does, so a change of flinkProperties or logConfig restarts
