@@ -385,6 +385,15 @@ H() {
 }
 # ns_gone NS: namespace NS does not exist (a Terminating one still does)
 ns_gone() { local got; got=$(kc get namespace "$1" 2>&1); [[ $got == *NotFound* ]]; }
+# flink_system_clear: no namespace flink-system (deleted, and waited for also when an earlier
+# case's is still terminating) and no ClusterRole or ClusterRoleBinding flink-controller: the
+# names of deploy/ and of the chart's defaults. Cases rbac, proxy, execcred and namespaced leave
+# them (applied from deploy/); incluster and quickstart start from none, in any order.
+flink_system_clear() {
+  kc delete namespace flink-system --ignore-not-found --wait=false >/dev/null 2>&1
+  kc delete clusterrolebinding,clusterrole flink-controller --ignore-not-found >/dev/null 2>&1
+  poll 120 ns_gone flink-system || { echo "namespace flink-system still there after 120 s"; kc get namespace flink-system; return 1; }
+}
 # no_403 NS: none of the controller's log lines in NS says it was refused (HTTP 403)
 no_403() {
   ! kc -n "$1" logs -l app.kubernetes.io/name=flink-controller --tail=-1 2>/dev/null | grep -q '"code":403\| 403 ' ||
@@ -422,8 +431,7 @@ patches:
 EOK
   check "$desc: the controller image builds and is on the node" controller_image_on_node
   t_incluster_ready() {
-    # flink-system of an earlier case (quickstart) is gone, not still terminating
-    poll 120 ns_gone flink-system || { echo "namespace flink-system still there"; kc get namespace flink-system; return 1; }
+    flink_system_clear || return 1
     # the CRD from its own kustomization first (up.sh applied it already: unchanged)
     kc apply -k "$ROOT/deploy/crds" >"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
     kc apply -k "$ov" >>"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
@@ -548,9 +556,9 @@ case_helm() {
 #   helm uninstall, then the README's other way with the same image: kubectl apply -k deploy/crds,
 #   kubectl apply -k deploy, the rollout status, step 2 again in a second namespace, and
 #   `kubectl delete -k deploy` (docs/install.md, Uninstall).
-# Leaves no namespace flink-system, ClusterRole or ClusterRoleBinding behind (case incluster uses
-# the same names, in either order); the CRD stays, as up.sh applied it. Each step's time is
-# printed as a TAP comment.
+# Starts from no namespace flink-system, ClusterRole or ClusterRoleBinding flink-controller (other
+# cases leave them: flink_system_clear) and leaves none; the CRD stays, as up.sh applied it. Each
+# step's time is printed as a TAP comment.
 case_quickstart() {
   local desc="quickstart (README.md)"
   local helm
@@ -576,8 +584,7 @@ case_quickstart() {
       flink-system/flink-controller
   }
   t_qs_helm() {
-    poll 120 ns_gone flink-system || { echo "namespace flink-system (an earlier case's) still there"; return 1; }
-    ! kc get clusterrole flink-controller >/dev/null 2>&1 || { echo "a ClusterRole flink-controller is left"; return 1; }
+    flink_system_clear || return 1
     kc delete crd flinkclusters.flinkoperator.k8s.io --ignore-not-found --timeout=180s >"$log" 2>&1 || { cat "$log"; return 1; }
     local t=$SECONDS
     (cd "$ROOT" && H install flink-controller deploy/helm/flink-controller -n flink-system --create-namespace) >>"$log" 2>&1 ||
