@@ -275,7 +275,7 @@ start kube-apiserver "$K8S/kube-apiserver" --etcd-servers="http://127.0.0.1:$ETC
   --enable-admission-plugins=NodeRestriction,PodNodeSelector,PodTolerationRestriction \
   --kubelet-client-certificate="$PKI/kubelet-client.crt" --kubelet-client-key="$PKI/kubelet-client.key" \
   --kubelet-preferred-address-types=InternalIP,Hostname \
-  --service-cluster-ip-range=10.96.0.0/16 --allow-privileged=true \
+  --service-cluster-ip-range="$NODE_SERVICE_CIDR" --allow-privileged=true \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
   --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
   --profiling=false

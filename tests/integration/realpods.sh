@@ -20,6 +20,10 @@
 #   helm         the same image installed by the Helm chart (deploy/helm/flink-controller) into a
 #                namespace of its own, watching the case's namespace: wordcount job Succeeded with
 #                no request refused; `helm uninstall` removes the controller and its RBAC, not the CRD
+#   quickstart   README.md's "Quick start" as written (the image `make image` tags, on the node as
+#                `kind load` would put it): helm install with the chart's defaults, quickstart.yaml
+#                followed to job Succeeded and cluster Stopped, describe, render; then the same with
+#                `kubectl apply -k deploy/crds` and `-k deploy`; nothing of the controller left
 # Each case skips (TAP "# SKIP") when the environment has no real node or no Flink image.
 
 # real_node_ready: the environment has a Ready real node and the Flink image on it.
@@ -355,13 +359,40 @@ case_realconfig() {
   stop_controller realconfig >/dev/null
 }
 
-# controller_image_on_node: the controller image built from this tree (tests/env/images.sh,
-# localhost/flink-controller:testenv) imported into the real node's containerd.
+# controller_image_on_node [REF...]: the controller image built from this tree (tests/env/images.sh,
+# localhost/flink-controller:testenv, and the references REF too) imported into the real node's
+# containerd.
 controller_image_on_node() {
-  "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" >"$WORK/controller-image.log" 2>&1 ||
+  "$ROOT/tests/env/images.sh" controller "$WORK/controller.tar" "$@" >"$WORK/controller-image.log" 2>&1 ||
     { tail -n 20 "$WORK/controller-image.log"; return 1; }
   ctr --address "$TESTENV_DIR/node/containerd.sock" --namespace k8s.io images import --snapshotter overlayfs \
     "$WORK/controller.tar" >>"$WORK/controller-image.log" 2>&1 || { tail -n 20 "$WORK/controller-image.log"; return 1; }
+}
+# helm_cli: sets the caller's $helm to the test environment's Helm CLI (TESTENV_HELM, else the
+# built component helm); fails when there is none
+helm_cli() { helm=${TESTENV_HELM:-}; [ -n "$helm" ] || helm=$("$ROOT/tests/env/tool.sh" helm 2>/dev/null); }
+# helm_case_ready DESC IMAGE: the real node is Ready with the Flink image IMAGE (flink:1.20) and the
+# Helm CLI is there (the caller's $helm set); else one SKIP line for DESC, and false
+helm_case_ready() {
+  real_node_ready || { skip "$1" "no real node in this environment"; return 1; }
+  node_has_image "docker.io/library/$2" || { skip "$1" "no $2 image on the node"; return 1; }
+  helm_cli || { skip "$1" "helm not built (tests/env/build.sh helm)"; return 1; }
+}
+# H ARGS...: $helm with the environment's kubeconfig, its configuration, cache and data in $WORK/helm
+H() {
+  HELM_CONFIG_HOME=$WORK/helm/config HELM_CACHE_HOME=$WORK/helm/cache HELM_DATA_HOME=$WORK/helm/data \
+    "$helm" --kubeconfig "$KUBECONFIG" "$@"
+}
+# ns_gone NS: namespace NS does not exist (a Terminating one still does)
+ns_gone() { local got; got=$(kc get namespace "$1" 2>&1); [[ $got == *NotFound* ]]; }
+# flink_system_clear: no namespace flink-system (deleted, and waited for also when an earlier
+# case's is still terminating) and no ClusterRole or ClusterRoleBinding flink-controller: the
+# names of deploy/ and of the chart's defaults. Cases rbac, proxy, execcred and namespaced leave
+# them (applied from deploy/); incluster and quickstart start from none, in any order.
+flink_system_clear() {
+  kc delete namespace flink-system --ignore-not-found --wait=false >/dev/null 2>&1
+  kc delete clusterrolebinding,clusterrole flink-controller --ignore-not-found >/dev/null 2>&1
+  poll 120 ns_gone flink-system || { echo "namespace flink-system still there after 120 s"; kc get namespace flink-system; return 1; }
 }
 # no_403 NS: none of the controller's log lines in NS says it was refused (HTTP 403)
 no_403() {
@@ -400,6 +431,7 @@ patches:
 EOK
   check "$desc: the controller image builds and is on the node" controller_image_on_node
   t_incluster_ready() {
+    flink_system_clear || return 1
     # the CRD from its own kustomization first (up.sh applied it already: unchanged)
     kc apply -k "$ROOT/deploy/crds" >"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
     kc apply -k "$ov" >>"$WORK/apply-k.log" 2>&1 || { cat "$WORK/apply-k.log"; return 1; }
@@ -442,16 +474,11 @@ EOK
 # FlinkCluster still there.
 case_helm() {
   local desc="helm: install of deploy/helm/flink-controller"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image docker.io/library/flink:1.20.5 || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
-  local helm=${TESTENV_HELM:-}
-  [ -n "$helm" ] || helm=$("$ROOT/tests/env/tool.sh" helm 2>/dev/null) ||
-    { skip "$desc" "helm not built (tests/env/build.sh helm)"; return 0; }
+  local helm
+  helm_case_ready "$desc" flink:1.20.5 || return 0
   local ns rns
   ns=$(new_ns helm real) && rns=$(new_ns helm-system real) || { check "$desc: namespaces" false; return 0; }
   kc label namespace "$rns" pod-security.kubernetes.io/enforce=restricted >/dev/null
-  H() { HELM_CONFIG_HOME=$WORK/helm/config HELM_CACHE_HOME=$WORK/helm/cache HELM_DATA_HOME=$WORK/helm/data \
-    "$helm" --kubeconfig "$KUBECONFIG" "$@"; }
   check "$desc: the controller image builds and is on the node" controller_image_on_node
   t_helm_install() {
     H install flink-controller "$ROOT/deploy/helm/flink-controller" --namespace "$rns" \
@@ -509,4 +536,179 @@ case_helm() {
   }
   check "$desc: helm uninstall removes the Deployment, ServiceAccount and Roles; the CRD and the FlinkCluster stay" t_helm_uninstall
   H uninstall flink-controller --namespace "$rns" >/dev/null 2>&1
+}
+
+# README.md's "Quick start" as written, on the real node. The one substitution is the README's own
+# for a kind cluster: the image `make image` tags, flink-controller:<VERSION> (built here from the
+# Dockerfile's recipe by tests/env/images.sh, no daemon), imported into the node's containerd
+# instead of `kind load docker-image`. Then, from the repository's root:
+#   1. helm install flink-controller deploy/helm/flink-controller -n flink-system --create-namespace
+#      with no --set (the chart's defaults: that image, all namespaces watched, 2 replicas) and
+#      `kubectl -n flink-system rollout status deployment/flink-controller`. As on a new cluster
+#      the CRD is not there before (the case deletes it): the chart's crds/ installs it. With it go
+#      the FlinkClusters that earlier cases left in their namespaces, which a controller watching
+#      every namespace would otherwise reconcile too.
+#   2. kubectl apply -f deploy/examples/quickstart.yaml (in the case's namespace), followed with
+#      `kubectl get flinkclusters -w`: STATE Creating, Running, then Stopped; JOB STATE Pending,
+#      Running, Succeeded; the JobManager and TaskManager pods removed (DeleteCluster, the
+#      default); `kubectl describe flinkcluster quickstart` shows conditions and Events;
+#      `build/flink-controller render -f deploy/examples/quickstart.yaml` prints the objects.
+#   helm uninstall, then the README's other way with the same image: kubectl apply -k deploy/crds,
+#   kubectl apply -k deploy, the rollout status, step 2 again in a second namespace, and
+#   `kubectl delete -k deploy` (docs/install.md, Uninstall).
+# Starts from no namespace flink-system, ClusterRole or ClusterRoleBinding flink-controller (other
+# cases leave them: flink_system_clear) and leaves none; the CRD stays, as up.sh applied it. Each
+# step's time is printed as a TAP comment.
+case_quickstart() {
+  local desc="quickstart (README.md)"
+  local helm
+  helm_case_ready "$desc" flink:1.20 || return 0
+  local version image ns ns2 log=$WORK/quickstart.log t0
+  version=$(cat "$ROOT/VERSION")
+  image=flink-controller:$version
+  ns=$(new_ns quickstart real) && ns2=$(new_ns quickstart-k real) || { check "$desc: namespaces" false; return 0; }
+
+  t0=$SECONDS
+  check "$desc: make image's $image (tests/env/images.sh) imported into the node's containerd" \
+    controller_image_on_node "docker.io/library/$image"
+  echo "# quickstart: image built and imported in $((SECONDS - t0)) s"
+
+  # the controller's Deployment as the chart's defaults or deploy/ make it: that image, leader
+  # election, no --namespace (every namespace, through the ClusterRoleBinding)
+  qs_controller_is_default() {
+    expect "image" "$(jp flink-system deployment/flink-controller '{.spec.template.spec.containers[0].image}')" "$image" || return 1
+    local args; args=$(jp flink-system deployment/flink-controller '{.spec.template.spec.containers[0].args}')
+    [[ $args == '["run","--leader-elect",'* && $args != *--namespace* ]] || { echo "args: $args"; return 1; }
+    expect "ready replicas" "$(jp flink-system deployment/flink-controller '{.status.readyReplicas}')" 2 || return 1
+    expect "ClusterRoleBinding subject" "$(jp default clusterrolebinding/flink-controller '{.subjects[0].namespace}/{.subjects[0].name}')" \
+      flink-system/flink-controller
+  }
+  t_qs_helm() {
+    flink_system_clear || return 1
+    kc delete crd flinkclusters.flinkoperator.k8s.io --ignore-not-found --timeout=180s >"$log" 2>&1 || { cat "$log"; return 1; }
+    local t=$SECONDS
+    (cd "$ROOT" && H install flink-controller deploy/helm/flink-controller -n flink-system --create-namespace) >>"$log" 2>&1 ||
+      { cat "$log"; return 1; }
+    kc -n flink-system rollout status deployment/flink-controller --timeout=180s >>"$log" 2>&1 ||
+      { cat "$log"; kc -n flink-system get pods -o wide; kc -n flink-system describe pods | tail -n 30; return 1; }
+    echo "helm install and rollout status: $((SECONDS - t)) s" >"$WORK/quickstart-helm.time"
+    kc wait --for=condition=Established crd/flinkclusters.flinkoperator.k8s.io --timeout=30s >/dev/null || return 1
+    qs_controller_is_default
+  }
+  check "$desc: helm install (no --set) with the CRD from crds/; rollout status; image $image, all namespaces, 2 replicas" t_qs_helm
+  sed 's/^/# quickstart: /' "$WORK/quickstart-helm.time" 2>/dev/null
+
+  quickstart_follow "$desc (helm)" "$ns"
+
+  t_qs_render() {
+    local kinds
+    kinds=$(cd "$ROOT" && build/flink-controller render -f deploy/examples/quickstart.yaml | sed -n 's/^kind: //p' | paste -sd' ')
+    expect "kinds rendered" "$kinds" "ConfigMap StatefulSet Service StatefulSet Job"
+  }
+  check "$desc: build/flink-controller render -f deploy/examples/quickstart.yaml prints the objects" t_qs_render
+
+  t_qs_kustomize() {
+    H uninstall flink-controller -n flink-system --wait --timeout 120s >>"$log" 2>&1 || { cat "$log"; return 1; }
+    # a new cluster again: helm leaves the namespace it created
+    kc delete namespace flink-system --timeout=120s >>"$log" 2>&1 || { cat "$log"; return 1; }
+    local t=$SECONDS
+    (cd "$ROOT" && kc apply -k deploy/crds && kc apply -k deploy) >>"$log" 2>&1 || { cat "$log"; return 1; }
+    kc -n flink-system rollout status deployment/flink-controller --timeout=180s >>"$log" 2>&1 ||
+      { cat "$log"; kc -n flink-system get pods -o wide; kc -n flink-system describe pods | tail -n 30; return 1; }
+    echo "kubectl apply -k deploy/crds, -k deploy and rollout status: $((SECONDS - t)) s" >"$WORK/quickstart-k.time"
+    qs_controller_is_default
+  }
+  check "$desc: helm uninstall; kubectl apply -k deploy/crds and -k deploy as written: image $image, all namespaces, 2 replicas" t_qs_kustomize
+  sed 's/^/# quickstart: /' "$WORK/quickstart-k.time" 2>/dev/null
+
+  quickstart_follow "$desc (kustomize)" "$ns2"
+
+  t_qs_removed() {
+    (cd "$ROOT" && kc delete -k deploy --timeout=120s) >>"$log" 2>&1 || { cat "$log"; return 1; }
+    poll 120 ns_gone flink-system || { echo "namespace flink-system still there"; return 1; }
+    local o
+    for o in clusterrole/flink-controller clusterrolebinding/flink-controller; do
+      ! kc get "$o" >/dev/null 2>&1 || { echo "still there: $o"; return 1; }
+    done
+    kc get crd flinkclusters.flinkoperator.k8s.io >/dev/null
+  }
+  check "$desc: kubectl delete -k deploy leaves no flink-system, ClusterRole or binding; the CRD stays" t_qs_removed
+  # whatever failed above: nothing of the controller left, the CRD as up.sh applied it
+  H uninstall flink-controller -n flink-system >/dev/null 2>&1
+  (cd "$ROOT" && kc delete -k deploy --ignore-not-found --wait=false) >/dev/null 2>&1
+  (cd "$ROOT" && kc apply -k deploy/crds) >/dev/null 2>&1
+  poll 120 ns_gone flink-system
+}
+
+# qs_why NS: what a failed wait of the quick start shows: the cluster, the controllers' distinct
+# log messages, and what a pod in NS gets for the address the controller uses for the JobManager
+# (its Service's DNS name, port 8081) next to what the API server's service proxy gets
+qs_why() {
+  local ns=$1 name="quickstart-jobmanager.$1.svc"
+  why "$ns" quickstart
+  kc -n flink-system logs -l app.kubernetes.io/name=flink-controller --tail=300 --prefix 2>&1 |
+    sed -e 's/"ts":"[^"]*",//' | sort | uniq -c | sort -rn | head -n 12 | cut -c1-300
+  echo "API server service proxy: $(jm_get "$ns" quickstart /jobs/overview 2>&1 | cut -c1-200)"
+  kc -n "$ns" run qs-probe --image=flink:1.20 --restart=Never --command -- \
+    sh -c "getent ahosts $name; curl -sS -m 5 -o /dev/stdout -w ' HTTP %{http_code} from %{remote_ip}' http://$name:8081/jobs/overview" >/dev/null 2>&1
+  probe_ended() { case $(jp "$ns" pod/qs-probe '{.status.phase}') in Succeeded | Failed) ;; *) return 1 ;; esac; }
+  poll 60 probe_ended
+  echo "a pod in $ns: $(kc -n "$ns" logs qs-probe 2>&1 | tr '\n' ' ' | cut -c1-400)"
+  kc -n "$ns" delete pod qs-probe --wait=false >/dev/null 2>&1
+}
+
+# quickstart_follow DESC NS: step 2 of the quick start in NS, with the controller in flink-system;
+# prints the times as TAP comments.
+quickstart_follow() {
+  local desc=$1 ns=$2 w=$WORK/quickstart-$2.watch tf=$WORK/quickstart-$2.time
+  # `kubectl get flinkclusters -w`, started first so that it sees every status
+  timeout 900 "${K[@]}" -n "$ns" get flinkclusters -w >"$w" 2>&1 &
+  local wpid=$!
+  t_qs_job() {
+    local t0=$SECONDS t_run t_end t_stop
+    (cd "$ROOT" && kc -n "$ns" apply -f deploy/examples/quickstart.yaml) >/dev/null || return 1
+    ran() { case $(state "$ns" quickstart) in Running | Stopping | Stopped) ;; *) return 1 ;; esac; }
+    poll 300 ran || { qs_why "$ns"; return 1; }
+    t_run=$((SECONDS - t0))
+    ended() { case $(job_field "$ns" quickstart state) in Succeeded | Failed | Cancelled | Lost) ;; *) return 1 ;; esac; }
+    poll 300 ended || { qs_why "$ns"; kc -n "$ns" logs job/quickstart-job-submitter --tail=5; return 1; }
+    t_end=$((SECONDS - t0))
+    expect "job state" "$(job_field "$ns" quickstart state)" Succeeded || { why "$ns" quickstart; return 1; }
+    poll 120 is_state "$ns" quickstart Stopped || { qs_why "$ns"; return 1; }
+    t_stop=$((SECONDS - t0))
+    flink_pods_gone() { [ -z "$(kc -n "$ns" get pods -l 'cluster=quickstart,component in (jobmanager,taskmanager)' -o name)" ]; }
+    poll 120 flink_pods_gone || { echo "JobManager or TaskManager pods still there"; kc -n "$ns" get pods; return 1; }
+    echo "after kubectl apply: Running at $t_run s, job Succeeded at $t_end s, Stopped at $t_stop s, Flink pods gone at $((SECONDS - t0)) s" >"$tf"
+  }
+  check "$desc: kubectl apply -f deploy/examples/quickstart.yaml: job Succeeded, cluster Stopped, the Flink pods removed" t_qs_job
+  sed 's/^/# quickstart: /' "$tf" 2>/dev/null
+  sleep 1
+  kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
+  t_qs_watch() {
+    # first appearance of each STATE and JOB STATE in the rows (NAME STATE JOB-STATE AGE; an
+    # empty cell is no word), and the last row's pair
+    local seen
+    seen=$(awk '$1 == "quickstart" {
+        st = NF >= 3 ? $2 : ""; jb = NF >= 4 ? $3 : ""
+        if (st != "" && !(st in s)) { s[st]; ss = ss " " st }
+        if (jb != "" && !(jb in j)) { j[jb]; js = js " " jb }
+        last = st "/" jb
+      } END { print "states:" ss "; job states:" js "; last: " last }' "$w")
+    expect "kubectl get flinkclusters -w" "$seen" \
+      "states: Creating Running Stopping Stopped; job states: Pending Running Succeeded; last: Stopped/Succeeded" ||
+      { cat "$w"; return 1; }
+  }
+  check "$desc: kubectl get flinkclusters -w shows STATE Creating, Running, Stopped and JOB STATE Pending, Running, Succeeded" t_qs_watch
+  t_qs_describe() {
+    local out; out=$(kc -n "$ns" describe flinkcluster quickstart) || return 1
+    # the conditions under Status, each with a Type; the Events table with rows
+    grep -q '^  Conditions:' <<<"$out" && grep -q '^    Type: ' <<<"$out" ||
+      { echo "no conditions:"; printf '%s\n' "$out"; return 1; }
+    awk '/^Events:/ {e = 1; next} e && /^  Normal / {n++} END {exit n > 0 ? 0 : 1}' <<<"$out" ||
+      { echo "no Events:"; printf '%s\n' "$out" | tail -n 20; return 1; }
+    printf '%s\n' "$out" >"$WORK/quickstart-$ns.describe"
+  }
+  check "$desc: kubectl describe flinkcluster quickstart shows conditions and Events" t_qs_describe
+  no_403_check() { no_403 flink-system; }
+  check "$desc: no request of the controller refused" no_403_check
 }

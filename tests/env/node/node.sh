@@ -13,6 +13,8 @@ NODE_NAME=testenv-real-0
 KWOK_NODE=testenv-node-0
 NODE_BRIDGE=testenvbr0
 NODE_POD_CIDR=10.244.7.0/24
+# the API server's --service-cluster-ip-range (up.sh)
+NODE_SERVICE_CIDR=10.96.0.0/16
 NODE_MARK=/run/flink-controller-testenv-node
 # host sysctls the CNI bridge (ip_forward) or the kubelet (the rest, its
 # "kernel defaults") set; saved at up, restored at down
@@ -188,8 +190,27 @@ keyUsage=critical,digitalSignature,keyEncipherment"
   start kubelet "$bin/kubelet" --config="$nd/kubelet.yaml" --kubeconfig="$nd/kubelet.kubeconfig" \
     --root-dir="$nd/kubelet" --cert-dir="$nd/kubelet-pki" --hostname-override="$NODE_NAME" \
     --node-ip="$NODE_IP" --node-labels=type=real --v=1
+  node_drop_unrouted
   start kube-proxy "$bin/kube-proxy" --config="$nd/kube-proxy.yaml" --v=1
   start coredns "$(component_dir coredns)/bin/coredns" -conf "$nd/Corefile"
+}
+
+# node_drop_unrouted: drops what pods send to a ClusterIP that kube-proxy has not
+# rewritten (a Service it has not synced yet, or none), as a cluster's network
+# does: nothing there answers. This machine's own network answers any TCP
+# connection it is sent (port 8081: HTTP 404, no body), so without the rule a
+# client that connects to a new Service before kube-proxy's sync keeps a live
+# keep-alive connection to the wrong peer (a controller's Flink calls all 404).
+# Table mangle, chain FORWARD: after kube-proxy's DNAT (nat PREROUTING), before
+# the filter rules of CNI and kube-proxy. The chain's CNI- prefix lets
+# node_clean_host remove it.
+node_drop_unrouted() {
+  local m=(iptables -w -t mangle) jump=(FORWARD -s "$NODE_POD_CIDR" -d "$NODE_SERVICE_CIDR" -j CNI-TESTENV-UNROUTED)
+  # idempotent: a crashed environment may have left them
+  { { "${m[@]}" -N CNI-TESTENV-UNROUTED || "${m[@]}" -F CNI-TESTENV-UNROUTED; } &&
+    "${m[@]}" -A CNI-TESTENV-UNROUTED -j DROP &&
+    { "${m[@]}" -C "${jump[@]}" 2>/dev/null || "${m[@]}" -A "${jump[@]}"; }
+  } >"$LOGS/iptables-unrouted.log" 2>&1 || fail "cannot add the rule dropping unrouted ClusterIP traffic" iptables-unrouted
 }
 
 # node_ready: true when the real node's Ready condition is True.
