@@ -131,6 +131,48 @@ describe("fc.codec", function()
   end)
 end)
 
+describe("fc.strict", function()
+  local strict = require("fc.strict")
+  local SCHEMA = { type = "object", properties = {
+    metadata = { type = "object" },
+    spec = { type = "object", properties = {
+      replicas = { type = "integer" },
+      props = { type = "object", additionalProperties = { type = "object", properties = { v = { type = "string" } } } },
+      env = { type = "array", items = { type = "object", ["x-kubernetes-preserve-unknown-fields"] = true,
+        properties = { name = { type = "string" } } } },
+      ports = { type = "array", items = { type = "object", properties = { port = { type = "integer" } } } },
+      empty = { type = "object" },
+    } },
+    status = { type = "object", ["x-kubernetes-preserve-unknown-fields"] = true },
+  } }
+
+  it("finds the fields the API server would prune, with their paths and a near known name", function()
+    local found = strict.unknown_fields({
+      metadata = { name = "x", Labels = {}, uid = "u", managedFields = {} },
+      spec = { replica = 1, props = { ["a.b"] = { v = "1", w = 2 } }, env = { { name = "A", value = "1" } },
+        ports = { { port = 1 }, { prot = 2 } }, empty = { k = 1 } },
+      status = { anything = { at = "all" } },
+      kindd = "FlinkCluster",
+    }, SCHEMA)
+    assert.same({
+      { path = "kindd", hint = nil },
+      { path = "metadata.Labels", hint = "labels" },
+      { path = "spec.empty.k" },
+      { path = "spec.ports[1].prot", hint = "port" },
+      { path = "spec.props[a.b].w", hint = "v" },
+      { path = "spec.replica", hint = "replicas" },
+    }, found)
+    assert.equal('unknown field (did you mean "replicas"?)', strict.message(found[6]))
+    assert.equal("unknown field", strict.message(found[3]))
+    assert.same({}, strict.unknown_fields({ spec = { replicas = 1 } }, SCHEMA))
+    -- the CRD's own schema (fc.crd) by default: every example is clean
+    for _, name in ipairs({ "quickstart", "wordcount", "native-gpu-session" }) do
+      local doc = lyaml.load(slurp(ROOT .. "/deploy/examples/" .. name .. ".yaml"))
+      assert.same({}, strict.unknown_fields(doc), name)
+    end
+  end)
+end)
+
 describe("fc.render (the production host in process)", function()
   -- validate "warn": the inputs have unknown fields, which the test policies warn about
   local function render_file(name, policies, output)

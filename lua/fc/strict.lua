@@ -6,9 +6,10 @@
 --
 -- Rules, those of the apiextensions-apiserver's pruning (the fields it would drop are the ones
 -- strict validation reports), read off the CRD's schema (fc.crd, generated from deploy/crd.yaml):
--- - a field not in `properties` of an object node is unknown, unless the node has
---   x-kubernetes-preserve-unknown-fields (embedded Kubernetes types: env, volumes, affinity...;
---   all of status) or is a map (`additionalProperties`: flinkProperties, resources' limits);
+-- - a field not in `properties` of an object node is unknown (every field of an object node
+--   with neither), unless the node has x-kubernetes-preserve-unknown-fields (embedded Kubernetes
+--   types: env, volumes, affinity...; all of status) or is a map (`additionalProperties`:
+--   flinkProperties, resources' limits);
 -- - list items are checked against `items`;
 -- - `metadata` of the object is an ObjectMeta: its top-level fields are those of
 --   k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta (the server decodes it as such).
@@ -53,8 +54,10 @@ local function walk(v, s, path, out)
   if known == nil then
     if type(s.additionalProperties) == "table" then
       for _, k in ipairs(sorted_keys(v)) do walk(v[k], s.additionalProperties, key_path(path, k), out) end
+      return
     end
-    return
+    if s.additionalProperties == true or s["x-kubernetes-preserve-unknown-fields"] then return end
+    known = {} -- an object without fields: the API server prunes every key
   end
   for _, k in ipairs(sorted_keys(v)) do
     local child = known[k]
