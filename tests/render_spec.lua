@@ -272,6 +272,19 @@ describe("fc.render (the production host in process)", function()
       "StatefulSet other-taskmanager" }, kinds_names(lyaml.load(r.stdout, { all = true })))
   end)
 
+  it("takes kubectl's --validate values and refuses others", function()
+    local text = slurp(INPUTS .. "good.yaml")
+    local function run_with(v)
+      return render.run({ text = text, source = "good.yaml", host = host, policy_dir = POLICIES .. "basic",
+        validate = v })
+    end
+    assert.same({ "good: spec.extraField: unknown field" }, run_with("true").stderr)
+    assert.same({}, run_with("false").stderr)
+    assert.equal(0, run_with("ignore").code)
+    assert.has_error(function() run_with("maybe") end,
+      "render.run: validate must be strict, warn or ignore (true, false)")
+  end)
+
   it("rejects an input without FlinkCluster documents and a cluster given twice", function()
     local r = render.run({ text = "---\n", source = "empty.yaml", host = host })
     assert.same({ "empty.yaml: no FlinkCluster documents" }, r.stderr)

@@ -202,7 +202,8 @@ end
 -- FlinkCluster are passed over with a note on stderr, where a file named alone makes them
 -- errors) or text (one input); source (the name of the whole input, e.g. the directory; default:
 -- the one input's); output "yaml" (default) | "json"; validate "strict" (default) | "warn" |
--- "ignore" (unknown fields: errors, warnings or nothing); name_files (messages start with the
+-- "ignore" (unknown fields: errors, warnings or nothing; also "true" and "false", kubectl's
+-- aliases; another value raises); name_files (messages start with the
 -- input's source: several files or a directory); policy_dir (optional: fc.host.configure);
 -- host (optional, a host module for tests).
 -- Returns {stdout=<string>, stderr={<lines>}, code=0|1}: code 1 when an input cannot be
@@ -211,7 +212,8 @@ end
 function render.run(opts)
   local host = opts.host or require("fc.host")
   if opts.policy_dir then host.configure({ policy_dir = opts.policy_dir }) end
-  local validate = opts.validate or "strict"
+  local validate = render.VALIDATE[tostring(opts.validate or "strict")]
+  if not validate then error("render.run: validate must be strict, warn or ignore (true, false)", 2) end
   local inputs = opts.inputs or { { source = opts.source or "<input>", text = opts.text or "" } }
   local res = { stdout = "", stderr = {}, code = 0 }
   local prefix = ""
