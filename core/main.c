@@ -2,7 +2,8 @@
 /*
  * main: the flink-controller command line.
  *
- *   flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]
+ *   flink-controller render -f FILE|DIR|- [-f ...] [-o yaml|json] [--validate=strict|warn|ignore]
+ *                           [--policy-dir DIR]
  *                           [--policy-timeout-ms N] [--policy-memory-mib N]
  *   flink-controller sandbox-run FILE... [--input JSON] [--policy-dir DIR] [budgets]
  *   flink-controller test [--policy-dir DIR] [--update POLICY/CASE] [budgets] [PATTERN]
@@ -17,6 +18,7 @@
  * 2 usage or I/O errors.  A subcommand is one line in `commands` below: `int fn(argc, argv)`
  * gets argv[0] = the subcommand name and returns the exit code.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -36,7 +38,8 @@
 #include "version.h"
 #include "webhook.h"
 
-#define MAIN_INPUT_MAX ((size_t)64 << 20) /* bytes of render input */
+#define MAIN_INPUT_MAX ((size_t)64 << 20) /* bytes of render input, all files together */
+#define MAIN_RENDER_FILES_MAX 4096         /* files one render reads (-f and the directories' files) */
 
 enum { EXIT_OK = 0, EXIT_INVALID = 1, EXIT_USAGE = 2 };
 
@@ -175,33 +178,160 @@ static int main_parse_host_command(const char *cmd, int argc, char **argv, const
 static void render_usage(FILE *out)
 {
     fprintf(out,
-            "usage: flink-controller render -f FILE|- [-o yaml|json] [--policy-dir DIR]\n"
+            "usage: flink-controller render -f FILE|DIR|- [-f ...] [-o yaml|json]\n"
+            "                               [--validate=strict|warn|ignore] [--policy-dir DIR]\n"
             "                               [--policy-timeout-ms N] [--policy-memory-mib N]\n"
             "Prints the objects each FlinkCluster document becomes, in apply order, as a YAML\n"
-            "stream (or a v1 List with -o json).  Exit 1 when a document is invalid or a policy\n"
-            "fails (stdout stays empty), 2 for usage or I/O errors.\n");
+            "stream (or a v1 List with -o json).  A directory stands for its *.yaml, *.yml and\n"
+            "*.json files (not its subdirectories), in name order; there documents of other kinds\n"
+            "are skipped.  --validate (kubectl's): strict (default, also true) refuses fields the\n"
+            "CRD does not know, warn reports them, ignore (also false) says nothing (the API\n"
+            "server prunes them).  Exit 1 when a document is invalid or a policy fails (stdout\n"
+            "stays empty), 2 for usage or I/O errors.\n");
 }
+
+/* One input of render: its name for messages, its text, whether it was found in a directory. */
+struct main_input {
+    char *source;
+    char *text;
+    size_t len;
+    int from_dir;
+};
+
+struct main_inputs {
+    struct main_input v[MAIN_RENDER_FILES_MAX];
+    size_t n;
+    size_t bytes; /* all texts together, at most MAIN_INPUT_MAX */
+};
+
+static void main_inputs_free(struct main_inputs *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        free(in->v[i].source);
+        free(in->v[i].text);
+    }
+    in->n = 0;
+}
+
+/* Reads the file (or "-": stdin) `path` into the next input; 0, or -1 after a message. */
+static int main_inputs_read(struct main_inputs *in, const char *path, int from_dir)
+{
+    if (in->n == MAIN_RENDER_FILES_MAX) {
+        fprintf(stderr, "render: more than %d input files\n", MAIN_RENDER_FILES_MAX);
+        return -1;
+    }
+    struct main_input *x = &in->v[in->n];
+    char why[128];
+    x->text = strcmp(path, "-") == 0
+                  ? util_read_stream(stdin, MAIN_INPUT_MAX - in->bytes, &x->len, why, sizeof why)
+                  : util_read_file(path, MAIN_INPUT_MAX - in->bytes, &x->len, why, sizeof why);
+    if (!x->text) {
+        fprintf(stderr, "render: %s: %s%s\n", path, why,
+                in->bytes ? " (the limit is for all input files together)" : "");
+        return -1;
+    }
+    x->source = strdup(strcmp(path, "-") == 0 ? "<stdin>" : path);
+    if (!x->source) {
+        free(x->text);
+        fprintf(stderr, "render: out of memory\n");
+        return -1;
+    }
+    x->from_dir = from_dir;
+    in->bytes += x->len;
+    in->n++;
+    return 0;
+}
+
+/* A directory's entry render reads: a name ending .yaml, .yml or .json (kubectl's list). */
+static int main_manifest_name(const struct dirent *e)
+{
+    static const char *const exts[] = {".yaml", ".yml", ".json"};
+    size_t n = strlen(e->d_name);
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        size_t m = strlen(exts[i]);
+        if (n > m && strcmp(e->d_name + n - m, exts[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Byte order of names, as Go's filepath.Walk (kubectl) visits them, whatever the locale. */
+static int main_name_order(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Reads `arg` of -f: "-", a file, or a directory's manifests (regular files only, no
+ * recursion, like kubectl without -R). 0, or -1 after a message. */
+static int main_inputs_add(struct main_inputs *in, const char *arg)
+{
+    struct stat st;
+    if (strcmp(arg, "-") == 0 || stat(arg, &st) != 0 || !S_ISDIR(st.st_mode))
+        return main_inputs_read(in, arg, 0);
+    struct dirent **names = NULL;
+    int n = scandir(arg, &names, main_manifest_name, main_name_order);
+    if (n < 0) {
+        fprintf(stderr, "render: %s: %s\n", arg, strerror(errno));
+        return -1;
+    }
+    int rc = 0, found = 0;
+    size_t dlen = strlen(arg);
+    int slash = dlen > 0 && arg[dlen - 1] == '/';
+    for (int i = 0; i < n; i++) {
+        if (rc == 0) {
+            char *path = NULL;
+            if (asprintf(&path, "%s%s%s", arg, slash ? "" : "/", names[i]->d_name) < 0) {
+                fprintf(stderr, "render: out of memory\n");
+                rc = -1;
+            } else if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+                found++;
+                rc = main_inputs_read(in, path, 1);
+            }
+            free(path);
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (rc == 0 && found == 0) {
+        fprintf(stderr, "render: %s: no .yaml, .yml or .json files in this directory\n", arg);
+        rc = -1;
+    }
+    return rc;
+}
+
+enum { OPT_VALIDATE = 300 };
 
 static int cmd_render(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"file", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"validate", required_argument, NULL, OPT_VALIDATE},
         {"policy-dir", required_argument, NULL, OPT_POLICY_DIR},
         {"policy-timeout-ms", required_argument, NULL, OPT_TIMEOUT},
         {"policy-memory-mib", required_argument, NULL, OPT_MEMORY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     struct lhost_opts o = {0};
-    const char *file = NULL, *output = "yaml";
+    const char *files[MAIN_RENDER_FILES_MAX];
+    size_t nfiles = 0;
+    int stdin_files = 0;
+    const char *output = "yaml", *validate = "strict";
     int c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
         if (c == 'f') {
-            file = optarg;
+            if (nfiles == MAIN_RENDER_FILES_MAX) {
+                fprintf(stderr, "render: more than %d -f options\n", MAIN_RENDER_FILES_MAX);
+                return EXIT_USAGE;
+            }
+            stdin_files += strcmp(optarg, "-") == 0;
+            files[nfiles++] = optarg;
         } else if (c == 'o') {
             output = optarg;
+        } else if (c == OPT_VALIDATE) {
+            validate = optarg;
         } else if (c == 'h') {
             render_usage(stdout);
             return EXIT_OK;
@@ -216,31 +346,52 @@ static int cmd_render(int argc, char **argv)
         fprintf(stderr, "render: unexpected argument '%s' (see --help)\n", argv[optind]);
         return EXIT_USAGE;
     }
-    if (!file) {
+    if (nfiles == 0) {
         fprintf(stderr, "render: -f FILE is required (- for stdin)\n");
         render_usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (stdin_files > 1) {
+        fprintf(stderr, "render: -f -: stdin can be read once\n");
         return EXIT_USAGE;
     }
     if (strcmp(output, "yaml") != 0 && strcmp(output, "json") != 0) {
         fprintf(stderr, "render: -o: expected yaml or json, got '%s'\n", output);
         return EXIT_USAGE;
     }
+    /* kubectl's values: strict|true, warn, ignore|false */
+    if (strcmp(validate, "true") == 0)
+        validate = "strict";
+    else if (strcmp(validate, "false") == 0)
+        validate = "ignore";
+    if (strcmp(validate, "strict") != 0 && strcmp(validate, "warn") != 0 && strcmp(validate, "ignore") != 0) {
+        fprintf(stderr, "render: --validate: expected strict, warn or ignore (true, false), got '%s'\n", validate);
+        return EXIT_USAGE;
+    }
     if (o.policy_dir && main_check_dir("render", o.policy_dir))
         return EXIT_USAGE;
-    size_t len = 0;
-    char *text = main_read("render", file, &len);
-    if (!text)
-        return EXIT_USAGE;
+    static struct main_inputs in; /* 4096 entries: not on the stack */
+    in.n = 0;
+    in.bytes = 0;
+    int name_files = nfiles > 1;
+    for (size_t i = 0; i < nfiles; i++) {
+        if (main_inputs_add(&in, files[i])) {
+            main_inputs_free(&in);
+            return EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < in.n; i++)
+        name_files |= in.v[i].from_dir;
     char err[4096];
     struct lhost *h = lhost_new(&o, err, sizeof err);
     if (!h) {
         fprintf(stderr, "render: %s\n", err);
-        free(text);
+        main_inputs_free(&in);
         return EXIT_USAGE;
     }
     if (!o.policy_dir && main_check_dir("render", lhost_policy_dir(h))) {
         lhost_free(h);
-        free(text);
+        main_inputs_free(&in);
         return EXIT_USAGE;
     }
     lua_State *L = lhost_state(h);
@@ -253,13 +404,32 @@ static int cmd_render(int argc, char **argv)
     }
     lua_getfield(L, -1, "run");
     lua_remove(L, -2);
-    lua_createtable(L, 0, 4);
-    lua_pushlstring(L, text, len);
-    lua_setfield(L, -2, "text");
-    lua_pushstring(L, strcmp(file, "-") == 0 ? "<stdin>" : file);
-    lua_setfield(L, -2, "source");
+    lua_createtable(L, 0, 5);
+    lua_createtable(L, (int)in.n, 0);
+    for (size_t i = 0; i < in.n; i++) {
+        lua_createtable(L, 0, 3);
+        lua_pushlstring(L, in.v[i].text, in.v[i].len);
+        lua_setfield(L, -2, "text");
+        lua_pushstring(L, in.v[i].source);
+        lua_setfield(L, -2, "source");
+        lua_pushboolean(L, in.v[i].from_dir);
+        lua_setfield(L, -2, "from_dir");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+        /* the Lua string is the copy from now on */
+        free(in.v[i].text);
+        in.v[i].text = NULL;
+    }
+    lua_setfield(L, -2, "inputs");
+    lua_pushboolean(L, name_files);
+    lua_setfield(L, -2, "name_files");
+    if (nfiles == 1) {
+        lua_pushstring(L, strcmp(files[0], "-") == 0 ? "<stdin>" : files[0]);
+        lua_setfield(L, -2, "source");
+    }
     lua_pushstring(L, output);
     lua_setfield(L, -2, "output");
+    lua_pushstring(L, validate);
+    lua_setfield(L, -2, "validate");
     lua_pushstring(L, lhost_policy_dir(h));
     lua_setfield(L, -2, "policy_dir");
     if (lhost_pcall(h, 1, 1, err, sizeof err)) {
@@ -295,7 +465,7 @@ static int cmd_render(int argc, char **argv)
     lua_pop(L, 1);
 out:
     lhost_free(h);
-    free(text);
+    main_inputs_free(&in);
     if (fflush(stdout) != 0 && code == EXIT_OK) {
         fprintf(stderr, "render: writing stdout: %s\n", strerror(errno));
         code = EXIT_USAGE;

@@ -308,7 +308,8 @@ end
 --   update_done=bool (the new revision's job is submitted: current := next),
 --   remove={{kind=, name=}...} (the children the cleanup removes; no name: all of that kind; kind
 --   "Pod": the Native TaskManager pods),
---   control=<status.control or nil>, remove_annotation=<the user-control annotation key: remove it>,
+--   control=<status.control or nil: {name, state, updateTime, message, acknowledged=true|nil}>,
+--   remove_annotation=<the user-control annotation key: remove it (lib.control.REMOVE_WHEN_DONE)>,
 --   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
 --   number, RestartLimitReached)}.
@@ -353,29 +354,38 @@ function job.decide(input)
     end
   end
 
-  -- User control (annotation): record progress in status.control, remove the annotation when done.
+  -- User control (annotation): record progress in status.control; when done, acknowledge the
+  -- annotation there (kept: Git may hold it) or remove it (lib.control.REMOVE_WHEN_DONE).
   local old_control = status.control
   local value = user_control.requested(cluster)
+  local remove = user_control.REMOVE_WHEN_DONE
   local control
   if old_control and old_control.state == "Progressing" then
     control = util.deepcopy(old_control)
-  elseif value == job.CONTROL_SAVEPOINT or value == job.CONTROL_JOB_CANCEL then
-    if user_control.just_finished(old_control, value, now) then
-      -- the annotation removal has not been observed yet
-      d.remove_annotation = user_control.ANNOTATION
-    else
-      control = { name = value, state = "Progressing", updateTime = clock.format(now) }
+  else
+    local fresh = user_control.fresh(cluster, old_control, now)
+    if fresh == job.CONTROL_SAVEPOINT or fresh == job.CONTROL_JOB_CANCEL then
+      control = { name = fresh, state = "Progressing", updateTime = clock.format(now),
+        acknowledged = not remove or nil }
+    elseif fresh ~= nil then
+      if remove then d.remove_annotation = user_control.ANNOTATION end
+      control = { name = tostring(fresh), state = "Failed", updateTime = clock.format(now),
+        message = "unknown user control \"" .. tostring(fresh) .. "\": use savepoint or job-cancel",
+        acknowledged = not remove or nil }
+    elseif value ~= nil then
+      -- acted on already: kept (acknowledged), or its removal is not observed yet
+      if remove then d.remove_annotation = user_control.ANNOTATION end
+    elseif old_control and old_control.acknowledged then
+      -- the annotation is gone: setting it again is a new request
+      control = util.deepcopy(old_control)
+      control.acknowledged = nil
     end
-  elseif value ~= nil then
-    d.remove_annotation = user_control.ANNOTATION
-    control = { name = tostring(value), state = "Failed", updateTime = clock.format(now),
-      message = "unknown user control \"" .. tostring(value) .. "\": use savepoint or job-cancel" }
   end
   local function finish_control(state, message)
     control.state = state
     control.message = message
     control.updateTime = clock.format(now)
-    d.remove_annotation = user_control.ANNOTATION
+    if remove then d.remove_annotation = user_control.ANNOTATION end
   end
 
   local cancel_wanted = spec.cancelRequested == true

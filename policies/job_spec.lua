@@ -14,7 +14,8 @@ describe("policies/job.lua", function()
     it("has the cases", function()
       fx.assert_cases(all, {
         "decide-cancel-after-savepoint", "decide-cancel-after-stop", "decide-cancel-stop-failed-stopping",
-        "decide-cleanup-after-lost", "decide-cleanup-succeeded", "decide-control-savepoint-done",
+        "decide-cleanup-after-lost", "decide-cleanup-succeeded", "decide-control-annotation-gone",
+        "decide-control-kept", "decide-control-savepoint-done",
         "decide-rest-submit-adopts", "decide-rest-submit-checks", "decide-rest-submit-runs",
         "decide-rest-submit-upload-failed", "decide-rest-submit-uploads",
         "decide-restart-due", "decide-restart-limit", "decide-restart-waits", "decide-submit-when-ready",
@@ -152,27 +153,73 @@ describe("policies/job.lua", function()
     assert.equal("Pending", d.job.state)
   end)
 
-  it("starts the job-cancel user control and removes an unknown control value", function()
+  it("starts the job-cancel user control and fails an unknown control value, acknowledging both", function()
     local i = decide_input({ outcome = { ["job cancel"] = "pending" } })
     i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
     local d = job.decide(i)
-    assert.same({ name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:15:00Z" }, d.control)
+    assert.same({ name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:15:00Z",
+      acknowledged = true }, d.control)
     assert.is_nil(d.remove_annotation)
     i.cluster.metadata.annotations[job.CONTROL_ANNOTATION] = "restart"
     d = job.decide(i)
-    assert.equal("Failed", d.control.state)
-    assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
+    assert.same({ name = "restart", state = "Failed", updateTime = "2023-11-14T22:15:00Z", acknowledged = true,
+      message = 'unknown user control "restart": use savepoint or job-cancel' }, d.control)
+    assert.is_nil(d.remove_annotation)
+    -- acknowledged: the same value again changes nothing (no second Failed, no event)
+    i.cluster.status.control = d.control
+    d = job.decide(i)
+    assert.is_nil(d.control)
+    assert.is_nil(d.remove_annotation)
   end)
 
-  it("finishes the job-cancel control once the job is Cancelled", function()
+  it("finishes the job-cancel control once the job is Cancelled, keeping the annotation", function()
     local i = decide_input({ job = { name = "wc-job-submitter", id = ID, state = "Cancelled", restartCount = 0 },
       flink_state = "CANCELED" })
     i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
-    i.cluster.status.control = { name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:14:00Z" }
+    i.cluster.status.control = { name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:14:00Z",
+      acknowledged = true }
     local d = job.decide(i)
     assert.equal("Succeeded", d.control.state)
-    assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
+    assert.is_true(d.control.acknowledged)
+    assert.is_nil(d.remove_annotation)
     assert.equal("DeleteCluster", d.cleanup) -- afterJobCancelled default
+  end)
+
+  describe("with lib.control.REMOVE_WHEN_DONE = true (the original operator's removal)", function()
+    local dir, removing
+    setup(function()
+      dir = fx.tmpdir()
+      assert(os.execute("cp -r " .. fx.quote(fx.ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
+      local path = dir .. "/lib/control.lua"
+      local text, n = fx.read(path):gsub("\ncontrol%.REMOVE_WHEN_DONE = false\n", "\ncontrol.REMOVE_WHEN_DONE = true\n")
+      assert.equal(1, n)
+      fx.write(path, text)
+      removing = fx.sandboxed("job", { dir = dir })
+    end)
+    teardown(function() os.execute("rm -rf " .. fx.quote(dir)) end)
+
+    it("removes the annotation when done and of an unknown value, and again while it is still seen", function()
+      local i = decide_input({ outcome = { ["job cancel"] = "pending" } })
+      i.cluster.metadata.annotations = { [job.CONTROL_ANNOTATION] = "job-cancel" }
+      local d = removing.decide(i)
+      assert.same({ name = "job-cancel", state = "Progressing", updateTime = "2023-11-14T22:15:00Z" }, d.control)
+      assert.is_nil(d.remove_annotation)
+      i.cluster.metadata.annotations[job.CONTROL_ANNOTATION] = "restart"
+      d = removing.decide(i)
+      assert.equal("Failed", d.control.state)
+      assert.is_nil(d.control.acknowledged)
+      assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
+      -- finished 5 s ago, the annotation still seen (the removal not observed yet): removed again
+      i.cluster.metadata.annotations[job.CONTROL_ANNOTATION] = "job-cancel"
+      i.cluster.status.control = { name = "job-cancel", state = "Succeeded", updateTime = "2023-11-14T22:14:55Z" }
+      d = removing.decide(i)
+      assert.is_nil(d.control)
+      assert.equal(job.CONTROL_ANNOTATION, d.remove_annotation)
+      -- 60 s later it is a new request
+      i.cluster.status.control.updateTime = "2023-11-14T22:14:00Z"
+      d = removing.decide(i)
+      assert.equal("Progressing", d.control.state)
+    end)
   end)
 end)
 

@@ -148,14 +148,14 @@ function savepoint.decide(input)
   if not running then return out end
 
   -- 2. What is asked for now.
-  local ann = user_control.requested(cluster)
   local control = status.control
   local control_live = control and control.state == "Progressing"
-  -- a user control is asked for while it is in progress, or when its annotation is set and it
-  -- did not just finish (the annotation removal may not be observed yet)
+  -- a user control is asked for while it is in progress, or when its annotation asks for a new
+  -- one (set, not acknowledged, and not just finished while its removal is not observed yet)
+  local fresh = user_control.fresh(cluster, control, now)
   local function control_asks(name)
     if control_live then return control.name == name end
-    return ann == name and not user_control.just_finished(control, name, now)
+    return fresh == name
   end
   -- a control that starts in this pass matches no savepoint yet, not even one requested earlier
   -- in the same second: it triggers its own (its updateTime is then that savepoint's requestTime)

@@ -15,7 +15,8 @@ describe("policies/savepoint.lua", function()
     it("has the cases", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
-        "completed-failure", "completed-location", "control-new-savepoint-same-second", "generation-request",
+        "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
+        "control-new-savepoint-same-second", "generation-request",
         "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
         "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
         "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",

@@ -84,32 +84,6 @@ local function show(q)
   return tostring(q)
 end
 
--- Levenshtein distance of two short strings.
-local function distance(a, b)
-  local prev = {}
-  for j = 0, #b do prev[j] = j end
-  for i = 1, #a do
-    local cur = { [0] = i }
-    for j = 1, #b do
-      local cost = a:byte(i) == b:byte(j) and 0 or 1
-      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-    end
-    prev = cur
-  end
-  return prev[#b]
-end
-
--- The known field closest to the unknown `key` (same letters but case, or at most 2
--- edits away), or nil.
-local function suggestion(key, fields)
-  local best, best_d
-  for _, k in ipairs(sorted_keys(fields)) do
-    local d = k:lower() == key:lower() and 0 or distance(key, k)
-    if d <= 2 and (best_d == nil or d < best_d) then best, best_d = k, d end
-  end
-  return best
-end
-
 --- validate.dns1035_label(s) -> bool: a Service name (apimachinery util/validation
 -- IsDNS1035Label): at most 63 of [a-z0-9-], starting with a letter, ending alphanumeric.
 function validate.dns1035_label(s)
@@ -233,7 +207,7 @@ local function check_unknown(v, s, path, warn)
       local child = s.properties[k]
       if child == nil then
         if not s["x-kubernetes-preserve-unknown-fields"] then
-          local hint = suggestion(k, s.properties)
+          local hint = util.closest_key(k, s.properties)
           warn(key_path(path, k), hint and string.format('unknown field (did you mean "%s"?)', hint)
             or "unknown field")
         end

@@ -45,8 +45,8 @@ describe("the policy cookbook #bin", function()
   local all = recipes()
   local doc = fx.read(ROOT .. "/docs/policies.md")
 
-  it("has the six recipes, each with one fixture case", function()
-    assert.same({ "labels", "registry", "restart", "savepoints", "sidecar", "tm-template" }, all)
+  it("has the seven recipes, each with one fixture case", function()
+    assert.same({ "labels", "registry", "remove-annotation", "restart", "savepoints", "sidecar", "tm-template" }, all)
     for _, name in ipairs(all) do assert.is_truthy(policy_of(name), "no case for " .. name) end
   end)
 

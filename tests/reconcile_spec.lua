@@ -867,7 +867,7 @@ describe("reconcile.run with policies-min", function()
     assert.is_nil(r5.requeue_after)
   end)
 
-  it("runs the savepoint user control and removes the annotation when done", function()
+  it("runs the savepoint user control once while its annotation stays set (Git), again once re-set", function()
     local c, st, objs = running_job()
     local ch = children_of(objs, true)
     local cc = with_status(c, st)
@@ -876,6 +876,7 @@ describe("reconcile.run with policies-min", function()
     local r = run({ cluster = cc, children = ch, flink = flink, now = T0 + 100 })
     assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
     assert.equal("Progressing", r.status.control.state)
+    assert.is_true(r.status.control.acknowledged)
     assert.same({ type = "Normal", reason = "UserControl", message = "savepoint Progressing" }, r.events[#r.events])
     -- Flink accepted the trigger (under our id), then the operation completed
     local tid = r.status.savepoint.triggerID
@@ -891,12 +892,25 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Succeeded", r.status.savepoint.state)
     assert.equal("/cache/savepoints/savepoint-8c2d6f-0123456789ab", r.status.components.job.savepointLocation)
     assert.equal("Succeeded", r.status.control.state)
-    local patch = { op = "patch_annotations", remove = { CONTROL_ANNOTATION } }
-    assert.same(patch, r.actions[#r.actions])
-    -- the annotation removal not observed yet: no second savepoint, the patch again
-    r = run({ cluster = with_status(cc, r.status), children = ch, flink = flink, now = T0 + 108 })
-    assert.same({ "flink GET /jobs/overview", "patch_annotations" }, ops(r))
+    assert.is_true(r.status.control.acknowledged)
+    assert.same({ "flink GET /jobs/overview" }, ops(r)) -- the annotation is kept: no patch
+    -- the annotation still set, an hour later (Git syncs it again and again): nothing new
+    local done = r.status
+    r = run({ cluster = with_status(cc, done), children = ch, flink = flink, now = T0 + 3700 })
+    assert.same({ "flink GET /jobs/overview" }, ops(r))
     assert.is_nil(r.status)
+    -- removed (from Git, or kubectl annotate NAME KEY-): the acknowledgement is cleared, quietly
+    local gone = with_status(c, done)
+    r = run({ cluster = gone, children = ch, flink = flink, now = T0 + 3710 })
+    assert.same({ "flink GET /jobs/overview" }, ops(r))
+    assert.is_nil(r.status.control.acknowledged)
+    assert.equal("Succeeded", r.status.control.state)
+    for _, e in ipairs(r.events) do assert.not_equal("UserControl", e.reason) end
+    -- set again: a new savepoint
+    local cleared = r.status
+    r = run({ cluster = with_status(cc, cleared), children = ch, flink = flink, now = T0 + 3720 })
+    assert.same({ "flink POST /jobs/" .. ID .. "/savepoints", "flink GET /jobs/overview" }, ops(r))
+    assert.equal("Progressing", r.status.control.state)
   end)
 
   it("restarts a failed job from its savepoint with FromSavepointOnFailure, after the first delay", function()

@@ -131,10 +131,53 @@ describe("fc.codec", function()
   end)
 end)
 
+describe("fc.strict", function()
+  local strict = require("fc.strict")
+  local SCHEMA = { type = "object", properties = {
+    metadata = { type = "object" },
+    spec = { type = "object", properties = {
+      replicas = { type = "integer" },
+      props = { type = "object", additionalProperties = { type = "object", properties = { v = { type = "string" } } } },
+      env = { type = "array", items = { type = "object", ["x-kubernetes-preserve-unknown-fields"] = true,
+        properties = { name = { type = "string" } } } },
+      ports = { type = "array", items = { type = "object", properties = { port = { type = "integer" } } } },
+      empty = { type = "object" },
+    } },
+    status = { type = "object", ["x-kubernetes-preserve-unknown-fields"] = true },
+  } }
+
+  it("finds the fields the API server would prune, with their paths and a near known name", function()
+    local found = strict.unknown_fields({
+      metadata = { name = "x", Labels = {}, uid = "u", managedFields = {} },
+      spec = { replica = 1, props = { ["a.b"] = { v = "1", w = 2 } }, env = { { name = "A", value = "1" } },
+        ports = { { port = 1 }, { prot = 2 } }, empty = { k = 1 } },
+      status = { anything = { at = "all" } },
+      kindd = "FlinkCluster",
+    }, SCHEMA)
+    assert.same({
+      { path = "kindd", hint = nil },
+      { path = "metadata.Labels", hint = "labels" },
+      { path = "spec.empty.k" },
+      { path = "spec.ports[1].prot", hint = "port" },
+      { path = "spec.props[a.b].w", hint = "v" },
+      { path = "spec.replica", hint = "replicas" },
+    }, found)
+    assert.equal('unknown field (did you mean "replicas"?)', strict.message(found[6]))
+    assert.equal("unknown field", strict.message(found[3]))
+    assert.same({}, strict.unknown_fields({ spec = { replicas = 1 } }, SCHEMA))
+    -- the CRD's own schema (fc.crd) by default: every example is clean
+    for _, name in ipairs({ "quickstart", "wordcount", "native-gpu-session" }) do
+      local doc = lyaml.load(slurp(ROOT .. "/deploy/examples/" .. name .. ".yaml"))
+      assert.same({}, strict.unknown_fields(doc), name)
+    end
+  end)
+end)
+
 describe("fc.render (the production host in process)", function()
+  -- validate "warn": the inputs have unknown fields, which the test policies warn about
   local function render_file(name, policies, output)
     return render.run({ text = slurp(INPUTS .. name), source = name, output = output,
-      policy_dir = POLICIES .. (policies or "basic"), host = host })
+      policy_dir = POLICIES .. (policies or "basic"), host = host, validate = "warn" })
   end
 
   it("renders every FlinkCluster of a stream in order, skipping empty documents", function()
@@ -195,7 +238,7 @@ describe("fc.render (the production host in process)", function()
       end,
     }
     local r = render.run({ text = slurp(INPUTS .. "evil_good.yaml"), source = "x", host = fake,
-      policy_dir = POLICIES .. "basic" })
+      policy_dir = POLICIES .. "basic", validate = "warn" })
     assert.same({ "evil: policy: defaults.lua:11: policy exceeded its time budget (200 ms)",
       "good: warning: spec.bogus: unknown field" }, r.stderr)
     -- after a failed defaults, validate looks at the input as given (its errors would say more)
@@ -229,6 +272,19 @@ describe("fc.render (the production host in process)", function()
       "StatefulSet other-taskmanager" }, kinds_names(lyaml.load(r.stdout, { all = true })))
   end)
 
+  it("takes kubectl's --validate values and refuses others", function()
+    local text = slurp(INPUTS .. "good.yaml")
+    local function run_with(v)
+      return render.run({ text = text, source = "good.yaml", host = host, policy_dir = POLICIES .. "basic",
+        validate = v })
+    end
+    assert.same({ "good: spec.extraField: unknown field" }, run_with("true").stderr)
+    assert.same({}, run_with("false").stderr)
+    assert.equal(0, run_with("ignore").code)
+    assert.has_error(function() run_with("maybe") end,
+      "render.run: validate must be strict, warn or ignore (true, false)")
+  end)
+
   it("rejects an input without FlinkCluster documents and a cluster given twice", function()
     local r = render.run({ text = "---\n", source = "empty.yaml", host = host })
     assert.same({ "empty.yaml: no FlinkCluster documents" }, r.stderr)
@@ -245,7 +301,7 @@ describe("flink-controller render #bin", function()
   local BASIC = POLICIES .. "basic"
 
   it("renders and exits 0, warnings on stderr", function()
-    local r = run({ "render", "-f", INPUTS .. "good.yaml", "--policy-dir", BASIC })
+    local r = run({ "render", "-f", INPUTS .. "good.yaml", "--policy-dir", BASIC, "--validate=warn" })
     assert.equal(0, r.code, r.stderr)
     assert.equal("good: warning: spec.extraField: unknown field\n", r.stderr)
     assert.same({ "ConfigMap good-configmap", "StatefulSet good-taskmanager", "ConfigMap second-configmap",
@@ -290,7 +346,10 @@ describe("flink-controller render #bin", function()
         "render: --policy-dir: /nonexistent: No such file or directory\n" },
       { { "render", "-f", INPUTS .. "good.yaml", "extra" }, "render: unexpected argument 'extra' (see --help)\n" },
       { { "render", "-f" }, "render: bad or incomplete option '-f' (see --help)\n" },
-      { { "render", "-f", INPUTS }, "render: " .. INPUTS .. ": Is a directory\n" },
+      { { "render", "-f", POLICIES }, "render: " .. POLICIES .. ": no .yaml, .yml or .json files in this directory\n" },
+      { { "render", "-f", INPUTS .. "good.yaml", "--validate=maybe" },
+        "render: --validate: expected strict, warn or ignore (true, false), got 'maybe'\n" },
+      { { "render", "-f", "-", "-f", "-" }, "render: -f -: stdin can be read once\n" },
     }
     for _, c in ipairs(cases) do
       local r = run(c[1])
@@ -303,11 +362,11 @@ describe("flink-controller render #bin", function()
     assert.truthy(r.stderr:find("^render: %-f FILE is required"), r.stderr)
     r = run({ "render", "--help" })
     assert.equal(0, r.code)
-    assert.truthy(r.stdout:find("^usage: flink%-controller render %-f FILE|%-"), r.stdout)
+    assert.truthy(r.stdout:find("^usage: flink%-controller render %-f FILE|DIR|%-"), r.stdout)
   end)
 
   it("checks the next document after a policy loops forever, in under a second", function()
-    local r = run({ "render", "-f", INPUTS .. "evil_good.yaml", "--policy-dir", BASIC })
+    local r = run({ "render", "-f", INPUTS .. "evil_good.yaml", "--policy-dir", BASIC, "--validate=warn" })
     assert.equal(1, r.code)
     assert.equal("evil: policy: defaults.lua:11: policy exceeded its time budget (200 ms)\n" ..
       "good: warning: spec.bogus: unknown field\n", r.stderr)
@@ -474,4 +533,118 @@ describe("flink-controller render with the project's policies #bin", function()
       assert.equal(c[3], r.stderr)
     end)
   end
+
+  -- A FlinkCluster with unknown fields at several depths (the production policies).
+  local UNKNOWN = table.concat({
+    "apiVersion: flinkoperator.k8s.io/v1beta1",
+    "kind: FlinkCluster",
+    "metadata: {name: strict, lables: {a: b}}",
+    "spec:",
+    "  image: {name: 'flink:1.20'}",
+    "  jobManager: {replica: 1, ports: {rpc: 6123, ui2: 1}}",
+    "  taskManager:",
+    "    replicas: 1",
+    "    volumeMounts: [{name: v, mountPath: /v, anything: 1}]", -- an embedded core/v1 type: kept
+    "  flinkProperties: {a.b: '1'}", -- a map: any key
+    "  bogus: {x: 1}",
+    "",
+  }, "\n")
+
+  it("refuses fields the CRD does not know, with their paths, like kubectl --validate=strict", function()
+    local dir = fx.tmpdir()
+    fx.write(dir .. "/unknown.yaml", UNKNOWN)
+    local r = run({ "render", "-f", dir .. "/unknown.yaml" })
+    assert.equal(1, r.code, r.stderr)
+    local found = {
+      'metadata.lables: unknown field (did you mean "labels"?)',
+      "spec.bogus: unknown field",
+      'spec.jobManager.ports.ui2: unknown field (did you mean "ui"?)',
+      'spec.jobManager.replica: unknown field (did you mean "replicas"?)',
+    }
+    local function lines(prefix)
+      local out = {}
+      for i, f in ipairs(found) do out[i] = prefix .. f .. "\n" end
+      return table.concat(out)
+    end
+    assert.equal(lines("strict: "), r.stderr)
+    assert.equal("", r.stdout)
+    -- --validate=true is strict; warn: the same fields reported once each as warnings, rendered
+    assert.equal(r.stderr, run({ "render", "-f", dir .. "/unknown.yaml", "--validate=true" }).stderr)
+    r = run({ "render", "-f", dir .. "/unknown.yaml", "--validate", "warn" })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal(lines("strict: warning: "), r.stderr)
+    assert.truthy(r.stdout:find("\nkind: StatefulSet\n", 1, true))
+    -- ignore (false): the API server prunes them; nothing said, the same objects
+    local ignored = run({ "render", "-f", dir .. "/unknown.yaml", "--validate=false" })
+    assert.equal(0, ignored.code, ignored.stderr)
+    assert.equal("", ignored.stderr)
+    assert.equal(r.stdout, ignored.stdout)
+    os.execute("rm -rf " .. fx.quote(dir))
+  end)
+
+  it("prints no placeholder uid: ownerReferences left out without metadata.uid, kept with it", function()
+    local r = run({ "render", "-f", ROOT .. "/deploy/examples/quickstart.yaml" })
+    assert.equal(0, r.code, r.stderr)
+    local comment = "# FlinkCluster quickstart has no metadata.uid: its objects are shown without their "
+      .. "ownerReference (the controller sets it when it applies them)\n---\n"
+    assert.equal(comment, r.stdout:sub(1, #comment))
+    local docs = lyaml.load(r.stdout, { all = true })
+    assert.is_true(#docs >= 5)
+    for _, d in ipairs(docs) do assert.is_nil(d.metadata.ownerReferences, d.kind .. " " .. d.metadata.name) end
+    assert.is_nil(r.stdout:find("ownerReferences", 1, true))
+    assert.is_nil(r.stdout:find("<uid", 1, true))
+    local list = cjson.decode(run({ "render", "-f", ROOT .. "/deploy/examples/quickstart.yaml", "-o", "json" }).stdout)
+    assert.equal(#docs, #list.items)
+    for _, d in ipairs(list.items) do assert.is_nil(d.metadata.ownerReferences) end
+    -- the live object (kubectl get -o yaml): its uid, as the controller applies them
+    local live = slurp(ROOT .. "/deploy/examples/quickstart.yaml"):gsub("\n  name: quickstart\n",
+      "\n  name: quickstart\n  uid: 0b5d9e4c-5a47-4b0f-9d7e-1f2a3b4c5d6e\n", 1)
+    local dir = fx.tmpdir()
+    fx.write(dir .. "/live.yaml", live)
+    r = run({ "render", "-f", dir .. "/live.yaml" })
+    os.execute("rm -rf " .. fx.quote(dir))
+    assert.equal(0, r.code, r.stderr)
+    assert.equal("---\n", r.stdout:sub(1, 4))
+    docs = lyaml.load(r.stdout, { all = true })
+    for _, d in ipairs(docs) do
+      assert.same({ { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster", name = "quickstart",
+        uid = "0b5d9e4c-5a47-4b0f-9d7e-1f2a3b4c5d6e", controller = true, blockOwnerDeletion = false } },
+        d.metadata.ownerReferences, d.kind .. " " .. d.metadata.name)
+    end
+  end)
+
+  it("reads a directory like kubectl -f DIR: its manifests in name order, errors naming the file", function()
+    local dir = fx.tmpdir()
+    local function cluster(name, extra)
+      return string.format("apiVersion: flinkoperator.k8s.io/v1beta1\nkind: FlinkCluster\nmetadata: {name: %s}\n"
+        .. "spec: {taskManager: {replicas: 1}%s}\n", name, extra or "")
+    end
+    fx.write(dir .. "/b.yml", cluster("bee"))
+    fx.write(dir .. "/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n---\n" .. cluster("ay"))
+    fx.write(dir .. "/c.json", cjson.encode(lyaml.load(cluster("sea"))))
+    fx.write(dir .. "/notes.txt", "not: [a manifest\n")   -- another extension: not read
+    os.execute("mkdir " .. fx.quote(dir .. "/sub"))
+    fx.write(dir .. "/sub/x.yaml", cluster("nested"))        -- no recursion, as kubectl without -R
+    local BASIC = POLICIES .. "basic"
+    local r = run({ "render", "-f", dir, "--policy-dir", BASIC })
+    assert.equal(0, r.code, r.stderr)
+    assert.equal(dir .. "/a.yaml: document 1: skipped: a ConfigMap (v1), not a FlinkCluster\n", r.stderr)
+    assert.same({ "ConfigMap ay-configmap", "StatefulSet ay-taskmanager", "ConfigMap bee-configmap",
+      "StatefulSet bee-taskmanager", "ConfigMap sea-configmap", "StatefulSet sea-taskmanager" },
+      kinds_names(lyaml.load(r.stdout, { all = true })))
+    -- a file and -f again: the same as one stream; errors name the file, the cluster and the path
+    fx.write(dir .. "/b.yml", cluster("bee", ", replica: 2") .. "---\n" .. cluster("ay"))
+    fx.write(dir .. "/d.yaml", "a: [\n")
+    r = run({ "render", "-f", dir, "-f", ROOT .. "/tests/testdata/render/invalid.yaml", "--policy-dir", BASIC })
+    assert.equal(1, r.code)
+    assert.equal(table.concat({
+      dir .. "/a.yaml: document 1: skipped: a ConfigMap (v1), not a FlinkCluster",
+      dir .. '/b.yml: bee: spec.replica: unknown field',
+      dir .. "/b.yml: ay: metadata.name: document 2 renders the same cluster as " .. dir .. "/a.yaml document 2",
+      dir .. "/d.yaml: invalid YAML: 1:4: did not find expected node content",
+      ROOT .. "/tests/testdata/render/invalid.yaml: wordcount: spec.taskManager.replicas: must be >= 1",
+      "" }, "\n"), r.stderr)
+    assert.equal("", r.stdout)
+    os.execute("rm -rf " .. fx.quote(dir))
+  end)
 end)

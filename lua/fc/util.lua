@@ -66,4 +66,31 @@ function util.nonempty(t)
   return nil
 end
 
+-- Levenshtein distance of two short strings.
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do prev[j] = j end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:byte(i) == b:byte(j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+--- util.closest_key(key, fields) -> the key of the table `fields` closest to the string `key`
+-- (a field name for "did you mean"): the same letters but case, or at most 2 edits away
+-- (Levenshtein; the nearest, then the first by name), or nil.
+function util.closest_key(key, fields)
+  local best, best_d
+  for _, k in ipairs(util.sorted_keys(fields)) do
+    local d = k:lower() == key:lower() and 0 or distance(key, k)
+    if d <= 2 and (best_d == nil or d < best_d) then best, best_d = k, d end
+  end
+  return best
+end
+
 return util

@@ -1,8 +1,18 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- lib.control: the user-control annotation (the original operator's
 -- `flinkclusters.flinkoperator.k8s.io/user-control`), read by job.lua (progress in
--- status.control, removal of the annotation) and savepoint.lua (the savepoint it asks for).
--- Pure; safe inside the policy sandbox.
+-- status.control, the acknowledgement or removal of the annotation) and savepoint.lua (the
+-- savepoint it asks for). Pure; safe inside the policy sandbox.
+--
+-- The original operator removes the annotation once the control is done. An annotation kept in
+-- Git is then put back by the next sync (kubectl apply, Argo CD, Flux), which asks for the same
+-- control again: a savepoint per sync, and with Argo CD's self-heal a savepoint loop. So by
+-- default the annotation is left where it is and acknowledged instead: status.control records
+-- `acknowledged: true` with the control's name (the annotation's value); while that value stays
+-- set nothing new happens; once the annotation is seen absent the acknowledgement is cleared, and
+-- setting it again (or setting the other value) asks again. REMOVE_WHEN_DONE = true restores the
+-- original's removal, for clients that wait for the annotation to disappear or set the same
+-- value again with `kubectl annotate --overwrite`.
 local clock = require("lib.clock")
 
 local control = {}
@@ -11,6 +21,10 @@ local control = {}
 control.ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
 control.SAVEPOINT = "savepoint"
 control.JOB_CANCEL = "job-cancel"
+
+--- Remove the annotation once its control is done (the original operator's behaviour), instead
+-- of keeping it and recording `acknowledged: true` in status.control (Git-safe, the default).
+control.REMOVE_WHEN_DONE = false
 
 --- Seconds after a control finished during which its annotation, still set, is taken as the
 -- removal not yet observed (the merge patch and the next watch event race), not as a new
@@ -32,6 +46,25 @@ function control.just_finished(status_control, name, now)
   end
   local at = clock.parse(status_control.updateTime)
   return at ~= nil and now - at < control.SETTLE_SECONDS
+end
+
+--- control.acknowledged(status_control, value) -> bool: `status_control` (status.control or
+-- nil) records that the annotation value `value` (a string) was acted on and has stayed set since.
+function control.acknowledged(status_control, value)
+  return type(status_control) == "table" and status_control.acknowledged == true
+    and status_control.name == value
+end
+
+--- control.fresh(cluster, status_control, now) -> the annotation's value when it asks for a
+-- control now (any string: the caller judges it), else nil: unset, acknowledged, or (with
+-- REMOVE_WHEN_DONE) the control it asked for finished less than SETTLE_SECONDS before `now`
+-- (unix seconds) and its removal is not observed yet. A Progressing control is the caller's
+-- to check first (no new control starts while one is in progress).
+function control.fresh(cluster, status_control, now)
+  local value = control.requested(cluster)
+  if value == nil or control.acknowledged(status_control, value) then return nil end
+  if control.REMOVE_WHEN_DONE and control.just_finished(status_control, value, now) then return nil end
+  return value
 end
 
 return control

@@ -4,7 +4,8 @@
 # what a candidate policy directory would change in a live FlinkCluster, as kubectl diff does,
 # and writes nothing (case `livediff`); `run --policy-configmap` serves policy overrides from a
 # ConfigMap once their fixtures pass, refuses a bad set and keeps the last good one (case
-# `override`).
+# `override`). Issue #27: `render` is as strict as the API server and its output applies (case
+# `render`).
 
 # resource_versions NS: the resourceVersions of the namespace's FlinkClusters and children
 resource_versions() {
@@ -179,4 +180,67 @@ case_override() {
   check "override: deleting the ConfigMap brings back the built-in set within 10 s; the controller never restarted" \
     t_override_deleted
   stop_controller override >/dev/null
+}
+
+# case render (issue #27): what `render` prints is accepted by the real API server (server-side
+# dry run, kubectl's strict field validation) for every example; the fields render refuses as
+# unknown are the ones the API server refuses (the CRD installed), and those it keeps (an
+# embedded core/v1 type) both keep; the placeholder owner uid render printed before is accepted
+# by the API server and the garbage collector deletes the object (why render leaves it out).
+case_render() {
+  local ns
+  ns=$(new_ns render)
+  t_render_apply() {
+    local f out
+    for f in "$ROOT"/deploy/examples/*.yaml; do
+      out=$("$FC_BIN" render -f "$f") || { echo "render -f $f failed"; return 1; }
+      if grep -q 'ownerReferences' <<<"$out"; then echo "$f: ownerReferences in the output"; return 1; fi
+      kc -n "$ns" apply --dry-run=server --validate=strict -f - <<<"$out" >"$WORK/render-apply.out" 2>&1 ||
+        { echo "$f:"; cat "$WORK/render-apply.out"; return 1; }
+      echo "$(basename "$f"): $(grep -c '(server dry run)' "$WORK/render-apply.out") objects accepted"
+    done
+  }
+  check "render: render -f deploy/examples/X.yaml | kubectl apply --dry-run=server --validate=strict -f - is accepted for every example" \
+    t_render_apply
+  t_render_strict() {
+    local bad server ours f
+    bad=$WORK/render-unknown.yaml
+    sed -e 's/^  name: quickstart$/  name: quickstart\n  lables: {a: b}/' \
+      -e 's/^  taskManager:$/  taskManager:\n    volumeMounts: [{name: v, mountPath: \/v, anything: 1}]\n    replica: 2/' \
+      "$ROOT/deploy/examples/quickstart.yaml" >"$bad"
+    if server=$(kc -n "$ns" apply --dry-run=server --validate=strict -f "$bad" 2>&1); then
+      echo "the API server accepted it"; return 1
+    fi
+    echo "kubectl: $server"
+    if ours=$("$FC_BIN" render -f "$bad" 2>&1 >/dev/null); then echo "render accepted it"; return 1; fi
+    echo "render: $ours"
+    # the API server names each field; render names the same ones, no more
+    for f in metadata.lables spec.taskManager.replica; do
+      grep -q "unknown field \"$f\"" <<<"$server" || { echo "the server did not name $f"; return 1; }
+    done
+    expect "render's fields" "$(cut -d: -f2 <<<"$ours" | tr -d ' ' | tr '\n' ' ')" "metadata.lables spec.taskManager.replica " ||
+      return 1
+    if grep -q anything <<<"$server$ours"; then echo "a kept field (volumeMounts[0].anything) was refused"; return 1; fi
+  }
+  check "render: the unknown fields render refuses (metadata.lables, spec.taskManager.replica) are the ones the API server refuses with --validate=strict; a field of an embedded type is kept by both" \
+    t_render_strict
+  t_placeholder_gc() {
+    # the ownerReference render printed before for a FlinkCluster never applied
+    kc -n "$ns" apply -f - >/dev/null <<'EOF' || { echo "the API server refused the placeholder uid"; return 1; }
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: orphan-configmap
+  ownerReferences:
+  - {apiVersion: flinkoperator.k8s.io/v1beta1, kind: FlinkCluster, name: orphan, controller: true,
+     blockOwnerDeletion: false, uid: "<uid of FlinkCluster orphan, set when applied>"}
+data: {a: b}
+EOF
+    gone() { ! kc -n "$ns" get configmap orphan-configmap >/dev/null 2>&1; }
+    local t0=$SECONDS
+    poll 60 gone || { echo "still there after 60 s"; return 1; }
+    echo "accepted, then deleted by the garbage collector after $((SECONDS - t0)) s"
+  }
+  check "render: the placeholder owner uid render printed before is accepted by the API server, and the garbage collector deletes the object" \
+    t_placeholder_gc
 }

@@ -250,20 +250,46 @@ case_flink() {
     [ "$ms" -ge 0 ] && [ "$ms" -lt 1000 ]
   }
   check "flink: the savepoint's COMPLETED answer is used in the pass it starts (status Succeeded < 1 s after it)" t_flink_fresh
+  ann() { jp "$ns" flinkcluster/ticker '{.metadata.annotations.flinkclusters\.flinkoperator\.k8s\.io/user-control}'; }
+  ctl() { jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state} {.status.control.acknowledged}'; }
+  sp_posts() { grep -c "flink POST /jobs/$jid/savepoints: HTTP" "$WORK/flink.log"; }
   t_flink_control() {
     local first
     first=$(job savepointLocation)
     kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=savepoint >/dev/null ||
       return 1
-    control_done() {
-      [ "$(jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state}')" = "savepoint Succeeded" ] &&
-        [ -z "$(jp "$ns" flinkcluster/ticker '{.metadata.annotations.flinkclusters\.flinkoperator\.k8s\.io/user-control}')" ]
-    }
+    control_done() { [ "$(ctl)" = "savepoint Succeeded true" ]; }
     poll 60 control_done || { echo "control: $(jp "$ns" flinkcluster/ticker '{.status.control}')"; return 1; }
     [ "$(job savepointLocation)" != "$first" ] || { echo "no new savepoint"; return 1; }
+    expect "annotation (kept, acknowledged)" "$(ann)" savepoint || return 1
     poll 10 has_event "$ns" ticker UserControl || { echo "no UserControl event"; return 1; }
   }
-  check "flink: user-control annotation 'savepoint' -> a new savepoint, control Succeeded, annotation removed (patch_annotations)" t_flink_control
+  check "flink: user-control annotation 'savepoint' -> a new savepoint, control Succeeded, the annotation kept and acknowledged in status.control" t_flink_control
+  t_flink_control_git() {
+    # as Git would: the annotation removed, then the manifest with it applied twice (kubectl
+    # apply, a label changed by the second sync so that the object is written again)
+    local loc0 posts0 manifest=$WORK/ticker-git.yaml
+    kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control- >/dev/null || return 1
+    cleared() { [ "$(ctl)" = "savepoint Succeeded " ]; }
+    poll 30 cleared || { echo "control: $(ctl)"; return 1; }
+    loc0=$(job savepointLocation) posts0=$(sp_posts)
+    sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|; s|^metadata:$|metadata:\n  annotations: {flinkclusters.flinkoperator.k8s.io/user-control: savepoint}\n  labels: {sync: one}|" \
+      "$ROOT/deploy/examples/wordcount.yaml" >"$manifest"
+    kc -n "$ns" apply -f "$manifest" >/dev/null || return 1
+    one_more() { [ "$(job savepointLocation)" != "$loc0" ] && [ "$(ctl)" = "savepoint Succeeded true" ]; }
+    poll 60 one_more || { echo "savepointLocation $(job savepointLocation) (was $loc0), control $(ctl)"; return 1; }
+    loc0=$(job savepointLocation)
+    sed -i 's/sync: one/sync: two/' "$manifest"
+    kc -n "$ns" apply -f "$manifest" >/dev/null || return 1
+    expect "label of the second sync" "$(jp "$ns" flinkcluster/ticker '{.metadata.labels.sync}')" two || return 1
+    sleep 15 # a /jobs/overview poll (10 s) and more: passes that see the annotation again
+    expect "savepoint POSTs by the two syncs" "$(( $(sp_posts) - posts0 ))" 1 || return 1
+    expect "savepointLocation after the second sync" "$(job savepointLocation)" "$loc0" || return 1
+    expect "annotation" "$(ann)" savepoint || return 1
+    expect "control" "$(ctl)" "savepoint Succeeded true"
+  }
+  check "flink: the user-control annotation applied by kubectl apply twice (as Git syncs) takes exactly one savepoint; the annotation stays, acknowledged" \
+    t_flink_control_git
   t_flink_cancel() {
     kc -n "$ns" patch flinkcluster ticker --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null ||
       return 1

@@ -50,8 +50,12 @@ case_prune() {
   restored() { [ -n "$(kc get crd "$CRD_NAME" -o "jsonpath={.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.components}")" ]; }
   poll 10 restored || echo "# warning: deploy/crd.yaml not restored"
   t_control() {
-    local ctl n0 conflicts
-    start_controller control --namespace "$ns"
+    local ctl n0 conflicts pdir=$WORK/policies-remove
+    # the original's removal of the annotation (cookbook remove-annotation; by default it is kept)
+    cp -r "$ROOT/policies" "$pdir" || return 1
+    patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/remove-annotation.patch" ||
+      { echo "could not apply remove-annotation.patch"; return 1; }
+    start_controller control --namespace "$ns" --policy-dir "$pdir"
     sed "s/name: wordcount/name: c1/" "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null ||
       return 1
     has_state() { [ -n "$(state "$ns" c1)" ]; }
@@ -68,7 +72,7 @@ case_prune() {
     conflicts=$(tail -n +"$((n0 + 1))" "$WORK/control.log" | grep 'status conflict')
     expect "status conflicts after the annotation" "$conflicts" ""
   }
-  check "control: a finished user control goes into the status first, then the annotation is removed: no 409" t_control
+  check "control: with the cookbook's removal, a finished user control goes into the status first, then the annotation is removed: no 409" t_control
   stop_controller control >/dev/null
 }
 

@@ -194,8 +194,9 @@ case_stale() {
       return 1
     sp_done() { [ "$(jp "$ns" flinkcluster/stale '{.status.savepoint.state}')" = Succeeded ]; }
     poll 60 sp_done || { echo "savepoint: $(jp "$ns" flinkcluster/stale '{.status.savepoint}')"; return 1; }
-    ann_gone() { [ -z "$(jp "$ns" flinkcluster/stale '{.metadata.annotations.flinkclusters\.flinkoperator\.k8s\.io/user-control}')" ]; }
-    poll 30 ann_gone || { echo "the user-control annotation stayed"; return 1; }
+    # the annotation stays, acknowledged: passes that still see it (late) take no second savepoint
+    acked() { [ "$(jp "$ns" flinkcluster/stale '{.status.control.state} {.status.control.acknowledged}')" = "Succeeded true" ]; }
+    poll 30 acked || { echo "control: $(jp "$ns" flinkcluster/stale '{.status.control}')"; return 1; }
     sleep 5
     local log=$WORK/stale.log
     echo "passes that waited for their own writes: $(grep -c 'waiting for the cache to show' "$log")"

@@ -241,7 +241,8 @@ real_ticker() {
     local id before
     id=$(job_field "$ns" ticker id)
     before=$(job_field "$ns" ticker savepointLocation)
-    kc -n "$ns" annotate flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=job-cancel >/dev/null ||
+    # --overwrite: the savepoint control's annotation is still set (kept, acknowledged)
+    kc -n "$ns" annotate --overwrite flinkcluster ticker flinkclusters.flinkoperator.k8s.io/user-control=job-cancel >/dev/null ||
       return 1
     poll 120 is_job "$ns" ticker Cancelled || { why "$ns" ticker; return 1; }
     # the control ends once the stop's savepoint has been read
