@@ -1658,6 +1658,36 @@ describe("reconcile.run: adoption of a revision (issue 27)", function()
       condition(w.cluster.status, "Stalled").reason })
   end)
 
+  it("a session cluster of the original operator: adopted, its pods held too until the next update", function()
+    local snap = fx.read_yaml(ORIGINAL)
+    snap.cluster.spec.job = nil
+    snap.cluster.status.components.job = nil
+    local rev = snap.children.ControllerRevision[snap.cluster.status.currentRevision:match("^(.+)%-%d+$")]
+    rev.data.spec.job = nil
+    snap.children.Job, snap.children.Pod["wordcount-job-submitter-x7k2p"] = nil, nil
+    local r = run(snap)
+    local new_rev = revision.name(snap.cluster)
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply Service wordcount-jobmanager",
+      "apply ControllerRevision " .. new_rev }, ops(r))
+    assert.equal(1, #events(r, "RevisionAdopted"))
+    assert.matches("held since revision", events(r, "TemplateChangeHeld")[1].message)
+    assert.same({ new_rev, "Running", "False" }, { r.status.currentRevision, r.status.state,
+      condition(r.status, "Stalled").status })
+  end)
+
+  it("the original's selectors with podLabels: adopted, its StatefulSets neither applied nor deleted", function()
+    local snap = fx.read_yaml(ORIGINAL)
+    local rev = snap.children.ControllerRevision[snap.cluster.status.currentRevision:match("^(.+)%-%d+$")]
+    for _, spec in ipairs({ snap.cluster.spec, rev.data.spec }) do spec.taskManager.podLabels = { team = "data" } end
+    local tm = snap.children.StatefulSet["wordcount-taskmanager"]
+    tm.spec.selector.matchLabels.team = "data"
+    tm.spec.template.metadata.labels.team = "data"
+    local r = run(snap)
+    assert.equal(1, #events(r, "RevisionAdopted"))
+    assert.same({ "apply ConfigMap wordcount-configmap", "apply Service wordcount-jobmanager",
+      "apply ControllerRevision " .. revision.name(snap.cluster), "flink GET /jobs/overview" }, ops(r))
+  end)
+
   it("an immutable field of a running job's StatefulSet is held, never deleted (the original's selectors)", function()
     local snap = fx.read_yaml(ORIGINAL)
     -- a StatefulSet whose serviceName is not the one we render: replacing it would kill the job
