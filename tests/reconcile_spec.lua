@@ -1688,6 +1688,22 @@ describe("reconcile.run: adoption of a revision (issue 27)", function()
       "apply ControllerRevision " .. revision.name(snap.cluster), "flink GET /jobs/overview" }, ops(r))
   end)
 
+  it("an invalid spec at the takeover: the original's revision (unset fields as Go wrote them) supervises", function()
+    local snap = fx.read_yaml(ORIGINAL)
+    local rev = snap.children.ControllerRevision[snap.cluster.status.currentRevision:match("^(.+)%-%d+$")]
+    rev.data.spec.jobManager.accessScope = "" -- no webhook defaulted it: Go wrote the unset string
+    snap.cluster.spec.taskManager.replicas = 0
+    snap.cluster.metadata.generation = 2
+    local r = run(snap)
+    local ready = condition(r.status, "Ready")
+    assert.same({ "False", "InvalidSpec" }, { ready.status, ready.reason })
+    assert.matches("changes held: the last valid spec %(revision wordcount%-%w+%-1%) keeps running",
+      ready.message)
+    assert.equal("False", condition(r.status, "PolicyError").status)
+    assert.same({}, flink_writes(r))
+    assert.same({ ID, "Running" }, { r.status.components.job.id, r.status.components.job.state })
+  end)
+
   it("an immutable field of a running job's StatefulSet is held, never deleted (the original's selectors)", function()
     local snap = fx.read_yaml(ORIGINAL)
     -- a StatefulSet whose serviceName is not the one we render: replacing it would kill the job

@@ -109,6 +109,8 @@ function reconcile.stall(status, reason, message, now, generation, previous)
     now, generation, previous)
 end
 
+-- `spec` with the fields at `paths` (lists of keys) of `from` copied in, where both hold the
+-- parent object; returns `spec`.
 local function copy_fields(spec, from, paths)
   for _, path in ipairs(paths) do
     local src, dst = from, spec
@@ -123,11 +125,13 @@ end
 
 -- The spec a ControllerRevision `rev` records (fc.revision.spec_of: ours, or the original
 -- operator's) with the control fields of `from` (today's spec) copied in, and, for the original
--- operator's, the fields its revisions leave out (fc.revision.ORIGINAL_IGNORED); nil when `rev`
--- records none.
+-- operator's, without what its Go structs wrote for unset fields (fc.revision.without_unset:
+-- `"accessScope": ""` is unset, and defaults.apply fills only absent fields) and with the
+-- fields its revisions leave out (fc.revision.ORIGINAL_IGNORED); nil when `rev` records none.
 local function recorded_spec(rev, from)
   local spec, original = revision.spec_of(rev)
   if not spec then return nil end
+  if original then spec = revision.without_unset(spec) end
   copy_fields(spec, from, revision.CONTROL_FIELDS)
   if original then copy_fields(spec, from, revision.ORIGINAL_IGNORED) end
   return spec
@@ -488,8 +492,8 @@ local function adopt_revision(host, cluster, defaulted, revisions, current, next
   end
   local live = defaulted.spec
   if original then
-    -- its data is the Go structs' encoding: what they write for unset fields is unset on both sides
-    spec = revision.without_unset(spec)
+    -- its data is the Go structs' encoding (recorded_spec): what they write for unset fields is
+    -- unset on this side too
     live = with_defaults(revision.without_unset(cluster.spec))
   end
   local old = with_defaults(spec)
