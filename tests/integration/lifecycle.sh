@@ -220,8 +220,18 @@ case_upgrade() {
   kc -n "$ns" delete controllerrevision "$rev" >/dev/null
   kc -n "$ns" patch flinkcluster upg --subresource=status --type=merge \
     -p "{\"status\":{\"currentRevision\":\"$old\",\"nextRevision\":\"$old\"}}" >/dev/null
+  # and one labelled as the original operator labelled its own (the FlinkCluster's labels, not
+  # app/cluster), which the controller must see too
+  kc -n "$ns" create -f - >/dev/null <<EOF2
+{"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": {"spec": {"\$patch": "replace"}},
+ "metadata": {"name": "upg-b7745cb6b", "labels": {"flinkoperator.k8s.io/hash": "b7745cb6b",
+   "flinkoperator.k8s.io/managed-by": "upg"},
+   "ownerReferences": [{"apiVersion": "flinkoperator.k8s.io/v1beta1", "kind": "FlinkCluster", "name": "upg",
+     "uid": "$(jp "$ns" flinkcluster/upg '{.metadata.uid}')", "controller": true}]}}
+EOF2
   # debug: its log has every Flink call ("flink <METHOD> <path>: HTTP <status>")
-  FC_LOG_LEVEL=debug start_controller upgrade2 --namespace "$ns" --policy-dir "$pdir"
+  mkdir -p "$WORK/upgrade-snap"
+  FC_LOG_LEVEL=debug start_controller upgrade2 --namespace "$ns" --policy-dir "$pdir" --debug-snapshot-dir "$WORK/upgrade-snap"
   t_adopted() {
     [ -n "$rev" ] && [ -n "$old" ] && [ "$old" != "$rev" ] || { echo "revision '$rev', older name '$old'"; return 1; }
     grep -q '^Pod/upg-taskmanager-0=' <<<"$before" || { echo "no TaskManager pod: $before"; return 1; }
@@ -246,6 +256,14 @@ case_upgrade() {
   }
   check "upgrade: a controller with a new default adopts the older revision (RevisionAdopted): no savepoint, stop or cancel, no StatefulSet, Job or pod replaced, the job id kept" \
     t_adopted
+  t_unlabelled() {
+    lua5.4 -e 'local s = require("cjson").decode(io.read("a"))
+      local revs = s.children.ControllerRevision or {}
+      assert(revs["upg-b7745cb6b"], "not in the snapshot: the original-style ControllerRevision")
+      assert(revs[arg[1]], "not in the snapshot: " .. arg[1])' /dev/null "$rev" <"$WORK/upgrade-snap/$ns.upg.json"
+  }
+  check "upgrade: ControllerRevisions are watched whatever their labels (the original operator's carry the FlinkCluster's)" \
+    t_unlabelled
   t_held_not_stalled() {
     normal_held() {
       kc -n "$ns" get events --field-selector "involvedObject.name=upg,reason=TemplateChangeHeld,type=Normal" \
