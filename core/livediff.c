@@ -27,6 +27,7 @@ struct livediff {
     struct lhost *h;
     const kube_kind *kinds[LIVEDIFF_MAXKINDS];
     int by_label[LIVEDIFF_MAXKINDS];
+    int any_labels[LIVEDIFF_MAXKINDS]; /* listed without the app/cluster selector (kinds.lua) */
     int nkinds;
     int errors;
 };
@@ -82,6 +83,7 @@ static int livediff_kinds(struct livediff *d, char *err, size_t errlen)
             return -1;
         }
         d->by_label[d->nkinds] = json_is_true(json_object_get(e, "by_label"));
+        d->any_labels[d->nkinds] = json_is_true(json_object_get(e, "any_labels"));
         d->kinds[d->nkinds++] = k;
     }
     json_decref(list);
@@ -113,7 +115,8 @@ static json_t *livediff_children(struct livediff *d, json_t *cluster)
         json_object_set_new(children, d->kinds[k]->kind, by_name);
         struct livediff_wait w = {0};
         if (kube_path(path, sizeof path, d->kinds[k], ns, NULL, NULL) ||
-            livediff_run(d, kube_list(d->kc, path, sel, 0, livediff_done, &w, err, sizeof err), &w, err)) {
+            livediff_run(d, kube_list(d->kc, path, d->any_labels[k] ? NULL : sel, 0, livediff_done, &w, err, sizeof err),
+                         &w, err)) {
             fprintf(stderr, "diff: %s/%s: list %s: HTTP %ld: %s\n", ns, name, d->kinds[k]->plural, w.status, w.message);
             d->errors++;
             json_decref(w.body);

@@ -281,6 +281,9 @@ static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
 static int run_nkinds = 1;
 /* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
 static unsigned run_by_label;
+/* bit k set: kind k is watched without RUN_CHILD_SELECTOR (kinds.lua any_labels: the original
+ * operator's ControllerRevisions carry the FlinkCluster's labels; run_transform filters them) */
+static unsigned run_any_labels;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
@@ -2437,7 +2440,8 @@ static int run_start_reflectors(struct run_ctx *ctx)
     for (size_t i = 0; i < ctx->nns; i++) {
         for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
-                                 .label_selector = k == 0 ? NULL : RUN_CHILD_SELECTOR,
+                                 .label_selector = k == 0 || (run_any_labels & (1u << k)) ? NULL
+                                                                                          : RUN_CHILD_SELECTOR,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .transform = run_transform,
                                  .compact = 1,
@@ -2454,7 +2458,8 @@ static int run_start_reflectors(struct run_ctx *ctx)
 }
 
 /* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
- * by_label}]) into run_kinds; the watches, the snapshot's children and the deletes follow. */
+ * by_label, any_labels}]) into run_kinds; the watches, the snapshot's children and the deletes
+ * follow. */
 static int run_load_kinds(struct run_ctx *ctx)
 {
     char err[1024];
@@ -2494,6 +2499,8 @@ static int run_load_kinds(struct run_ctx *ctx)
         }
         if (json_is_true(json_object_get(e, "by_label")))
             run_by_label |= 1u << run_nkinds;
+        if (json_is_true(json_object_get(e, "any_labels")))
+            run_any_labels |= 1u << run_nkinds;
         run_kinds[run_nkinds++] = k;
     }
     json_decref(list);

@@ -4,9 +4,9 @@
  * Wires the transport (core/kube, core/reflector, core/workqueue, core/http) to the reconcile
  * framework (lua/fc/reconcile.lua through core/lhost) on one libev loop (docs/contracts.md,
  * "Reconcile" and "Transport"):
- *   - one reflector per kind (FlinkCluster; ConfigMap, StatefulSet, Service, Ingress, Job,
- *     ControllerRevision and Pod labelled RUN_CHILD_SELECTOR) per --namespace, or over all
- *     namespaces; every event enqueues the owner key "namespace/name" (reflector_owner_key);
+ *   - one reflector per kind (FlinkCluster; ConfigMap, StatefulSet, Service, Ingress, Job and
+ *     Pod labelled RUN_CHILD_SELECTOR; ControllerRevision unselected, fc.kinds any_labels, those
+ *     a FlinkCluster controls kept) per --namespace, or over all namespaces; every event enqueues the owner key "namespace/name" (reflector_owner_key);
  *   - once every cache synced (and, with --leader-elect, while leading) up to --workers keys are
  *     in flight: expectations met (the caches show the key's own last writes, or
  *     RUN_EXPECT_TTL_S passed; else the key waits without a pass) -> snapshot ->

@@ -182,9 +182,14 @@ local function kstatus_conditions(input, state, missing)
     stalled = { reason = "Job" .. js, message = job_name(j) .. " is " .. js
       .. (j.failureReason and (" (" .. tostring(j.failureReason) .. ")") or "")
       .. " and is not restarted: an update of the spec submits it again" }
-  elseif #(input.held or {}) > 0 then
+  elseif #(input.held or {}) > 0 and not input.adopted then
     stalled = { reason = "TemplateChangeHeld", message = "new pod template of " .. table.concat(input.held, ", ")
       .. " held while the job runs: the next update of the spec rolls it out" }
+  elseif #(input.held or {}) > 0 and ready.status == "True" then
+    -- after an adoption: nothing for the user to fix, the pods run what the spec asks
+    ready.message = ready.message .. "; new pod template of " .. table.concat(input.held, ", ")
+      .. " held since revision " .. tostring(input.adopted.from) .. " was adopted: the next update of the spec"
+      .. " rolls it out"
   end
 
   local reconciling
@@ -228,8 +233,11 @@ end
 --   job=<status.components.job or nil for a session cluster>, savepoint=<status.savepoint or nil>,
 --   control=<status.control or nil>, cleanup=<"DeleteCluster"|"DeleteTaskManager"|"">,
 --   updating=bool (a new revision is being rolled out), revision={current=, next=},
---   held=<list of "<Kind> <name>" whose new pod template the framework holds while the job runs,
---   {} when none>, now=<unix s>}.
+--   held=<list of "<Kind> <name>[ (<immutable field> cannot change in place)]" whose new pod
+--   template the framework holds while the job runs (or after an adoption), {} when none>,
+--   adopted=<{from=<revision adopted>, to=<current revision>, time=} while the current revision
+--   is one the framework adopted without an update (docs/contracts.md, "Pipeline"), else nil>,
+--   now=<unix s>}.
 -- Output: {state=, components=<with job>, savepoint=, control=, currentRevision=, nextRevision=,
 --   conditions={{type=, status="True"|"False", reason=, message=}...}}: Ready, Reconciling,
 --   Stalled, in that order, and JobRunning for a job cluster.
@@ -252,7 +260,10 @@ end
 --   works and lastTransitionTime says when the last piece of work ended). Stalled=True (and then
 --   Reconciling=False) when progress needs the user: a job Failed or Lost that job.lua does not
 --   restart (no job.nextRestartTime), reason Job<state>; a pod template change held while the
---   job runs (`held`), reason TemplateChangeHeld. The framework sets Stalled=True itself for an
+--   job runs (`held`), reason TemplateChangeHeld, but not after an adoption (`adopted`): the
+--   pods run the spec's meaning, the new template is the controller's (a migration from the
+--   original operator, an upgrade), so the cluster stays Ready (its message names the held
+--   objects) rather than Failed for kstatus and Degraded for Argo CD. The framework sets Stalled=True itself for an
 --   invalid spec, a refused update and a policy error (docs/contracts.md, "Reconcile").
 --   Reconciling=True while the controller works toward the spec: Creating, Updating (a rollout,
 --   the savepoint before an update), Reconciling (reason Recovering), a cleanup not yet done

@@ -15,8 +15,8 @@ describe("policies/status.lua", function()
       fx.assert_cases(all, {
         "cancelled-stopped", "components-deleted", "components-not-ready", "components-ready", "creating",
         "job-failed-stalled", "job-pending", "job-restart-pending", "job-succeeded-kept", "partially-stopped",
-        "reconciling", "running", "session-no-job", "stopped", "stopping", "template-held", "update-savepoint",
-        "updating-revision",
+        "reconciling", "running", "session-no-job", "stopped", "stopping", "template-held", "template-held-adopted",
+        "update-savepoint", "updating-revision",
       })
     end)
     for _, case in ipairs(all) do

@@ -22,7 +22,11 @@
 --   by_label = true: found by the `cluster` label rather than by ownerReference (pods belong to
 --     their StatefulSet or Job);
 --   native = true: the framework itself creates (server-side apply) and deletes them: Native
---     TaskManager pods (lua/fc/taskmanagers.lua); policies still may not produce them.
+--     TaskManager pods (lua/fc/taskmanagers.lua); policies still may not produce them;
+--   any_labels = true: watched without the children's label selector (`app=flink,cluster`): the
+--     original operator labelled its ControllerRevisions with the FlinkCluster's own labels, and
+--     a cluster it made is adopted by its revision (fc.revision); the core's cache keeps only
+--     the ones a FlinkCluster controls (core/run.c, run_transform).
 local kinds = {}
 
 kinds.CHILDREN = {
@@ -33,7 +37,7 @@ kinds.CHILDREN = {
   { kind = "ConfigMap", apiVersion = "v1", resource = "configmaps", apply = true, delete = true },
   { kind = "Job", apiVersion = "batch/v1", resource = "jobs", apply = true, delete = true, create_only = true },
   { kind = "ControllerRevision", apiVersion = "apps/v1", resource = "controllerrevisions", apply = true,
-    create_only = true },
+    create_only = true, any_labels = true },
   { kind = "Pod", apiVersion = "v1", resource = "pods", by_label = true, native = true },
 }
 
@@ -92,12 +96,13 @@ function kinds.refused(objects)
   return out
 end
 
---- kinds.watched() -> {{apiVersion=, kind=, resource=, by_label=bool}, ...}: what the C core
--- watches beside the FlinkClusters (core/run.c, at start), in list order.
+--- kinds.watched() -> {{apiVersion=, kind=, resource=, by_label=bool, any_labels=bool}, ...}: what
+-- the C core watches beside the FlinkClusters (core/run.c, at start), in list order.
 function kinds.watched()
   local out = {}
   for _, e in ipairs(kinds.CHILDREN) do
-    out[#out + 1] = { apiVersion = e.apiVersion, kind = e.kind, resource = e.resource, by_label = e.by_label == true }
+    out[#out + 1] = { apiVersion = e.apiVersion, kind = e.kind, resource = e.resource, by_label = e.by_label == true,
+      any_labels = e.any_labels == true }
   end
   return out
 end

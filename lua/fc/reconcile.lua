@@ -109,10 +109,10 @@ function reconcile.stall(status, reason, message, now, generation, previous)
     now, generation, previous)
 end
 
--- `spec` (a copy of a revision's spec, which has no control fields) with the control fields of
--- `from` (today's spec) copied in; returns `spec`.
-local function with_control_fields(spec, from)
-  for _, path in ipairs(revision.CONTROL_FIELDS) do
+-- `spec` with the fields at `paths` (lists of keys) of `from` copied in, where both hold the
+-- parent object; returns `spec`.
+local function copy_fields(spec, from, paths)
+  for _, path in ipairs(paths) do
     local src, dst = from, spec
     for i = 1, #path - 1 do
       src = is_table(src) and src[path[i]] or nil
@@ -123,41 +123,63 @@ local function with_control_fields(spec, from)
   return spec
 end
 
+-- The spec a ControllerRevision `rev` records (fc.revision.spec_of: ours, or the original
+-- operator's) with the control fields of `from` (today's spec) copied in, and, for the original
+-- operator's, without what its Go structs wrote for unset fields (fc.revision.without_unset:
+-- `"accessScope": ""` is unset, and defaults.apply fills only absent fields) and with the
+-- fields its revisions leave out (fc.revision.ORIGINAL_IGNORED); nil when `rev` records none.
+local function recorded_spec(rev, from)
+  local spec, original = revision.spec_of(rev)
+  if not spec then return nil end
+  if original then spec = revision.without_unset(spec) end
+  copy_fields(spec, from, revision.CONTROL_FIELDS)
+  if original then copy_fields(spec, from, revision.ORIGINAL_IGNORED) end
+  return spec
+end
+
 -- The current revision of a cluster: status.currentRevision, else (no pass has written the
 -- status yet: each was cut short, e.g. by a SIGKILL, after it applied objects) the first
 -- observed ControllerRevision, whose spec the submitter Job left by those passes was rendered
--- from (fc.revision.first; the revision is applied before it); nil before any revision.
+-- from (fc.revision.first; the revision is applied before it); nil before any revision. The
+-- name as the status has it: the original operator's `<object>-<number>` included.
 local function current_revision(status, children)
   return (status or {}).currentRevision or revision.first((children or {}).ControllerRevision)
 end
 
+-- The observed ControllerRevision of the current revision (fc.revision.find), or nil.
+local function current_object(status, children)
+  local _, rev = revision.find((children or {}).ControllerRevision, current_revision(status, children))
+  return rev
+end
+
 -- The previous defaulted FlinkCluster for validate's update rules: {} before the first
 -- revision (a create); else the spec of the current ControllerRevision with today's control
--- fields (control-field transitions are admission's to check), and the status. Shares every
--- table but `spec` with `defaulted`: fc.host.call copies its input, so nothing here is changed.
-local function previous(defaulted, children)
+-- fields (control-field transitions are admission's to check) and today's defaults, and the
+-- status. Shares every table but `spec` with `defaulted`: fc.host.call copies its input, so
+-- nothing here is changed.
+local function previous(host, defaulted, children)
   local cur = current_revision(defaulted.status, children)
   if not cur then return {} end
   local old = util.merge(defaulted)
-  local rev = (children.ControllerRevision or {})[cur]
-  if rev and is_table(rev.data) then
-    old.spec = with_control_fields(util.deepcopy(rev.data), defaulted.spec)
+  local spec = recorded_spec(current_object(defaulted.status, children), defaulted.spec)
+  if spec then
+    local ok, d = host.call("defaults", "apply", util.merge(defaulted, { spec = spec }))
+    old.spec = ok and is_table(d) and is_table(d.spec) and d.spec or spec
   end
   return old
 end
 
 -- The snapshot of the last valid spec, for a pass that supervises a cluster whose spec is
 -- invalid or whose policies fail on it (issue "Converge for real", item 5): the observed cluster
--- with the current ControllerRevision's spec (the defaulted spec of the last revision that
--- validated and rendered) and today's control fields, the rest of the snapshot unchanged.
+-- with the current ControllerRevision's spec (the spec of the last revision that validated and
+-- rendered: recorded_spec) and today's control fields, the rest of the snapshot unchanged.
 -- nil before the first revision, or when that ControllerRevision is not in the cache.
 local function last_valid_snapshot(snapshot)
   local cluster = snapshot.cluster
-  local cur = current_revision(cluster.status, snapshot.children)
-  local rev = cur and ((snapshot.children or {}).ControllerRevision or {})[cur]
-  if not (rev and is_table(rev.data)) then return nil end
+  local spec = recorded_spec(current_object(cluster.status, snapshot.children), cluster.spec)
+  if not spec then return nil end
   local held = util.merge(cluster)
-  held.spec = with_control_fields(util.deepcopy(rev.data), cluster.spec)
+  held.spec = spec
   return util.merge(snapshot, { cluster = held })
 end
 
@@ -447,6 +469,38 @@ local function gate_update(host, snapshot, defaulted, next_rev, current)
   return res
 end
 
+-- Adoption (issue 27): an update starts only when the spec means something else than the
+-- current revision's. When the status names a revision `current` (ours, of any format, or the
+-- original operator's `<object>-<number>`) other than `next_rev`, and the ControllerRevision it
+-- names records a spec that, with today's defaults (defaults.apply) and compared for meaning
+-- (fc.revision.comparable; with an original revision, without the fields it leaves out), equals
+-- the cluster's defaulted spec, the revision is adopted: current := next_rev at once, no
+-- update. The cases: a controller whose revisions hash the spec as written replacing one that
+-- hashed the defaulted spec; a default added to policies/defaults.lua (or to the CRD) before
+-- that; a FlinkCluster made by the original operator (same API, same objects). Returns
+-- {format=<text for the Event>} or nil (not adoptable: no such ControllerRevision, a real
+-- change, or defaults.apply failed on the recorded spec).
+local function adopt_revision(host, cluster, defaulted, revisions, current, next_rev)
+  local _, rev = revision.find(revisions, current)
+  if not rev or current == next_rev then return nil end
+  local spec = recorded_spec(rev, cluster.spec)
+  if not spec then return nil end
+  local original = revision.is_original(rev)
+  local function with_defaults(s)
+    local ok, d = host.call("defaults", "apply", util.merge(defaulted, { spec = s }))
+    return ok and is_table(d) and is_table(d.spec) and d.spec or nil
+  end
+  local live = defaulted.spec
+  if original then
+    -- its data is the Go structs' encoding (recorded_spec): what they write for unset fields is
+    -- unset on this side too
+    live = with_defaults(revision.without_unset(cluster.spec))
+  end
+  local old = with_defaults(spec)
+  if not (old and live) or revision.comparable(old, original) ~= revision.comparable(live, original) then return nil end
+  return { format = original and "the original operator's" or "ours" }
+end
+
 function run(host, snapshot, hold)
   local cluster = snapshot.cluster
   local md = cluster.metadata or {}
@@ -469,7 +523,7 @@ function run(host, snapshot, hold)
   expect(bad == nil, "defaults", "apply", bad)
   -- fc.host.call copies every input, so the policies below share the observed status safely
   defaulted.status = old_status
-  local old = previous(defaulted, children)
+  local old = previous(host, defaulted, children)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
   bad = shape.validate(v)
   expect(bad == nil, "validate", "check", bad)
@@ -493,9 +547,23 @@ function run(host, snapshot, hold)
     end
   end
 
-  -- 2. revision
-  local next_rev = hold and hold.revision or revision.name(defaulted)
+  -- 2. revision: the user's spec as written names it; an update starts only when that spec
+  -- means something else than the current revision's (adopt_revision)
+  local revisions = children.ControllerRevision or {}
+  local next_rev = hold and hold.revision or revision.name(cluster)
   local current = current_revision(old_status, children) or next_rev
+  local adopted = old_status.adoptedRevision
+  if not hold and current ~= next_rev then
+    local now_adopted = adopt_revision(host, cluster, defaulted, revisions, current, next_rev)
+    if now_adopted then
+      result.events[#result.events + 1] = { type = "Normal", reason = "RevisionAdopted",
+        message = "revision " .. current .. " (" .. now_adopted.format .. ") adopted as " .. next_rev
+          .. ": same spec with today's defaults, nothing is restarted" }
+      adopted = { from = current, to = next_rev, time = rfc3339(now) }
+      current = next_rev
+    end
+  end
+  if not (is_table(adopted) and adopted.to == current) then adopted = nil end
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
     from_savepoint_changed = false }
   if update.pending and not hold then
@@ -592,15 +660,15 @@ function run(host, snapshot, hold)
       desired[#desired + 1] = o
     end
   end
-  local revisions = children.ControllerRevision or {}
+  local next_obj = revision.find(revisions, next_rev) or next_rev
   local has_rev = false
   for _, o in ipairs(desired) do
-    if o.kind == "ControllerRevision" and o.metadata.name == next_rev then has_rev = true end
+    if o.kind == "ControllerRevision" and o.metadata.name == next_obj then has_rev = true end
   end
   if not has_rev then
     -- before the submitter Job in the apply order (else last): a pass cut short after the
     -- submitter has recorded the revision it was rendered from (current_revision)
-    local obj = revisions[next_rev] or revision.object(defaulted, revision.next_number(revisions))
+    local obj = revisions[next_obj] or revision.object(cluster, revision.next_number(revisions))
     local at = #desired + 1
     for i, o in ipairs(desired) do
       if o.kind == "Job" then at = i; break end
@@ -611,10 +679,13 @@ function run(host, snapshot, hold)
   -- 5. diff: apply what differs from the last applied intent or drifted (in order), delete what
   -- is no longer desired; during an update with recreateOnUpdate, a StatefulSet whose pods change
   -- is deleted and created again by the next pass instead of rolled pod by pod; outside an update
-  -- a new pod template waits while the job runs (new pods would kill it without a savepoint)
+  -- the pods stay while the job runs (new pods would kill it without a savepoint), and, after an
+  -- adoption (adopt_revision), those of a session cluster too until the next update: a new pod
+  -- template, or an immutable field that would need the object deleted and created again (the
+  -- original operator's StatefulSet selectors hold the podLabels), is held
   local by_kind = index(desired)
   local recreate = update.pending and defaulted.spec.recreateOnUpdate ~= false
-  local job_runs = is_job and not update.pending and jd.job.state == "Running"
+  local keep_pods = not update.pending and (is_job and jd.job.state == "Running" or not is_job and adopted ~= nil)
   local held = {}
   for _, o in ipairs(desired) do
     local observed = (children[o.kind] or {})[o.metadata.name]
@@ -625,18 +696,25 @@ function run(host, snapshot, hold)
       changed = diff.needs_apply(o, observed)
     end
     local new_pods = changed and reconcile.POD_KINDS[o.kind] and diff.template_changed(o, observed)
-    if changed == "intent" and new_pods and job_runs then
+    local immutable = changed and diff.immutable_change(o, observed)
+    if keep_pods and reconcile.POD_KINDS[o.kind] and (changed == "intent" and new_pods or immutable) then
       held[#held + 1] = o.kind .. " " .. o.metadata.name
+        .. (immutable and (" (" .. immutable .. " cannot change in place)") or "")
       changed = false
     end
-    if changed and (diff.immutable_change(o, observed) or recreate and new_pods) then
+    if changed and (immutable or recreate and new_pods) then
       -- cannot be changed in place: deleted below, created again by the next pass
       by_kind[o.kind][o.metadata.name] = nil
     elseif changed then
       result.actions[#result.actions + 1] = { op = "apply", object = o }
     end
   end
-  if #held > 0 then
+  if #held > 0 and adopted then
+    -- not the user's change: the adopted revision's pods run what the spec asks (no Warning)
+    result.events[#result.events + 1] = { type = "Normal", reason = "TemplateChangeHeld",
+      message = "new pod template of " .. table.concat(held, ", ") .. " held since revision " .. adopted.from
+        .. " was adopted: it rolls out with the next update of the spec" }
+  elseif #held > 0 then
     result.events[#result.events + 1] = { type = "Warning", reason = "TemplateChangeHeld",
       message = "new pod template of " .. table.concat(held, ", ") .. " held while the job runs: "
         .. "it rolls out with the next update of the spec (savepoint, cancel, resubmit)" }
@@ -649,7 +727,8 @@ function run(host, snapshot, hold)
     end
   end
 
-  local keep = { [next_rev] = true, [current] = true }
+  local keep = { [next_rev] = true, [current] = true, [next_obj] = true,
+    [revision.find(revisions, current) or current] = true }
   local limit = tonumber(defaulted.spec.revisionHistoryLimit) or 10
   for _, n in ipairs(revision.prune(revisions, math.max(limit, 1), keep)) do
     result.actions[#result.actions + 1] = { op = "delete", kind = "ControllerRevision", name = n }
@@ -692,7 +771,7 @@ function run(host, snapshot, hold)
     savepoint = is_job and sd.savepoint or old_status.savepoint,
     control = jd.control or old_status.control, cleanup = cleanup,
     updating = new_current ~= next_rev, revision = { current = new_current, next = next_rev }, held = held,
-    now = now,
+    adopted = new_current == current and adopted or nil, now = now,
   })
   expect(is_table(st) and type(st.state) == "string" and (st.conditions == nil or is_table(st.conditions)),
     "status", "compute", "must return a status with a state")
@@ -716,6 +795,8 @@ function run(host, snapshot, hold)
   end
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount
+  -- the adoption that made the current revision, until the next update replaces it
+  new.adoptedRevision = new_current == current and adopted or nil
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
     new.lastUpdateTime = rfc3339(now)

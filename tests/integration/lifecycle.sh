@@ -167,3 +167,139 @@ case_restsubmit() {
   stop_controller restcap >/dev/null
   kill "$pid" 2>/dev/null
 }
+
+# older_revision NS NAME: writes the ControllerRevision that 0.2.0 and earlier made for the
+# FlinkCluster's spec (named and recorded by the spec defaulted with policies/defaults.lua, not by
+# the spec as written, revision 1, our labels and controller ownerReference) and prints its name
+older_revision() {
+  local out
+  out=$(kc -n "$1" get flinkcluster "$2" -o json | lua5.4 -e '
+    local root = arg[1]
+    package.path = root .. "/lua/?.lua;" .. root .. "/policies/?.lua;" .. package.path
+    local cjson, revision = require("cjson"), require("fc.revision")
+    local c = cjson.decode(io.read("a"))
+    c.status = nil
+    local d = require("defaults").apply(c)
+    local obj = revision.object(d, 1)
+    obj.metadata.name = c.metadata.name .. "-" .. revision.hash(d.spec)
+    io.write(obj.metadata.name, "\n", cjson.encode(obj))' /dev/null "$ROOT") || return 1
+  printf '%s\n' "$out" | tail -n +2 | kc -n "$1" create -f - >/dev/null || return 1
+  printf '%s\n' "$out" | head -n 1
+}
+
+# case upgrade (issue 27 items 1, 2): a controller upgrade that adds a default restarts nothing.
+# The job cluster runs the host Flink's Ticker job under this controller; the controller stops;
+# its revision is rewritten as 0.2.0 left it (named by the defaulted spec); a controller whose
+# defaults.lua adds a default (a TaskManager pod annotation) starts. It adopts the revision
+# (RevisionAdopted, currentRevision back to the spec's own name), requests no savepoint and no
+# stop, replaces no StatefulSet, Job or pod, and the job keeps its id; the new template waits
+# (a Normal TemplateChangeHeld, not Stalled). Then a spec change is the usual update (stop with
+# savepoint, new StatefulSets with the new default, resubmission).
+case_upgrade() {
+  local ns jid pdir rev old before sps
+  ticker_case upgrade upg
+  pdir=$WORK/policies-upgrade
+  cp -r "$ROOT/policies" "$pdir"
+  sed -i 's/^  return out$/  if is_object(spec.taskManager) then\n    fill(spec.taskManager, "podAnnotations", { ["example.com\/defaulted"] = "yes" })\n  end\n&/' \
+    "$pdir/defaults.lua"
+  grep -q 'example.com/defaulted' "$pdir/defaults.lua" || echo "# could not patch defaults.lua"
+  local defaulted_ann='{.spec.template.metadata.annotations.example\.com/defaulted}'
+  # uids of the StatefulSets, the submitter Job and every pod of the cluster, sorted
+  uids() {
+    { kc -n "$ns" get statefulsets,jobs -l app=flink,cluster=upg \
+        -o jsonpath='{range .items[*]}{.kind}/{.metadata.name}={.metadata.uid}{"\n"}{end}'
+      kc -n "$ns" get pods -l app=flink,cluster=upg \
+        -o jsonpath='{range .items[*]}Pod/{.metadata.name}={.metadata.uid}{"\n"}{end}'; } | sort
+  }
+  # (here, not in a check: a check runs in a subshell, and the later checks read these)
+  rev=$(jp "$ns" flinkcluster/upg '{.status.currentRevision}')
+  stop_controller upgrade >/dev/null
+  before=$(uids)
+  sps=$(savepoint_dirs | wc -l)
+  old=$(older_revision "$ns" upg) || echo "# could not write the older revision"
+  kc -n "$ns" delete controllerrevision "$rev" >/dev/null
+  kc -n "$ns" patch flinkcluster upg --subresource=status --type=merge \
+    -p "{\"status\":{\"currentRevision\":\"$old\",\"nextRevision\":\"$old\"}}" >/dev/null
+  # and one labelled as the original operator labelled its own (the FlinkCluster's labels, not
+  # app/cluster), which the controller must see too
+  kc -n "$ns" create -f - >/dev/null <<EOF2
+{"apiVersion": "apps/v1", "kind": "ControllerRevision", "revision": 1, "data": {"spec": {"\$patch": "replace"}},
+ "metadata": {"name": "upg-b7745cb6b", "labels": {"flinkoperator.k8s.io/hash": "b7745cb6b",
+   "flinkoperator.k8s.io/managed-by": "upg"},
+   "ownerReferences": [{"apiVersion": "flinkoperator.k8s.io/v1beta1", "kind": "FlinkCluster", "name": "upg",
+     "uid": "$(jp "$ns" flinkcluster/upg '{.metadata.uid}')", "controller": true}]}}
+EOF2
+  # debug: its log has every Flink call ("flink <METHOD> <path>: HTTP <status>")
+  mkdir -p "$WORK/upgrade-snap"
+  FC_LOG_LEVEL=debug start_controller upgrade2 --namespace "$ns" --policy-dir "$pdir" --debug-snapshot-dir "$WORK/upgrade-snap"
+  t_adopted() {
+    [ -n "$rev" ] && [ -n "$old" ] && [ "$old" != "$rev" ] || { echo "revision '$rev', older name '$old'"; return 1; }
+    grep -q '^Pod/upg-taskmanager-0=' <<<"$before" || { echo "no TaskManager pod: $before"; return 1; }
+    back() { [ "$(jp "$ns" flinkcluster/upg '{.status.currentRevision} {.status.nextRevision}')" = "$rev $rev" ]; }
+    poll 30 back || { echo "revisions: $(jp "$ns" flinkcluster/upg '{.status.currentRevision} {.status.nextRevision}')"; return 1; }
+    said() {
+      kc -n "$ns" get events --field-selector "involvedObject.name=upg,reason=RevisionAdopted,type=Normal" \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "revision $old (ours) adopted as $rev"
+    }
+    poll 10 said || { echo "no RevisionAdopted Event naming $old and $rev"; return 1; }
+    expect "status.adoptedRevision.from" "$(jp "$ns" flinkcluster/upg '{.status.adoptedRevision.from}')" "$old" || return 1
+    sleep 12 # one more job poll (every 10 s): still nothing replaced or requested
+    expect "StatefulSet, Job and pod uids" "$(uids)" "$before" || return 1
+    expect "job id and state" "$(jp "$ns" flinkcluster/upg '{.status.components.job.id} {.status.components.job.state}')" \
+      "$jid Running" || return 1
+    expect "Flink job state" "$(flink_state "$jid")" RUNNING || return 1
+    expect "savepoint state" "$(jp "$ns" flinkcluster/upg '{.status.savepoint.state}')" NotTriggered || return 1
+    expect "savepoints written" "$(savepoint_dirs | wc -l)" "$sps" || return 1
+    grep -q 'flink GET /jobs/overview: HTTP 200' "$WORK/upgrade2.log" || { echo "the job was not polled"; return 1; }
+    if grep -E 'flink (POST|PATCH) ' "$WORK/upgrade2.log"; then echo "a savepoint, stop or cancel request"; return 1; fi
+    echo "revision $old adopted as $rev; uids: $(echo "$before" | tr '\n' ' ')"
+  }
+  check "upgrade: a controller with a new default adopts the older revision (RevisionAdopted): no savepoint, stop or cancel, no StatefulSet, Job or pod replaced, the job id kept" \
+    t_adopted
+  t_unlabelled() {
+    lua5.4 -e 'local s = require("cjson").decode(io.read("a"))
+      local revs = s.children.ControllerRevision or {}
+      assert(revs["upg-b7745cb6b"], "not in the snapshot: the original-style ControllerRevision")
+      assert(revs[arg[1]], "not in the snapshot: " .. arg[1])' /dev/null "$rev" <"$WORK/upgrade-snap/$ns.upg.json"
+  }
+  check "upgrade: ControllerRevisions are watched whatever their labels (the original operator's carry the FlinkCluster's)" \
+    t_unlabelled
+  t_held_not_stalled() {
+    normal_held() {
+      kc -n "$ns" get events --field-selector "involvedObject.name=upg,reason=TemplateChangeHeld,type=Normal" \
+        -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | grep -qF "StatefulSet upg-taskmanager held since revision $old was adopted"
+    }
+    poll 10 normal_held || { echo "no Normal TemplateChangeHeld for upg-taskmanager"; return 1; }
+    expect "the new default's annotation on the TaskManager template" "$(jp "$ns" statefulset/upg-taskmanager "$defaulted_ann")" "" ||
+      return 1
+    expect "Stalled" "$(condition "$ns" upg Stalled)" "False NotStalled" || return 1
+    expect "Ready" "$(condition "$ns" upg Ready)" "True Running"
+  }
+  check "upgrade: the new default's pod template waits while the job runs: a Normal TemplateChangeHeld, Ready, not Stalled" \
+    t_held_not_stalled
+  t_update() {
+    local tm
+    tm=$(jp "$ns" statefulset/upg-taskmanager '{.metadata.uid}')
+    spec_patch "$ns" upg '{"job":{"parallelism":2}}' || return 1
+    sp_done() { [ "$(jp "$ns" flinkcluster/upg '{.status.savepoint.triggerReason} {.status.savepoint.state}')" = "update Succeeded" ]; }
+    poll 60 sp_done || { echo "savepoint: $(jp "$ns" flinkcluster/upg '{.status.savepoint}')"; return 1; }
+    expect "the update's savepoint stopped the job" "$(jp "$ns" flinkcluster/upg '{.status.savepoint.stop}')" true || return 1
+    renewed() {
+      [ "$(jp "$ns" statefulset/upg-taskmanager '{.metadata.uid}')" != "$tm" ] &&
+        [ "$(jp "$ns" statefulset/upg-taskmanager "$defaulted_ann")" = yes ]
+    }
+    poll 60 renewed || { echo "TaskManager StatefulSet uid $(jp "$ns" statefulset/upg-taskmanager '{.metadata.uid}') (was $tm)"; return 1; }
+    updated() {
+      local cur nxt
+      cur=$(jp "$ns" flinkcluster/upg '{.status.currentRevision}')
+      nxt=$(jp "$ns" flinkcluster/upg '{.status.nextRevision}')
+      [ -n "$cur" ] && [ "$cur" = "$nxt" ] && [ "$cur" != "$rev" ]
+    }
+    poll 90 updated || { echo "revisions: $(jp "$ns" flinkcluster/upg '{.status.currentRevision} {.status.nextRevision}')"; return 1; }
+    expect "status.adoptedRevision after the update" "$(jp "$ns" flinkcluster/upg '{.status.adoptedRevision}')" ""
+  }
+  check "upgrade: then a spec change (parallelism) is the usual update: stop with savepoint, StatefulSets recreated with the new default, revision current" \
+    t_update
+  stop_controller upgrade2 >/dev/null
+  curl -s -X PATCH "$FLINK_REST_URL/jobs/$jid?mode=cancel" >/dev/null 2>&1
+}
