@@ -13,8 +13,8 @@
 --   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management (mode
 --                                   StatefulSet; mode Native has none: see taskmanager_pod)
 --   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
--- Every object: labels app=flink, cluster=<n> (and flinkoperator.k8s.io/revision-name when the
--- input names the revision), the cluster's namespace (when it has one) and a controller
+-- Every object: labels app=flink, cluster=<n> (and flinkoperator.k8s.io/revision-name with
+-- REVISION_LABEL, below), the cluster's namespace (when it has one) and a controller
 -- ownerReference to the FlinkCluster, so Kubernetes deletes them with it. The objects are the
 -- original operator's, field by field, but for the deviations docs/original-objects.md lists
 -- (tests/golden_spec.lua checks them against its converter tests).
@@ -304,10 +304,18 @@ local function flink_config_hash(cm)
   return confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
 end
 
+--- Label every child with the revision it was rendered from, as the original operator did
+-- (`flinkoperator.k8s.io/revision-name: <revision name>` on each object's own metadata, never on
+-- a pod template, so a new revision alone restarts no pod). Off by default: with it, every spec
+-- change rewrites every child (a dry run and an apply each, for a label), where without it only
+-- the objects whose content changed are written. Set it to true for tools that select the
+-- children by that label (docs/original-objects.md, `revision-name`).
+cluster_policy.REVISION_LABEL = false
+
 --- The hook. `input.cluster` is the defaulted FlinkCluster (a private copy); `input.revision`
--- (optional) the name of the revision the objects are rendered for (fc.revision.name), written
--- as the label flinkoperator.k8s.io/revision-name on every object's own metadata (not on the
--- pods: a new revision alone does not change a pod template); without it no object has it.
+-- (optional) the name of the revision the objects are rendered for (fc.revision.name; the
+-- controller and `render` always pass it), written as the label
+-- flinkoperator.k8s.io/revision-name when REVISION_LABEL is true; otherwise no object has it.
 -- Returns {objects = <the child objects, in apply order>, jobmanager = {service, port}}:
 -- `jobmanager` is the REST address of the JobManager Service rendered here (its `ui` port),
 -- where the framework asks who registered when the TaskManagers are Native (mode Native of a
@@ -315,7 +323,7 @@ end
 function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
   local c = values.without_nulls(input.cluster)
-  local rev = input.revision
+  local rev = cluster_policy.REVISION_LABEL and input.revision or nil
   local spec = c.spec
   local cm = configmap(c, rev)
   local flink_hash = flink_config_hash(cm)

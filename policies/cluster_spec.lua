@@ -136,6 +136,24 @@ describe("cluster.desired", function()
     end
   end)
 
+  it("labels each child with input.revision only when REVISION_LABEL is on, never a pod template", function()
+    local c = defaults.apply(load_yaml(TESTDATA .. "/wordcount/input.yaml"))
+    local key = "flinkoperator.k8s.io/revision-name"
+    for _, o in ipairs(cluster.desired({ cluster = util.deepcopy(c), revision = "wordcount-0a1b2c3d" }).objects) do
+      assert.is_nil(o.metadata.labels[key], o.kind)
+    end
+    cluster.REVISION_LABEL = true
+    local ok, got = pcall(cluster.desired, { cluster = util.deepcopy(c), revision = "wordcount-0a1b2c3d" })
+    cluster.REVISION_LABEL = false
+    assert.is_true(ok, got)
+    assert.equal(5, #got.objects)
+    for _, o in ipairs(got.objects) do
+      assert.equal("wordcount-0a1b2c3d", o.metadata.labels[key], o.kind)
+      local t = o.spec and o.spec.template
+      if t then assert.is_nil((t.metadata.labels or {})[key], o.kind) end
+    end
+  end)
+
   it("never emits an empty list or map (only emptyDir: {})", function()
     for _, case in ipairs(CASES) do
       for _, o in ipairs(fixture_objects(case)) do

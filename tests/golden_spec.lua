@@ -26,10 +26,9 @@ local DOC = fx.ROOT .. "/docs/original-objects.md"
 -- says more), and optionally check(ours, theirs, ctx) -> true when our value is the one we mean
 -- (ctx.revision: our revision name of the case's spec).
 local ALLOW = {
-  { id = "revision-name", what = "differs",
+  { id = "revision-name", what = "missing",
     where = "^%S+ metadata%.labels%[\"flinkoperator%.k8s%.io/revision%-name\"%]$",
-    reason = "the label's value is our revision name (fc.revision: <name>-<FNV-1a hash>), not the original's",
-    check = function(ours, _, ctx) return ours == ctx.revision end },
+    reason = "no revision label by default (cluster.lua REVISION_LABEL): each spec change would rewrite every child" },
   { id = "pull-policy", what = "differs",
     where = "^%S+ spec%.template%.spec%.containers%[[%w-]+%]%.imagePullPolicy$",
     reason = "image.pullPolicy defaults by Kubernetes' own rule (IfNotPresent for a tagged image), not Always",

@@ -416,19 +416,14 @@ describe("flink-controller render with the project's policies #bin", function()
     assert.equal("wordcount-job-submitter", list.items[5].metadata.name)
   end)
 
-  it("labels every object with the spec's revision name (fc.revision), never a pod template", function()
+  it("writes no revision label by default (policies/cluster.lua REVISION_LABEL false)", function()
     local r = run({ "render", "-f", EXAMPLE })
     assert.equal(0, r.code, r.stderr)
-    local cluster = codec.decode_documents(slurp(EXAMPLE))[1].value
-    host.configure({ policy_dir = ROOT .. "/policies" }) -- the specs above used test policies
-    local ok, defaulted = host.call("defaults", "apply", cluster)
-    assert.is_true(ok, defaulted)
-    local want = require("fc.revision").name(defaulted)
-    assert.matches("^wordcount%-%x%x%x%x%x%x%x%x$", want)
-    for _, o in ipairs(lyaml.load(r.stdout, { all = true })) do
-      assert.equal(want, o.metadata.labels["flinkoperator.k8s.io/revision-name"], o.kind)
-      local template = o.spec and o.spec.template
-      if template then assert.is_nil(template.metadata.labels["flinkoperator.k8s.io/revision-name"], o.kind) end
+    local objs = lyaml.load(r.stdout, { all = true })
+    assert.equal(5, #objs)
+    for _, o in ipairs(objs) do
+      assert.equal("flink", o.metadata.labels.app, o.kind)
+      assert.is_nil(o.metadata.labels["flinkoperator.k8s.io/revision-name"], o.kind)
     end
   end)
 

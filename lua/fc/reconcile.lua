@@ -427,7 +427,8 @@ local function gate_update(host, snapshot, defaulted, next_rev, current)
   local children = snapshot.children or {}
   local for_desired = util.merge(defaulted)
   for_desired.status = nil
-  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  -- the objects of the new revision (its name for the revision label, cluster.REVISION_LABEL)
+  local des = call(host, "cluster", "desired", { cluster = for_desired, revision = next_rev })
   local bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
   expect(bad == nil, "cluster", "desired", bad)
   local answers = snapshot.dry_runs or {}
@@ -625,7 +626,8 @@ function run(host, snapshot, hold)
     for_desired.spec = util.merge(defaulted.spec)
     for_desired.spec.job = util.merge(defaulted.spec.job, { fromSavepoint = jd.from_savepoint })
   end
-  local des = call(host, "cluster", "desired", { cluster = for_desired })
+  -- next_rev: the revision they are rendered from (the held one in a supervising pass)
+  local des = call(host, "cluster", "desired", { cluster = for_desired, revision = next_rev })
   bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
   expect(bad == nil, "cluster", "desired", bad)
   local cleanup = jd.cleanup or ""
