@@ -1241,6 +1241,10 @@ describe("reconcile.run: a new pod template outside an update (policies-min)", f
     -- held until the user updates the spec: Stalled (kstatus Failed), the job still Ready
     assert.same({ "True", "TemplateChangeHeld", "True" }, { condition(w.cluster.status, "Stalled").status,
       condition(w.cluster.status, "Stalled").reason, condition(w.cluster.status, "Ready").status })
+    -- told once: the next passes (the job polls) hold it without another Event
+    assert.same({ "flink GET /jobs/overview" }, w.pass())
+    assert.same({}, w.last.events)
+    assert.equal("TemplateChangeHeld", condition(w.cluster.status, "Stalled").reason)
     -- an update of the spec: savepoint, cancel, then the StatefulSets are created again with it
     w.cluster.spec.taskManager.replicas = 2
     w.cluster.metadata.generation = 2
@@ -1646,6 +1650,9 @@ describe("reconcile.run: adoption of a revision (issue 27)", function()
       condition(w.cluster.status, "Stalled").status })
     assert.equal("Running", w.cluster.status.components.job.state)
     assert.same({ "flink GET /jobs/overview" }, w.pass())
+    -- told once, though still held (Ready's message names it)
+    assert.same({}, events(w.last, "TemplateChangeHeld"))
+    assert.matches("StatefulSet wordcount%-taskmanager held since", condition(w.cluster.status, "Ready").message)
     -- a real change: the update rolls the held default out with it
     w.cluster.spec.job.parallelism = 2
     w.cluster.metadata.generation = 2

@@ -711,12 +711,25 @@ function run(host, snapshot, hold)
       result.actions[#result.actions + 1] = { op = "apply", object = o }
     end
   end
-  if #held > 0 and adopted then
+  -- the Event once per held set: the status written with it names the same objects (Ready's
+  -- message after an adoption, Stalled's otherwise), and a hold can last for days (after an
+  -- adoption, until the next spec change), where a repeat each pass would patch the Event's
+  -- count every few seconds
+  local held_text = "new pod template of " .. table.concat(held, ", ") .. " held"
+  local held_told = false
+  for _, c in ipairs(#held > 0 and old_status.conditions or {}) do
+    if type(c) == "table" and type(c.message) == "string" and c.message:find(held_text, 1, true) then
+      held_told = true
+      break
+    end
+  end
+  local tell = #held > 0 and not held_told
+  if tell and adopted then
     -- not the user's change: the adopted revision's pods run what the spec asks (no Warning)
     result.events[#result.events + 1] = { type = "Normal", reason = "TemplateChangeHeld",
       message = "new pod template of " .. table.concat(held, ", ") .. " held since revision " .. adopted.from
         .. " was adopted: it rolls out with the next update of the spec" }
-  elseif #held > 0 then
+  elseif tell then
     result.events[#result.events + 1] = { type = "Warning", reason = "TemplateChangeHeld",
       message = "new pod template of " .. table.concat(held, ", ") .. " held while the job runs: "
         .. "it rolls out with the next update of the spec (savepoint, cancel, resubmit)" }
