@@ -159,7 +159,9 @@ adopt_dump() {
 adopt_snapshot() {
   local ns=$1 name=$2 k
   echo "status job id: $(job_field "$ns" "$name" id)"
-  echo "Flink jobs: $(jm_get "$ns" "$name" /jobs | jget jobs)"
+  echo "Flink jobs: $(jm_get "$ns" "$name" /jobs | lua5.4 -e 'local t = {}
+    for _, j in ipairs(require("cjson").decode(io.read("a")).jobs or {}) do t[#t + 1] = j.id .. " " .. j.status end
+    table.sort(t); print(table.concat(t, ", "))' /dev/null)"
   for k in pod/$name-jobmanager-0 pod/$name-taskmanager-0; do
     echo "$k: $(jp "$ns" "$k" '{.metadata.uid} restarts={.status.containerStatuses[0].restartCount}')"
   done
@@ -200,7 +202,7 @@ case_adopt() {
     local f
     for f in state currentRevision nextRevision lastUpdateTime components.configMap.name \
       components.jobManagerStatefulSet.state components.jobManagerService.name \
-      components.taskManagerStatefulSet.state components.job.name components.job.state components.job.id; do
+      components.taskManagerStatefulSet.state components.job.state components.job.id; do
       [ -n "$(jp "$ns" "flinkcluster/$name" "{.status.$f}")" ] || { echo "status.$f missing"; return 1; }
     done
   }

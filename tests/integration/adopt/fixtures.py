@@ -71,9 +71,11 @@ def main(dump, out):
     os.makedirs(out, exist_ok=True)
     cluster = load("flinkcluster.json")
     name = cluster["metadata"]["name"]
-    revs = load("controllerrevisions.json")["items"]
+    # the FlinkCluster's revision, not the StatefulSets' own (the StatefulSet controller's)
+    revs = [r for r in load("controllerrevisions.json")["items"]
+            if any(o.get("kind") == "FlinkCluster" for o in r["metadata"].get("ownerReferences", []))]
     if len(revs) != 1:
-        sys.exit("fixtures.py: want 1 ControllerRevision, the dump has %d" % len(revs))
+        sys.exit("fixtures.py: want 1 ControllerRevision of the FlinkCluster, the dump has %d" % len(revs))
     save("controllerrevision.json", clean(revs[0]))
 
     cm = clean(load("configmap-%s-configmap.json" % name))
