@@ -272,7 +272,9 @@ case_adopt() {
     }
     poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
     expect "job $id restored from" "$restored" "$loc" || return 1
-    expect "parallelism of job $id" "$(jm_get "$ns" "$name" "/jobs/$id" | jget vertices.1.parallelism)" 2 || return 1
+    # the job's parallelism (its source is a non-parallel SourceFunction: 1 whatever the job's)
+    expect "parallelism of job $id" "$(jm_get "$ns" "$name" "/jobs/$id/config" | jget execution-config.job-parallelism)" 2 ||
+      return 1
     new_tasks_running() { jm_get "$ns" "$name" "/jobs/$id" | all_vertices_running; }
     poll 60 new_tasks_running || { echo "tasks of the new job not all RUNNING"; return 1; }
   }
