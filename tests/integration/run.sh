@@ -12,7 +12,8 @@
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), native nativequota nativescale
 #                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
-#                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail, (native.sh)
+#                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail, (adopt.sh)
+#                                        adopt (the original operator's Running job cluster taken over), (native.sh)
 #                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
 #                                        (default: all, in that order)
 # shellcheck source-path=SCRIPTDIR
@@ -88,6 +89,8 @@ trap cleanup EXIT
 . "$HERE/lifecycle.sh"
 # shellcheck source=reallifecycle.sh
 . "$HERE/reallifecycle.sh"
+# shellcheck source=adopt.sh
+. "$HERE/adopt.sh"
 # shellcheck source=native.sh
 . "$HERE/native.sh"
 # shellcheck source=faults.sh
@@ -98,7 +101,7 @@ trap cleanup EXIT
 . "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
