@@ -202,7 +202,9 @@ clean:
 # The controller image from the Dockerfile, tagged $(IMAGE), with the release and the commit as
 # build arguments; docker (with a daemon) or buildah, whichever is here. The test environment
 # builds the same recipe without either (tests/env/images.sh controller).
-IMAGE ?= flink-controller:$(VERSION)
+# tagged with the release of the VERSION file, the tag deploy/deployment.yaml and the chart run,
+# also in a checkout past a tag (where git describe's VERSION has a suffix)
+IMAGE ?= flink-controller:$(shell cat VERSION)
 image:
 	@if command -v docker >/dev/null && docker info >/dev/null 2>&1; then b="docker build"; \
 	elif command -v buildah >/dev/null; then b="buildah bud"; \
