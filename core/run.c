@@ -22,6 +22,7 @@
 #include "leader.h"
 #include "lhost.h"
 #include "log.h"
+#include "clustermetrics.h"
 #include "metrics.h"
 #include "override.h"
 #include "reflector.h"
@@ -164,13 +165,31 @@ struct run_flink_call {
     http_request *hreq;
     run_flink_done_fn done;
     void *ud;
+    const metrics_controller *metrics; /* flink_requests_total, or NULL */
+    char method[16];
+    char route[256];                    /* the path's route template */
+    double started;                     /* monotonic seconds */
 };
+
+static double run_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void run_flink_count(const struct run_flink_call *c, long status)
+{
+    if (c->metrics)
+        clustermetrics_flink_request(c->metrics, c->method, c->route, status, run_monotonic() - c->started);
+}
 
 static void run_flink_http_done(http_request *req, const http_response *resp, void *ud)
 {
     (void)req;
     struct run_flink_call *c = ud;
     c->hreq = NULL;
+    run_flink_count(c, resp->status);
     c->done(resp->status, resp->body ? resp->body : "", resp->error ? resp->error : "", c->ud);
     free(c);
 }
@@ -184,6 +203,7 @@ static void run_flink_kube_done(const kube_result *res, void *ud)
     c->kcall = NULL;
     const char *kind = json_string_value(json_object_get(res->body, "kind"));
     int ok = res->status >= 200 && res->status < 300;
+    run_flink_count(c, res->status == 0 || (!ok && kind && strcmp(kind, "Status") == 0) ? 0 : res->status);
     if (res->status == 0) {
         c->done(0, "", *res->error ? res->error : "no answer from the API server", c->ud);
     } else if (!ok && kind && strcmp(kind, "Status") == 0) {
@@ -231,6 +251,11 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const 
     }
     c->done = done;
     c->ud = ud;
+    c->metrics = env->metrics;
+    snprintf(c->method, sizeof c->method, "%s", method);
+    if (clustermetrics_route(path, c->route, sizeof c->route))
+        snprintf(c->route, sizeof c->route, "(too long)");
+    c->started = run_monotonic();
     if (proxy) {
         kube_req r = {.method = method,
                       .path = loc,
@@ -506,6 +531,12 @@ static const char *run_kind_name(int k)
     return k >= 0 ? run_kinds[k]->kind : "?";
 }
 
+static void run_collect_cluster(json_t *obj, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    clustermetrics_add(&ctx->m, obj);
+}
+
 static void run_on_scrape(void *ud)
 {
     struct run_ctx *ctx = ud;
@@ -530,6 +561,11 @@ static void run_on_scrape(void *ud)
         metrics_set(ctx->m.cache_objects, kv, (double)n);
         metrics_set(ctx->m.cache_bytes, kv, (double)bytes);
     }
+    metrics_process_update(&ctx->m.process);
+    /* the Flink clusters as the cache shows them now: a deleted one's series go */
+    clustermetrics_begin(&ctx->m);
+    for (size_t i = 0; i < ctx->nns; i++)
+        reflector_foreach(ctx->nss[i].r[0], run_collect_cluster, ctx);
 }
 
 /* ---- snapshot ------------------------------------------------------------------------------ */
@@ -1437,6 +1473,10 @@ static void run_item_step(struct run_item *it)
             continue;
         }
         case PHASE_STATUS:
+            /* a savepoint's end is counted once: when the status recording it is written */
+            if (it->sent && !it->status_refused)
+                clustermetrics_savepoint_ended(&it->ctx->m, it->ns, json_object_get(it->cluster, "status"),
+                                              it->sent);
             it->phase = PHASE_CONTROL;
             continue;
         case PHASE_CONTROL:
@@ -2164,7 +2204,8 @@ static void run_on_webhook_pair(const char *cert_pem, const char *key_pem, void 
                     webhook_generation(ctx->wh));
         return;
     }
-    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host};
+    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host,
+                       .admissions = ctx->m.webhook_admissions};
     ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
     if (!ctx->wh) {
         /* as at start with files: a webhook that cannot listen stops the controller */
@@ -2609,7 +2650,8 @@ int run_main(int argc, char **argv)
         webhook_opts wo = {.addr = ctx->o.webhook_addr,
                            .cert_file = ctx->o.webhook_cert,
                            .key_file = ctx->o.webhook_key,
-                           .host = ctx->host};
+                           .host = ctx->host,
+                           .admissions = ctx->m.webhook_admissions};
         ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
         if (!ctx->wh) {
             run_log(LOG_ERROR, NULL, "%s", err);
@@ -2647,6 +2689,7 @@ int run_main(int argc, char **argv)
     }
     ctx->flink_env.kc = ctx->kc;
     ctx->flink_env.hc = ctx->hc;
+    ctx->flink_env.metrics = &ctx->m;
     ctx->q = workqueue_new(ctx->loop, &(workqueue_opts){.on_ready = run_on_ready, .ready_ud = ctx});
     ev_idle_init(&ctx->pump_idle, run_pump_cb);
     ctx->pump_idle.data = ctx;

@@ -125,6 +125,9 @@ typedef struct run_flink_env {
     const char *base_url;
     kube_client *kc;
     http_client *hc;
+    /* NULL, or where each call's end is counted (clustermetrics_flink_request: method, route
+     * template of the action's path, status, seconds from start to answer) */
+    const struct metrics_controller *metrics;
 } run_flink_env;
 
 typedef struct run_flink_call run_flink_call;
