@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kubecred.h"
@@ -119,29 +120,121 @@ static void count_state(metrics_family *f, const char *ns, const char *state)
     metrics_set(f, v, isnan(have) ? 1 : have + 1);
 }
 
-int clustermetrics_add(const metrics_controller *m, json_t *cluster)
+/* What the collector reads of a FlinkCluster: [namespace, name, state, job state or null (no
+ * spec.job), restartCount, lastSavepointTime as Unix seconds or null]; NULL without
+ * metadata.namespace/name. */
+static json_t *cm_record(json_t *cluster)
 {
     json_t *md = json_object_get(cluster, "metadata");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
-    if (!m || !ns || !name)
-        return -1;
+    if (!ns || !name)
+        return NULL;
     json_t *status = json_object_get(cluster, "status");
     const char *state = json_string_value(json_object_get(status, "state"));
-    count_state(m->clusters, ns, state && *state ? state : "Unknown");
+    json_t *rec = json_pack("[s,s,s]", ns, name, state && *state ? state : "Unknown");
+    if (!rec)
+        return NULL;
     if (!json_is_object(json_object_get(json_object_get(cluster, "spec"), "job")))
-        return 0;
+        return rec;
     json_t *job = json_object_get(json_object_get(status, "components"), "job");
     const char *jstate = json_string_value(json_object_get(job, "state"));
-    count_state(m->jobs, ns, jstate && *jstate ? jstate : "Unknown");
-    const char *v[] = {ns, name};
     json_t *rc = json_object_get(job, "restartCount");
-    metrics_set_new(m->job_restarts, v, json_is_number(rc) ? json_number_value(rc) : 0);
     const char *sp = json_string_value(json_object_get(job, "lastSavepointTime"));
     double t;
-    if (sp && kubecred_parse_time(sp, &t) == 0)
-        metrics_set_new(m->job_last_savepoint, v, t);
+    json_array_append_new(rec, json_string(jstate && *jstate ? jstate : "Unknown"));
+    json_array_append_new(rec, json_real(json_is_number(rc) ? json_number_value(rc) : 0));
+    json_array_append_new(rec, sp && kubecred_parse_time(sp, &t) == 0 ? json_real(t) : json_null());
+    return rec;
+}
+
+static void cm_add_record(const metrics_controller *m, json_t *rec)
+{
+    const char *ns = json_string_value(json_array_get(rec, 0));
+    const char *v[] = {ns, json_string_value(json_array_get(rec, 1))};
+    count_state(m->clusters, ns, json_string_value(json_array_get(rec, 2)));
+    if (json_array_size(rec) < 6)
+        return;
+    count_state(m->jobs, ns, json_string_value(json_array_get(rec, 3)));
+    metrics_set_new(m->job_restarts, v, json_real_value(json_array_get(rec, 4)));
+    if (json_is_real(json_array_get(rec, 5)))
+        metrics_set_new(m->job_last_savepoint, v, json_real_value(json_array_get(rec, 5)));
+}
+
+int clustermetrics_add(const metrics_controller *m, json_t *cluster)
+{
+    json_t *rec = m ? cm_record(cluster) : NULL;
+    if (!rec)
+        return -1;
+    cm_add_record(m, rec);
+    json_decref(rec);
     return 0;
+}
+
+/* ---- the index kept from watch events ------------------------------------------------------- */
+
+struct clustermetrics_index {
+    json_t *recs; /* "namespace/name" -> cm_record */
+};
+
+clustermetrics_index *clustermetrics_index_new(void)
+{
+    clustermetrics_index *x = calloc(1, sizeof *x);
+    if (x && !(x->recs = json_object())) {
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void clustermetrics_index_free(clustermetrics_index *x)
+{
+    if (!x)
+        return;
+    json_decref(x->recs);
+    free(x);
+}
+
+/* "namespace/name" of a cluster into buf; -1 without them. */
+static int cm_key(json_t *cluster, char *buf, size_t n)
+{
+    json_t *md = json_object_get(cluster, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    int w = ns && name ? snprintf(buf, n, "%s/%s", ns, name) : -1;
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+int clustermetrics_index_put(clustermetrics_index *x, json_t *cluster)
+{
+    char key[600];
+    if (!x || cm_key(cluster, key, sizeof key))
+        return -1;
+    json_t *rec = cm_record(cluster);
+    return rec ? json_object_set_new(x->recs, key, rec) : -1;
+}
+
+void clustermetrics_index_delete(clustermetrics_index *x, json_t *cluster)
+{
+    char key[600];
+    if (x && cm_key(cluster, key, sizeof key) == 0)
+        json_object_del(x->recs, key);
+}
+
+size_t clustermetrics_index_len(const clustermetrics_index *x)
+{
+    return x ? json_object_size(x->recs) : 0;
+}
+
+void clustermetrics_collect(const metrics_controller *m, const clustermetrics_index *x)
+{
+    if (!m)
+        return;
+    clustermetrics_begin(m);
+    const char *k;
+    json_t *rec;
+    if (x)
+        json_object_foreach(x->recs, k, rec) cm_add_record(m, rec);
 }
 
 /* ---- savepoints ---------------------------------------------------------------------------- */

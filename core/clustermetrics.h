@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/clustermetrics: the Flink-level metrics of the controller (docs/monitoring.md), filled
  * into the families of metrics_controller (core/metrics.h):
- *   - a collector run at scrape time over the FlinkCluster watch cache, as kube-state-metrics
- *     does: clustermetrics_begin clears the per-cluster families, clustermetrics_add counts one
- *     FlinkCluster (so a deleted cluster's series are gone at the next scrape);
+ *   - the FlinkClusters as the watch cache shows them, kept by the cache's events in a small
+ *     index (clustermetrics_index: a few fields per cluster, so that a scrape decodes no cached
+ *     object) and turned into gauges at each scrape by clustermetrics_collect, which clears the
+ *     families first: a deleted cluster's series are gone at the next scrape (as
+ *     kube-state-metrics' stores fed by informers);
  *   - the savepoints that ended, counted once when the status recording the end is written
  *     (clustermetrics_savepoint_ended);
  *   - Flink REST calls by route template (clustermetrics_route, clustermetrics_flink_request).
@@ -43,6 +45,23 @@ void clustermetrics_begin(const metrics_controller *m);
  * RFC 3339. Each cluster once per collection. Returns 0, -1 when `cluster` has no
  * metadata.namespace/name (nothing counted). */
 int clustermetrics_add(const metrics_controller *m, json_t *cluster);
+
+/* The collector's view of the FlinkClusters: per "namespace/name", the fields
+ * clustermetrics_add reads (state, job state, restartCount, lastSavepointTime parsed), a
+ * few hundred bytes a cluster. */
+typedef struct clustermetrics_index clustermetrics_index;
+
+/* NULL on out-of-memory. */
+clustermetrics_index *clustermetrics_index_new(void);
+void clustermetrics_index_free(clustermetrics_index *x);
+/* A FlinkCluster added or changed (borrowed; replaces what the index held of it). 0, or -1
+ * when it has no metadata.namespace/name. */
+int clustermetrics_index_put(clustermetrics_index *x, json_t *cluster);
+/* A FlinkCluster deleted: forgotten. */
+void clustermetrics_index_delete(clustermetrics_index *x, json_t *cluster);
+size_t clustermetrics_index_len(const clustermetrics_index *x);
+/* clustermetrics_begin, then every indexed cluster counted as clustermetrics_add does. */
+void clustermetrics_collect(const metrics_controller *m, const clustermetrics_index *x);
 
 /* Counts a savepoint that ended between the status `old` (as the pass read it; NULL: none) and
  * the status `new` just written: when new.savepoint.state is Succeeded, Failed or TriggerFailed

@@ -399,6 +399,7 @@ struct run_ctx {
     int releasing;
     metrics_registry *reg;
     metrics_controller m;
+    clustermetrics_index *cm_index; /* the FlinkClusters' figures for the metrics, kept by run_on_event */
     struct run_override ov;
     /* counters */
     unsigned long reconciles, reconcile_errors, actions_done, action_errors;
@@ -531,12 +532,6 @@ static const char *run_kind_name(int k)
     return k >= 0 ? run_kinds[k]->kind : "?";
 }
 
-static void run_collect_cluster(json_t *obj, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    clustermetrics_add(&ctx->m, obj);
-}
-
 static void run_on_scrape(void *ud)
 {
     struct run_ctx *ctx = ud;
@@ -563,9 +558,7 @@ static void run_on_scrape(void *ud)
     }
     metrics_process_update(&ctx->m.process);
     /* the Flink clusters as the cache shows them now: a deleted one's series go */
-    clustermetrics_begin(&ctx->m);
-    for (size_t i = 0; i < ctx->nns; i++)
-        reflector_foreach(ctx->nss[i].r[0], run_collect_cluster, ctx);
+    clustermetrics_collect(&ctx->m, ctx->cm_index);
 }
 
 /* ---- snapshot ------------------------------------------------------------------------------ */
@@ -1724,8 +1717,12 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     if (k == 0) {
         if (run_cluster_key(obj, key, sizeof key))
             return;
-        if (ev == REFLECTOR_DELETED)
+        if (ev == REFLECTOR_DELETED) {
+            clustermetrics_index_delete(ctx->cm_index, obj);
             run_forget_key(ctx, key);
+        } else {
+            clustermetrics_index_put(ctx->cm_index, obj);
+        }
     } else if (!reflector_owner_key(obj, "FlinkCluster", key, sizeof key)) {
         return;
     }
@@ -2625,8 +2622,9 @@ int run_main(int argc, char **argv)
         snprintf(ctx->ov.name, sizeof ctx->ov.name, "%s", slash + 1);
     }
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
-    if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "metrics: %s", ctx->reg ? err : "out of memory");
+    ctx->cm_index = clustermetrics_index_new();
+    if (!ctx->reg || !ctx->cm_index || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "metrics: %s", ctx->reg && ctx->cm_index ? err : "out of memory");
         goto out;
     }
     run_override_set_info(ctx);
@@ -2806,6 +2804,7 @@ out:
     server_stop(ctx->srv);
     webhook_stop(ctx->wh);
     metrics_registry_free(ctx->reg);
+    clustermetrics_index_free(ctx->cm_index);
     lhost_free(ctx->host);
     json_decref(ctx->flink);
     json_decref(ctx->emitted);

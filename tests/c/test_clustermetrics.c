@@ -162,6 +162,34 @@ int main(void)
            "one series each left");
     free(text);
 
+    /* ---- the index kept from watch events ---------------------------------------------------- */
+    clustermetrics_index *x = clustermetrics_index_new();
+    OK(x != NULL, "index");
+    IS_INT(clustermetrics_index_put(x, running), 0, "ADDED run");
+    IS_INT(clustermetrics_index_put(x, failing), 0, "ADDED fail");
+    IS_INT(clustermetrics_index_put(x, session), 0, "ADDED session");
+    IS_INT(clustermetrics_index_put(x, nameless), -1, "no name: not indexed");
+    IS_INT(clustermetrics_index_len(x), 3, "three indexed");
+    clustermetrics_collect(&m, x);
+    OK(metrics_get(m.clusters, (const char *[]){"a", "Running"}) == 2, "collect: a/Running 2");
+    OK(metrics_get(m.job_restarts, (const char *[]){"a", "fail"}) == 1, "collect: fail restarts 1");
+    OK(metrics_get(m.job_last_savepoint, (const char *[]){"a", "run"}) == 1796464800.0, "collect: run savepoint time");
+    /* MODIFIED: run restarted once more and Failed; DELETED: fail */
+    json_t *rjob = json_object_get(json_object_get(json_object_get(running, "status"), "components"), "job");
+    json_object_set_new(rjob, "restartCount", json_integer(5));
+    json_object_set_new(rjob, "state", json_string("Failed"));
+    IS_INT(clustermetrics_index_put(x, running), 0, "MODIFIED run");
+    clustermetrics_index_delete(x, failing);
+    IS_INT(clustermetrics_index_len(x), 2, "two indexed after a delete");
+    clustermetrics_collect(&m, x);
+    OK(metrics_get(m.job_restarts, (const char *[]){"a", "run"}) == 5, "collect: run restarts 5 (the change)");
+    OK(metrics_get(m.jobs, (const char *[]){"a", "Failed"}) == 1, "collect: one Failed job (run's)");
+    OK(isnan(metrics_get(m.jobs, (const char *[]){"a", "Running"})), "collect: no Running job left");
+    OK(isnan(metrics_get(m.job_restarts, (const char *[]){"a", "fail"})), "collect: deleted cluster's series gone");
+    OK(metrics_get(m.clusters, (const char *[]){"b", "Running"}) == 1, "collect: session cluster kept");
+    IS_INT(metrics_series(m.job_restarts), 1, "collect: one restarts series");
+    clustermetrics_index_free(x);
+
     /* ---- savepoint ends -------------------------------------------------------------------- */
     json_t *in_progress = cluster("{\"savepoint\":{\"state\":\"InProgress\",\"triggerID\":\"t1\"}}");
     json_t *succeeded = cluster("{\"savepoint\":{\"state\":\"Succeeded\",\"triggerID\":\"t1\"}}");
