@@ -986,7 +986,9 @@ static int lhost_sb_require(lua_State *L)
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
-                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>)", name);
+                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
+                             "lib.<name>)",
+                          name);
     }
     if (lhost_push_compiled(L, path, chunk, err, sizeof err)) {
         if (lhost_has_position(lua_tostring(L, -1)))

@@ -749,8 +749,8 @@ static void run_expect_written(struct run_ctx *ctx, const char *key, int k, json
     const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     json_t *labels = json_object_get(meta, "labels");
     const char *app = json_string_value(json_object_get(labels, run_labels.app_label));
-    if (!rv ||
-        (k > 0 && (!json_is_string(json_object_get(labels, run_labels.cluster)) || !app || strcmp(app, run_labels.app))))
+    int ours = json_is_string(json_object_get(labels, run_labels.cluster)) && app && strcmp(app, run_labels.app) == 0;
+    if (!rv || (k > 0 && !ours))
         return;
     run_expect(ctx, key, k, json_string_value(json_object_get(meta, "name")), json_pack("{s:s}", "rv", rv));
 }

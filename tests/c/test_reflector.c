@@ -156,7 +156,8 @@ static void refl_scenario(int compact)
     events[0] = errors[0] = '\0';
     synced_count = synced3 = managed_fields_seen = 0;
     reflector_opts o = {.namespace = "refl", .cluster_label = "cluster", .page_limit = 2,
-                        .backoff_initial_s = 0.05, .backoff_max_s = 0.2, .watch_timeout_min_s = 60, .watch_timeout_max_s = 90, .on_synced = on_synced,
+                        .backoff_initial_s = 0.05, .backoff_max_s = 0.2, .watch_timeout_min_s = 60,
+                        .watch_timeout_max_s = 90, .on_synced = on_synced,
                         .on_error = on_error};
     o.compact = compact;
     reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
