@@ -306,9 +306,16 @@ static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
 static int run_nkinds = 1;
 /* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
 static unsigned run_by_label;
-/* bit k set: kind k is watched without RUN_CHILD_SELECTOR (kinds.lua any_labels: the original
+/* bit k set: kind k is watched without the children's selector (kinds.lua any_labels: the original
  * operator's ControllerRevisions carry the FlinkCluster's labels; run_transform filters them) */
 static unsigned run_any_labels;
+/* The children's labels as lua/fc/names.lua declares them (fc.names.watch(), read by
+ * run_load_kinds at start): the watches' selector ("app=flink,cluster"), the label whose value
+ * names the cluster (the caches' index, the owner key of a pod) and the app label pair a written
+ * object must carry for the cache to show it. Never freed: one process runs one controller. */
+static struct {
+    char *selector, *cluster, *app_label, *app;
+} run_labels;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
@@ -770,8 +777,9 @@ static void run_expect_written(struct run_ctx *ctx, const char *key, int k, json
     json_t *meta = json_object_get(obj, "metadata");
     const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     json_t *labels = json_object_get(meta, "labels");
-    const char *app = json_string_value(json_object_get(labels, "app"));
-    if (!rv || (k > 0 && (!json_is_string(json_object_get(labels, "cluster")) || !app || strcmp(app, "flink"))))
+    const char *app = json_string_value(json_object_get(labels, run_labels.app_label));
+    int ours = json_is_string(json_object_get(labels, run_labels.cluster)) && app && strcmp(app, run_labels.app) == 0;
+    if (!rv || (k > 0 && !ours))
         return;
     run_expect(ctx, key, k, json_string_value(json_object_get(meta, "name")), json_pack("{s:s}", "rv", rv));
 }
@@ -1723,7 +1731,7 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
         } else {
             clustermetrics_index_put(ctx->cm_index, obj);
         }
-    } else if (!reflector_owner_key(obj, "FlinkCluster", key, sizeof key)) {
+    } else if (!reflector_owner_key(obj, kube_kind_flinkcluster.kind, run_labels.cluster, key, sizeof key)) {
         return;
     }
     workqueue_add(ctx->q, key);
@@ -2479,7 +2487,8 @@ static int run_start_reflectors(struct run_ctx *ctx)
         for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 || (run_any_labels & (1u << k)) ? NULL
-                                                                                          : RUN_CHILD_SELECTOR,
+                                                                                          : run_labels.selector,
+                                 .cluster_label = k == 0 ? NULL : run_labels.cluster,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .transform = run_transform,
                                  .compact = 1,
@@ -2495,13 +2504,41 @@ static int run_start_reflectors(struct run_ctx *ctx)
     return 0;
 }
 
+/* Reads the children's labels from lua/fc/names.lua (names.watch(): {selector, cluster_label,
+ * app_label, app}, each a non-empty string) into run_labels. -1 with err (n bytes) when one is
+ * missing. */
+static int run_load_labels(struct run_ctx *ctx, char *err, size_t n)
+{
+    char *out = NULL;
+    if (lhost_call_json(ctx->host, "fc.names", "watch", NULL, &out, err, n))
+        return -1;
+    json_t *w = json_loads(out, 0, NULL);
+    free(out);
+    static const char *const fields[] = {"selector", "cluster_label", "app_label", "app"};
+    char **dst[] = {&run_labels.selector, &run_labels.cluster, &run_labels.app_label, &run_labels.app};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields && !rc; i++) {
+        const char *v = json_string_value(json_object_get(w, fields[i]));
+        if (!v || !*v || !(*dst[i] = strdup(v))) {
+            snprintf(err, n, "names.watch().%s must be a non-empty string", fields[i]);
+            rc = -1;
+        }
+    }
+    json_decref(w);
+    return rc;
+}
+
 /* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
- * by_label, any_labels}]) into run_kinds; the watches, the snapshot's children and the deletes
- * follow. */
+ * by_label, any_labels}]) into run_kinds and their labels from lua/fc/names.lua
+ * (run_load_labels); the watches, the snapshot's children and the deletes follow. */
 static int run_load_kinds(struct run_ctx *ctx)
 {
     char err[1024];
     char *out = NULL;
+    if (run_load_labels(ctx, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "fc.names: %s", err);
+        return -1;
+    }
     if (lhost_call_json(ctx->host, "fc.kinds", "watched", NULL, &out, err, sizeof err)) {
         run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
         return -1;

@@ -10,7 +10,7 @@
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override render restart
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), metrics (metrics.sh), native nativequota nativescale
-#                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
+#                                        (native.sh), labelrename (names.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail, (adopt.sh)
 #                                        adopt (the original operator's Running job cluster taken over), (native.sh)
@@ -93,6 +93,8 @@ trap cleanup EXIT
 . "$HERE/adopt.sh"
 # shellcheck source=native.sh
 . "$HERE/native.sh"
+# shellcheck source=names.sh
+. "$HERE/names.sh"
 # shellcheck source=faults.sh
 . "$HERE/faults.sh"
 # shellcheck source=churn.sh
@@ -103,7 +105,7 @@ trap cleanup EXIT
 . "$HERE/metrics.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
