@@ -37,8 +37,10 @@ local function index_rows()
   for line in fx.read(DIR .. "/INDEX.md"):gmatch("[^\n]*") do
     n = n + 1
     if line:match("^| `") then
-      local name, proves, duration, label, link = line:match("^| `([%w_]+)` | (.-) | (.-) | %[([%w_.]+)%]%(([%w_.]+)%) |$")
-      assert.is_not_nil(name, "tests/integration/INDEX.md:" .. n .. ": not a row | `case` | proves | duration | [file](file) |")
+      local name, proves, duration, label, link =
+        line:match("^| `([%w_]+)` | (.-) | (.-) | %[([%w_.]+)%]%(([%w_.]+)%) |$")
+      assert.is_not_nil(name, "tests/integration/INDEX.md:" .. n
+        .. ": not a row | `case` | proves | duration | [file](file) |")
       assert.are.equal(label, link, "tests/integration/INDEX.md:" .. n .. ": the link names another file")
       rows[#rows + 1] = { name = name, proves = proves, duration = duration, file = label, line = n }
     end
