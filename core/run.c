@@ -462,10 +462,12 @@ struct run_fcall {
     char id[128];  /* where the answer is recorded (answers[id]) */
     json_t *intent; /* recorded with the answer */
     run_flink_call *call;
-    /* an upload action: the jar is downloaded first (dl), then sent as the multipart part */
+    /* an upload action: the jar is downloaded first (dl) into a file without a name (jar_fd,
+     * util_tmpfile: never whole in memory, freed when closed), then sent from it as the
+     * multipart part */
     json_t *action;
     http_request *dl;
-    char *jar;
+    int jar_fd;
     http_part part;
     char filename[256];
 };
@@ -1066,7 +1068,8 @@ static void run_fcall_free(struct run_fcall *c)
     run_flink_cancel(c->call);
     json_decref(c->intent);
     json_decref(c->action);
-    free(c->jar);
+    if (c->jar_fd >= 0)
+        close(c->jar_fd);
     free(c->key);
     free(c);
 }
@@ -1108,19 +1111,14 @@ static void run_fcall_downloaded(http_request *req, const http_response *resp, v
     c->dl = NULL;
     char err[600] = "";
     if (resp->status >= 200 && resp->status < 300 && !*resp->error) {
-        c->jar = malloc(resp->body_len ? resp->body_len : 1);
-        if (c->jar) {
-            memcpy(c->jar, resp->body, resp->body_len);
-            c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
-                                  .data = c->jar, .len = resp->body_len};
-            char e2[512] = "";
-            c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
-            if (c->call)
-                return;
-            snprintf(err, sizeof err, "%s", e2);
-        } else {
-            snprintf(err, sizeof err, "out of memory for the jar (%zu bytes)", resp->body_len);
-        }
+        /* resp->body_len: the bytes written to jar_fd */
+        c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
+                              .from_fd = 1, .fd = c->jar_fd, .len = resp->body_len};
+        char e2[512] = "";
+        c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
+        if (c->call)
+            return;
+        snprintf(err, sizeof err, "%s", e2);
     } else {
         snprintf(err, sizeof err, "download %s: %s", json_string_value(json_object_get(json_object_get(c->action,
                  "upload"), "url")) ?: "?", *resp->error ? resp->error : "not a 2xx answer");
@@ -1149,6 +1147,7 @@ static void run_start_fcall(struct run_item *it, json_t *a)
         return;
     }
     c->ctx = ctx;
+    c->jar_fd = -1;
     snprintf(c->sig, sizeof c->sig, "%s %s", method ?: "?", path ?: "?");
     snprintf(c->id, sizeof c->id, "%s", id ? id : "");
     c->intent = json_incref(json_object_get(a, "intent"));
@@ -1157,7 +1156,8 @@ static void run_start_fcall(struct run_item *it, json_t *a)
         busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
     json_t *up = json_object_get(a, "upload");
     if (!busy && json_is_object(up)) {
-        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified) */
+        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified)
+         * into a temporary file (the cap is on the file; memory stays libcurl's buffers) */
         const char *url = json_string_value(json_object_get(up, "url"));
         json_t *mb = json_object_get(up, "max_bytes"), *tm = json_object_get(up, "timeout_ms");
         const char *base = url ? strrchr(url, '/') : NULL;
@@ -1169,14 +1169,20 @@ static void run_start_fcall(struct run_item *it, json_t *a)
                         .timeout_ms = json_is_integer(tm) ? (long)json_integer_value(tm) : 60000,
                         .max_body = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
                                                                                        : (size_t)64 << 20,
+                        .save = 1,
                         .on_done = run_fcall_downloaded,
                         .ud = c};
-        c->dl = ctx->flink_env.hc && url ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
+        char e2[400] = "";
+        if (ctx->flink_env.hc && url && (c->jar_fd = util_tmpfile(e2, sizeof e2)) < 0)
+            snprintf(err, sizeof err, "download %s: %s", url, e2);
+        ho.save_fd = c->jar_fd;
+        c->dl = c->jar_fd >= 0 ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
         if (c->dl) {
             c->next = ctx->fcalls;
             ctx->fcalls = c;
             return;
         }
+        /* else err is util_tmpfile's or http_request_start's */
         if (!url || !ctx->flink_env.hc)
             snprintf(err, sizeof err, "upload needs upload.url and an HTTP client");
     } else if (!busy) {

@@ -11,6 +11,9 @@
 #include "run.h"
 #include "transport_tap.h"
 #include "transport_server.h"
+#include "util.h"
+
+#include <unistd.h>
 
 static char *dump(json_t *v)
 {
@@ -208,7 +211,6 @@ static void proxy_tests(int port)
         OK(up != NULL, "run_flink_start with a part (%s)", err);
         if (up)
             loop_run_until(loop, &a.done, 20);
-        json_decref(act);
         IS_INT(a.status, 200, "upload: the JobManager's answer");
         OK(strncmp(jstr(a.body, "contentType"), "multipart/form-data; boundary=", 30) == 0,
            "upload: multipart/form-data with libcurl's boundary (got %s)", jstr(a.body, "contentType"));
@@ -217,6 +219,23 @@ static void proxy_tests(int port)
                strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
                !strstr(sent, "ignored"),
            "upload: the part's name, file name, type and bytes, no JSON body");
+        /* the same from a file (as core/run.c sends a downloaded jar), through the proxy */
+        int fd = util_tmpfile(err, sizeof err);
+        OK(fd >= 0 && write(fd, jar, sizeof jar - 1) == (ssize_t)(sizeof jar - 1), "a jar in a temporary file");
+        http_part fpart = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
+                           .from_fd = 1, .fd = fd, .len = sizeof jar - 1};
+        json_decref(a.body);
+        memset(&a, 0, sizeof a);
+        up = run_flink_start(&env, act, &fpart, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "run_flink_start with a part from a file (%s)", err);
+        if (up)
+            loop_run_until(loop, &a.done, 20);
+        IS_INT(a.status, 200, "upload from a file: the JobManager's answer");
+        sent = jstr(a.body, "body");
+        OK(strstr(sent, "filename=\"testenv-jobs.jar\"") && strstr(sent, "\r\n\r\nPK\x03\x04 not really a jar\r\n--"),
+           "upload from a file: the file's bytes as the part");
+        close(fd);
+        json_decref(act);
     }
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/ab12/savepoints/1\"," TARGET("flinkerr") "}", &a);
     IS_INT(a.status, 404, "Flink's own 404 passes as Flink's answer");

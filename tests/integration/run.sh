@@ -106,8 +106,12 @@ trap cleanup EXIT
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
   cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+# each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
+# durations are taken from
 for c in "${cases[@]}"; do
+  t0=$SECONDS
   "case_$c"
+  echo "# case $c: $((SECONDS - t0)) s"
 done
 echo "1..$n"
 [ "$failed" -eq 0 ]
