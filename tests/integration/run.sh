@@ -5,7 +5,7 @@
 # own, because one case stops the API server for 10 s) or brings one up with tests/env/up.sh
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
-#   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
+#   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject jsonlogs
 #                                        flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override render restart
@@ -101,7 +101,7 @@ trap cleanup EXIT
 . "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
