@@ -553,9 +553,9 @@ static void list_done(const kube_result *res, void *ud)
     double dt = ev_time() - r->list_t0;
     char n[32], secs[32];
     snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
-    snprintf(secs, sizeof secs, "%.3f", dt);
+    snprintf(secs, sizeof secs, "%.1f", dt * 1000.0);
     log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
-            "path", r->path, "objects", n, "seconds", secs, NULL);
+            "path", r->path, "objects", n, "duration_ms", secs, NULL);
     r->depth++;                      /* keep r alive across the callbacks */
     int rc = replace_finish(r);
     if (rc == 0) {

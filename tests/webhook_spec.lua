@@ -366,7 +366,7 @@ describe("flink-controller run --webhook-addr #testenv #bin", function()
     p:close()
     local port
     for _ = 1, 100 do
-      port = (fx.read(log, true) or ""):match("serving the admission webhook on port (%d+)")
+      port = (fx.read(log, true) or ""):match("serving the admission webhook\" port=(%d+)")
       if port then break end
       os.execute("sleep 0.1")
     end

@@ -4,9 +4,11 @@
  * against tests/c/fake_apiserver.py (path form, credentials, POST body, error mapping). The
  * controller itself is tested against the real test environment (tests/integration/). */
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
+#include "log.h"
 #include "loop.h"
 #include "run.h"
 #include "transport_tap.h"
@@ -359,6 +361,32 @@ int main(void)
     IS_INT(run_main(3, a9), 2, "--policy-configmap without NAMESPACE/ is a usage error");
     char *a10[] = {"run", "--policy-configmap", "ns/a/b", NULL};
     IS_INT(run_main(3, a10), 2, "--policy-configmap with two slashes is a usage error");
+
+    /* --log-format json: a startup failure is one JSON line with the constant msg and the
+     * step and error as keys (log.h, "Keys") */
+    FILE *lf = tmpfile();
+    log_set_output(lf);
+    setenv("KUBECONFIG", "/nonexistent/kubeconfig", 1);
+    char *a11[] = {"run", "--log-format", "json", NULL};
+    IS_INT(run_main(3, a11), 1, "a kubeconfig that does not exist: exit 1");
+    unsetenv("KUBECONFIG");
+    log_set_output(NULL);
+    log_configure(LOG_FORMAT_TEXT, LOG_INFO);
+    char lbuf[4096] = "";
+    rewind(lf);
+    size_t ln = fread(lbuf, 1, sizeof lbuf - 1, lf);
+    lbuf[ln] = '\0';
+    fclose(lf);
+    char *nl = strchr(lbuf, '\n');
+    OK(nl && nl[1] == '\0', "one line written: %s", lbuf);
+    json_t *rec = json_loads(lbuf, 0, NULL);
+    IS_STR(json_string_value(json_object_get(rec, "msg")), "startup failed", "msg: a constant phrase");
+    IS_STR(json_string_value(json_object_get(rec, "level")), "error", "level error");
+    IS_STR(json_string_value(json_object_get(rec, "step")), "kubernetes config", "step: the part that failed");
+    OK(strstr(json_string_value(json_object_get(rec, "error")) ?: "", "/nonexistent/kubeconfig") != NULL,
+       "error: names the file");
+    OK(json_is_string(json_object_get(rec, "ts")) && json_object_size(rec) == 5, "ts, level, msg, step, error");
+    json_decref(rec);
 
     location_tests();
     loop = ev_loop_new(EVFLAG_AUTO);

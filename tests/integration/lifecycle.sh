@@ -58,8 +58,8 @@ case_triggerfind() {
     sleep 3
     after=$(savepoint_dirs | wc -l)
     expect "savepoints written" "$((after - before))" 1 || return 1
-    grep -q "GET /jobs/$jid/savepoints/$tid" "$WORK/tf2.log" || { echo "no lookup by the trigger id in the log"; return 1; }
-    ! grep -q "POST /jobs/$jid/savepoints" "$WORK/tf2.log" || { echo "triggered again"; return 1; }
+    grep -q "method=GET path=/jobs/$jid/savepoints/$tid" "$WORK/tf2.log" || { echo "no lookup by the trigger id in the log"; return 1; }
+    ! grep -q "method=POST path=/jobs/$jid/savepoints" "$WORK/tf2.log" || { echo "triggered again"; return 1; }
     stop_controller tf2 >/dev/null
   }
   check "triggerfind: died after Flink took the trigger: the next controller looks the id up and reports that savepoint Succeeded, none triggered again" t_tf_found
@@ -280,7 +280,7 @@ EOF2
     expect "Flink job state" "$(flink_state "$jid")" RUNNING || return 1
     expect "savepoint state" "$(jp "$ns" flinkcluster/upg '{.status.savepoint.state}')" NotTriggered || return 1
     expect "savepoints written" "$(savepoint_dirs | wc -l)" "$sps" || return 1
-    grep -q 'flink GET /jobs/overview: HTTP 200' "$WORK/upgrade2.log" || { echo "the job was not polled"; return 1; }
+    grep -q 'method=GET path=/jobs/overview http_code=200' "$WORK/upgrade2.log" || { echo "the job was not polled"; return 1; }
     if grep -E 'flink (POST|PATCH) ' "$WORK/upgrade2.log"; then echo "a savepoint, stop or cancel request"; return 1; fi
     echo "revision $old adopted as $rev; uids: $(echo "$before" | tr '\n' ' ')"
   }

@@ -9,11 +9,7 @@
 # savepoint_generation).
 
 # mx_scrape NAME: the controller NAME's /metrics (its port from the log)
-mx_scrape() {
-  local mp
-  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
-  [ -n "$mp" ] && curl -sf "http://127.0.0.1:$mp/metrics"
-}
+mx_scrape() { scrape_metrics "$1"; }
 # mx_value FILE SERIES: the value of the sample whose name{labels} is exactly SERIES (status 1
 # and nothing printed when absent)
 mx_value() { awk -v s="$2" '$1 == s { print $2; f = 1 } END { exit !f }' "$1"; }

@@ -23,10 +23,7 @@ labelrename_home() {
 
 # metric_lines CONTROLLER REGEX: the sum of the /metrics samples whose line matches REGEX
 metric_lines() {
-  local mp
-  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
-  [ -n "$mp" ] || return 1
-  curl -sf "http://127.0.0.1:$mp/metrics" | awk -v re="$2" '$0 !~ /^#/ && $0 ~ re { s += $NF } END { print s + 0 }'
+  scrape_metrics "$1" | awk -v re="$2" '$0 !~ /^#/ && $0 ~ re { s += $NF } END { print s + 0 }'
 }
 
 case_labelrename() {
