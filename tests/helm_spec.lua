@@ -266,7 +266,8 @@ describe("helm lint and helm template of the chart", function()
     for k, v in pairs(svc.spec.selector) do assert.are.equal(v, d.spec.template.metadata.labels[k], k) end
     local sm = find(objs, "ServiceMonitor", "flink-controller", "flink-system")
     assert.are.equal("monitoring.coreos.com/v1", sm.apiVersion)
-    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s", honorLabels = true } }, sm.spec.endpoints)
+    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s", honorLabels = true } },
+      sm.spec.endpoints)
     for k, v in pairs(sm.spec.selector.matchLabels) do assert.are.equal(v, svc.metadata.labels[k], k) end
     assert.are.same({ matchNames = { "flink-system" } }, sm.spec.namespaceSelector)
     -- off by default
@@ -281,7 +282,8 @@ describe("helm lint and helm template of the chart", function()
     -- the Service and ServiceMonitor as deploy/monitoring's but for the selector labels
     local svc, want_svc = find(objs, "Service", "flink-controller-metrics", "flink-system"), by_kind(mon, "Service")[1]
     assert.are.same(want_svc.spec.ports, svc.spec.ports)
-    local sm, want_sm = find(objs, "ServiceMonitor", "flink-controller", "flink-system"), by_kind(mon, "ServiceMonitor")[1]
+    local sm = find(objs, "ServiceMonitor", "flink-controller", "flink-system")
+    local want_sm = by_kind(mon, "ServiceMonitor")[1]
     assert.are.same(want_sm.spec.endpoints, sm.spec.endpoints)
     assert.are.same(want_sm.spec.namespaceSelector, sm.spec.namespaceSelector)
     -- the rule's groups as deploy/monitoring's for the release flink-controller

@@ -103,8 +103,8 @@ describe("the metric names of an expression", function()
     assert.is_true(known.flink_controller_reconcile_duration_seconds)
     assert.is_true(known.flink_controller_metrics_dropped_total)
     assert.is_nil(known.flink_controller_no_such_metric)
-    assert.are.same({ "flink_controller_no_such_metric" }, unknown({ flink_controller_reconcile_duration_seconds_bucket = true,
-      up = true, flink_controller_no_such_metric = true }, known))
+    assert.are.same({ "flink_controller_no_such_metric" }, unknown({ up = true,
+      flink_controller_reconcile_duration_seconds_bucket = true, flink_controller_no_such_metric = true }, known))
   end)
 end)
 
@@ -116,7 +116,8 @@ describe("deploy/monitoring/dashboard.json", function()
     local p = assert(io.popen("cd " .. fx.quote(ROOT) .. " && lua5.4 scripts/monitoring-dashboard.lua"))
     local out = p:read("a")
     assert.is_true(p:close())
-    assert.is_true(out == text, "deploy/monitoring/dashboard.json differs from the script's output: run `make monitoring`")
+    assert.is_true(out == text,
+      "deploy/monitoring/dashboard.json differs from the script's output: run `make monitoring`")
   end)
 
   it("has a recent schema, the datasource, job and namespace variables, and unique panel ids", function()
@@ -256,7 +257,8 @@ describe("deploy/monitoring built by the pinned kubectl's kustomize", function()
     local out, ok = mf.sh(fx.quote(kubectl) .. " kustomize " .. fx.quote(fx.path(DIR)))
     assert(ok, out)
     local objs = mf.objects(out)
-    assert.are.same({ "ConfigMap/flink-system/flink-controller-dashboard", "PrometheusRule/flink-system/flink-controller",
+    assert.are.same({ "ConfigMap/flink-system/flink-controller-dashboard",
+      "PrometheusRule/flink-system/flink-controller",
       "Service/flink-system/flink-controller-metrics", "ServiceMonitor/flink-system/flink-controller" }, mf.ids(objs))
     -- the dashboard, for Grafana's sidecar
     local cm = mf.find(objs, "ConfigMap", "flink-controller-dashboard")
@@ -273,7 +275,8 @@ describe("deploy/monitoring built by the pinned kubectl's kustomize", function()
     local sm = mf.find(objs, "ServiceMonitor", "flink-controller")
     for k, v in pairs(sm.spec.selector.matchLabels) do assert.are.equal(v, svc.metadata.labels[k], k) end
     assert.are.same({ matchNames = { "flink-system" } }, sm.spec.namespaceSelector)
-    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s", honorLabels = true } }, sm.spec.endpoints)
+    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s", honorLabels = true } },
+      sm.spec.endpoints)
     -- the rule as the file has it
     assert.are.same(rule_doc(), mf.find(objs, "PrometheusRule", "flink-controller"))
   end)
