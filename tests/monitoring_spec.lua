@@ -210,37 +210,41 @@ describe("deploy/monitoring/prometheusrule.yaml", function()
     assert.are.same({}, missing, "not registered in core/*.c: " .. table.concat(missing, " "))
   end)
 
-  it("passes promtool check rules and the alert unit tests of deploy/monitoring/tests/rules_test.yaml", function()
-    local promtool = mf.sh("command -v promtool"):gsub("%s+$", "")
-    assert(promtool ~= "", "no promtool: `make deps` installs Debian's prometheus package, which has it")
+  -- promtool(args, tests): promtool's output and success, run with ARGS in a scratch directory
+  -- that holds the rule's groups as rules.yaml and the unit tests `tests` (a text) as rules_test.yaml
+  local function promtool(args, tests)
+    assert(mf.sh("command -v promtool") ~= "",
+      "no promtool: `make deps` installs Debian's prometheus package, which has it")
     local work = fx.tmpdir()
     fx.write(work .. "/rules.yaml", lyaml.dump({ { groups = doc.spec.groups } }))
-    fx.write(work .. "/rules_test.yaml", fx.read(fx.path(DIR .. "/tests/rules_test.yaml")))
-    local out, ok = mf.sh("cd " .. fx.quote(work) .. " && promtool check rules rules.yaml")
+    fx.write(work .. "/rules_test.yaml", tests)
+    local out, ok = mf.sh("cd " .. fx.quote(work) .. " && promtool " .. args)
+    os.execute("rm -rf " .. fx.quote(work))
+    return out, ok
+  end
+  local TESTS = fx.read(fx.path(DIR .. "/tests/rules_test.yaml"))
+
+  it("passes promtool check rules and the alert unit tests of deploy/monitoring/tests/rules_test.yaml", function()
+    local out, ok = promtool("check rules rules.yaml", TESTS)
     assert(ok, out)
     assert.matches("SUCCESS: 8 rules found", out, 1, true)
-    out, ok = mf.sh("cd " .. fx.quote(work) .. " && promtool test rules rules_test.yaml")
+    out, ok = promtool("test rules rules_test.yaml", TESTS)
+    assert(ok, out)
+    assert.matches("SUCCESS", out, 1, true)
     -- every alert has a case that fires it
-    local tests = lyaml.load(fx.read(fx.path(DIR .. "/tests/rules_test.yaml")))
     local fired = {}
-    for _, t in ipairs(tests.tests) do
+    for _, t in ipairs(lyaml.load(TESTS).tests) do
       for _, a in ipairs(t.alert_rule_test) do
         if #(a.exp_alerts or {}) > 0 then fired[a.alertname] = true end
       end
     end
-    os.execute("rm -rf " .. fx.quote(work))
-    assert(ok, out)
-    assert.matches("SUCCESS", out, 1, true)
     for _, name in ipairs(ALERTS) do assert.is_true(fired[name], name .. " fires in no test") end
   end)
 
   it("a broken expectation fails promtool test rules (the unit tests can fail)", function()
-    local work = fx.tmpdir()
-    fx.write(work .. "/rules.yaml", lyaml.dump({ { groups = doc.spec.groups } }))
-    fx.write(work .. "/rules_test.yaml", (fx.read(fx.path(DIR .. "/tests/rules_test.yaml"))
-      :gsub("summary: No flink%-controller replica is the leader", "summary: something else")))
-    local out, ok = mf.sh("cd " .. fx.quote(work) .. " && promtool test rules rules_test.yaml")
-    os.execute("rm -rf " .. fx.quote(work))
+    local broken = TESTS:gsub("summary: No flink%-controller replica is the leader", "summary: something else")
+    assert.are_not.equal(TESTS, broken)
+    local out, ok = promtool("test rules rules_test.yaml", broken)
     assert.is_false(ok)
     assert.matches("FlinkControllerNotReconciling", out, 1, true)
   end)
