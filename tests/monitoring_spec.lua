@@ -159,6 +159,24 @@ describe("deploy/monitoring/dashboard.json", function()
       "Resident memory", "CPU", "Build" }, titles)
   end)
 
+  it("has queries that parse as PromQL (promtool check rules, Grafana's variables filled in)", function()
+    assert(mf.sh("command -v promtool") ~= "",
+      "no promtool: `make deps` installs Debian's prometheus package, which has it")
+    local rules = {}
+    for _, p in ipairs(panels(d)) do
+      for _, t in ipairs(p.targets) do
+        local expr = t.expr:gsub("%$__rate_interval", "5m"):gsub("%$job", ".*"):gsub("%$namespace", ".*")
+        rules[#rules + 1] = { record = string.format("dashboard:panel_%d:%s", p.id, t.refId:lower()), expr = expr }
+      end
+    end
+    local work = fx.tmpdir()
+    fx.write(work .. "/dashboard.yaml", lyaml.dump({ { groups = { { name = "dashboard", rules = rules } } } }))
+    local out, ok = mf.sh("promtool check rules " .. fx.quote(work .. "/dashboard.yaml"))
+    os.execute("rm -rf " .. fx.quote(work))
+    assert(ok, out)
+    assert.matches("SUCCESS: " .. #rules .. " rules found", out, 1, true)
+  end)
+
   it("queries only metrics the controller exports", function()
     local used = {}
     for _, p in ipairs(panels(d)) do
