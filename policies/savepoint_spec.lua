@@ -16,9 +16,13 @@ describe("policies/savepoint.lua", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
         "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
-        "control-new-savepoint-same-second", "generation-request",
+        "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
+        "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",
+        "generation-request", "history-failed-recorded", "history-recorded",
         "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
         "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
+        "retention-age", "retention-count", "retention-failed-dropped", "retention-none-keeps", "retention-protected",
+        "retention-waits-no-jobmanager",
         "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
       })
     end)

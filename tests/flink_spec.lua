@@ -119,8 +119,8 @@ describe("fc.flink.view", function()
     v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
-    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
-      since = 0 }, flink.view(nil))
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
+      submissions = {}, since = 0 }, flink.view(nil))
   end)
 
   it("passes on since: when this controller process began keeping the cluster's answers", function()

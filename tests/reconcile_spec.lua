@@ -40,7 +40,7 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua",
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
     "lib/restsubmit.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
@@ -870,7 +870,7 @@ describe("reconcile.run with policies-min", function()
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
-      .. "savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", r.events[1].message)
+      .. "savepoint, stop, savepoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)", r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })
