@@ -76,8 +76,8 @@ describe("fc.flink.action", function()
 
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
-      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
-      .. "upload_jar, run_jar)")
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, "
+      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,

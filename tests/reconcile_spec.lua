@@ -268,8 +268,8 @@ describe("fc.revision", function()
   it("ignores control fields and key order, not other changes", function()
     local a = { image = { name = "flink:1.9.2" }, taskManager = { replicas = 1 },
       job = { jarFile = "/j.jar", savepointGeneration = 1, cancelRequested = false, autoSavepointSeconds = 60 } }
-    local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar" },
-      taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
+    local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar",
+      savepointRetention = { maxCount = 2 } }, taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
     assert.equal(revision.hash(a), revision.hash(b))
     b.taskManager.replicas = 2
     assert.are_not.equal(revision.hash(a), revision.hash(b))

@@ -11,6 +11,8 @@
 #                _metadata on the host, an update stops the job with a savepoint and resumes it
 #                from there, JobManager pod deleted and back, cancel with savepoint
 #   realticker2  the same on Flink 2.3
+#   savepointhistory  spec.job.savepointRetention.maxCount 2, four savepoints: the two older
+#                disposed through Flink (gone from the host), the history keeps the newest two
 #   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
@@ -270,6 +272,70 @@ real_done() {
 }
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
+
+# Savepoint history and retention on Flink 1.20 (policies/lib/retention.lua): the Ticker with
+# spec.job.savepointRetention.maxCount 2, four savepoints asked one after another through
+# savepointGeneration; the history records each, and the two older are disposed through Flink
+# (POST /savepoint-disposal): their directories leave the host volume, their entries the history.
+case_savepointhistory() {
+  local c=savepointhistory version=1.20.5
+  local desc="real pods, Flink $version: savepoint history, savepointRetention.maxCount 2"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  local ns spdir
+  ns=$(new_ns "$c" real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  ticker_cluster ticker "$spdir" "$version" |
+    sed 's|^    savepointsDir: file:///savepoints$|&\n    savepointRetention: {maxCount: 2}|' | kc -n "$ns" apply -f - >/dev/null
+  t_history() {
+    poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
+    local id g locs=() loc
+    id=$(job_field "$ns" ticker id)
+    tasks_running() { jm_get "$ns" ticker "/jobs/$id" | all_vertices_running; }
+    poll 60 tasks_running || { echo "tasks of $id not all RUNNING"; return 1; }
+    for g in 1 2 3 4; do
+      kc -n "$ns" patch flinkcluster ticker --type merge -p "{\"spec\":{\"job\":{\"savepointGeneration\":$g}}}" \
+        >/dev/null || return 1
+      # the request is consumed once its savepoint succeeded
+      taken() { [ "$(job_field "$ns" ticker savepointGeneration)" = "$g" ]; }
+      poll 60 taken || { echo "savepoint $g: $(jp "$ns" flinkcluster/ticker '{.status.savepoint}')"; return 1; }
+      loc=$(job_field "$ns" ticker savepointLocation)
+      [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata for $loc"; return 1; }
+      locs+=("$loc")
+    done
+    # the two older are disposed (one at a time), the two newer kept: newest first in the history
+    local want="${locs[3]} ${locs[2]}"
+    history() { jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].location}'; }
+    disposed() { [ "$(history)" = "$want" ] && [ "$(find "$spdir" -mindepth 1 -maxdepth 1 | wc -l)" = 2 ]; }
+    poll 60 disposed || {
+      echo "history: $(history), want $want"; ls -l "$spdir"
+      jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory}'; tail -n 15 "$WORK/$c.log"; return 1
+    }
+    expect "history's types" "$(jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].triggerType}')" \
+      "manual manual" || return 1
+    expect "history's results" "$(jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].result}')" \
+      "Succeeded Succeeded" || return 1
+    # the files on the host: exactly the two kept savepoints' directories
+    local d
+    for loc in "${locs[2]}" "${locs[3]}"; do
+      [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "kept $loc has no _metadata"; ls -lR "$spdir"; return 1; }
+    done
+    for loc in "${locs[0]}" "${locs[1]}"; do
+      d="$spdir/${loc#file:/savepoints/}"
+      [ ! -e "$d" ] || { echo "disposed $loc still on the host"; ls -lR "$d"; return 1; }
+      # and the controller said so, once each
+      expect "Events SavepointDisposed for $loc" "$(kc -n "$ns" get events --field-selector reason=SavepointDisposed \
+        -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -cF "savepoint $loc (manual,")" 1 || return 1
+    done
+    # the job ran on, untouched
+    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
+    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+  }
+  check "$desc: 4 savepoints by savepointGeneration -> the history keeps the newest 2, the 2 older disposed through Flink (directories gone from the host, Events), the job Running" t_history
+  real_done "$c" "$ns" ticker "$spdir"
+}
 
 # The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
 # the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the
