@@ -235,7 +235,8 @@ local function latest(by, id, op)
 end
 
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
---   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}},
+--   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}},
+--   submissions={<job id>={...}},
 --   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}},
