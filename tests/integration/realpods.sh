@@ -98,14 +98,16 @@ real_job() {
 case_realjob() { real_job realjob wordcount-local.yaml 1.20.5; }
 case_realjob2() { real_job realjob2 wordcount-flink2.yaml 2.3.0; }
 
-# ticker_cluster NAME HOSTDIR [VERSION]: a job cluster running testenv.Ticker (runs until
-# cancelled) on the image of Flink VERSION (default 1.20.5), its savepoints in HOSTDIR on the host
-# (a hostPath volume the JobManager, TaskManager and submitter share), resubmitted from the
-# latest savepoint when lost, kept after a cancel.
+# ticker_cluster NAME HOSTDIR [VERSION [JOB_LINE]]: a job cluster running testenv.Ticker (runs
+# until cancelled) on the image of Flink VERSION (default 1.20.5), its savepoints in HOSTDIR on the
+# host (a hostPath volume the JobManager, TaskManager and submitter share), resubmitted from the
+# latest savepoint when lost, kept after a cancel; JOB_LINE (YAML "field: value") added to spec.job.
 ticker_cluster() {
   local vol="
     volumes: [{name: savepoints, hostPath: {path: $2, type: DirectoryOrCreate}}]
-    volumeMounts: [{name: savepoints, mountPath: /savepoints}]"
+    volumeMounts: [{name: savepoints, mountPath: /savepoints}]" extra=""
+  [ -z "${4:-}" ] || extra="
+    $4"
   cat <<EOF
 apiVersion: flinkoperator.k8s.io/v1beta1
 kind: FlinkCluster
@@ -122,7 +124,7 @@ spec:
     jarFile: /opt/flink/usrlib/testenv-jobs.jar
     className: testenv.Ticker
     parallelism: 1
-    savepointsDir: file:///savepoints
+    savepointsDir: file:///savepoints$extra
     restartPolicy: FromSavepointOnFailure
     cleanupPolicy: {afterJobCancelled: KeepCluster}$vol
   flinkProperties:
@@ -130,20 +132,26 @@ spec:
 EOF
 }
 
+# ticker_start CASE VERSION DESC [JOB_LINE]: the start of a Ticker case; status 1 (a TAP skip
+# of DESC) without a real node or the image; else sets the caller's `ns` and `spdir` (the host
+# directory of the savepoints), starts the controller and applies ticker_cluster `ticker`.
+ticker_start() {
+  real_node_ready || { skip "$3" "no real node in this environment"; return 1; }
+  node_has_image "docker.io/library/flink:$2" || { skip "$3" "no flink:$2 image on the node"; return 1; }
+  ns=$(new_ns "$1" real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller "$1" --namespace "$ns"
+  ticker_cluster ticker "$spdir" "$2" "${4:-}" | kc -n "$ns" apply -f - >/dev/null
+}
+
 # real_ticker CASE VERSION: the Ticker lifecycle on the image of Flink VERSION: submit, the
 # running JobManager's configuration, savepoint, update (stop with savepoint, resume from it),
 # JobManager lost and resumed from the latest savepoint, cancel (stop with savepoint).
 real_ticker() {
   local c=$1 version=$2
-  local desc="real pods, Flink $version: Ticker"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns spdir
-  ns=$(new_ns "$c" real)
-  spdir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$spdir"
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
-  ticker_cluster ticker "$spdir" "$version" | kc -n "$ns" apply -f - >/dev/null
+  local desc="real pods, Flink $version: Ticker" ns spdir
+  ticker_start "$c" "$version" "$desc" || return 0
   t_ticker_running() {
     poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
     local id flink_state
@@ -279,16 +287,8 @@ case_realticker2() { real_ticker realticker2 2.3.0; }
 # (POST /savepoint-disposal): their directories leave the host volume, their entries the history.
 case_savepointhistory() {
   local c=savepointhistory version=1.20.5
-  local desc="real pods, Flink $version: savepoint history, savepointRetention.maxCount 2"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns spdir
-  ns=$(new_ns "$c" real)
-  spdir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$spdir"
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
-  ticker_cluster ticker "$spdir" "$version" |
-    sed 's|^    savepointsDir: file:///savepoints$|&\n    savepointRetention: {maxCount: 2}|' | kc -n "$ns" apply -f - >/dev/null
+  local desc="real pods, Flink $version: savepoint history, savepointRetention.maxCount 2" ns spdir
+  ticker_start "$c" "$version" "$desc" "savepointRetention: {maxCount: 2}" || return 0
   t_history() {
     poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
     local id g locs=() loc
