@@ -17,7 +17,7 @@ describe("policies/savepoint.lua", function()
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
         "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
         "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
-        "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",
+        "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits", "disposal-waits-jobmanager-gone",
         "generation-request", "history-failed-recorded", "history-recorded",
         "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
         "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",

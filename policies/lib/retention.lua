@@ -152,7 +152,11 @@ function retention.plan(input)
         failed_now(e, op.failure)
       elseif op and (op.phase == "trigger" or op.not_found) then
         failed_now(e, op.error or "disposal request failed")
-      elseif d.requestID and (not op or op.phase ~= "trigger") then
+      elseif not input.jm_ready then
+        -- the JobManager went away meanwhile: wait for it (its readiness brings the next pass;
+        -- a new JobManager answers 404 for the request, and the disposal is sent again)
+        busy = true
+      elseif d.requestID then
         -- accepted, in progress, or a poll went unanswered: poll (after POLL_SECONDS when
         -- this controller holds no answer yet)
         busy = true
