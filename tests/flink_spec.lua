@@ -189,11 +189,15 @@ describe("fc.flink.view", function()
       one("dispose_status", 200, '{"status":{"id":"IN_PROGRESS"},"operation":null}'))
     assert.same({ phase = "status", status = "COMPLETED", time = 100 },
       one("dispose_status", 200, '{"status":{"id":"COMPLETED"},"operation":{}}'))
+    -- Flink's Dispatcher wraps the cause: the first line says "Could not dispose", the trace why
+    local trace = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.\n"
+      .. "\tat org.apache.flink.runtime.dispatcher.Dispatcher.lambda$disposeSavepoint$9(Dispatcher.java:1012)\n"
+      .. "Caused by: java.io.FileNotFoundException: Cannot find checkpoint or savepoint file/directory "
+      .. "'file:/sp/s1' on file system 'file'.\n"
     assert.same({ phase = "status", status = "COMPLETED", time = 100,
-      failure = "java.io.FileNotFoundException: Cannot find checkpoint or savepoint file/directory" },
-      one("dispose_status", 200, '{"status":{"id":"COMPLETED"},"operation":{"failure-cause":{"class":'
-        .. '"java.io.FileNotFoundException","stack-trace":"java.io.FileNotFoundException: Cannot find checkpoint or '
-        .. 'savepoint file/directory\\n\\tat org.apache.flink..."}}}'))
+      failure = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.", trace = trace },
+      one("dispose_status", 200, require("cjson").encode({ status = { id = "COMPLETED" },
+        operation = { ["failure-cause"] = { class = "org.apache.flink.util.FlinkException", ["stack-trace"] = trace } } })))
     assert.same({ phase = "status", not_found = true, http = 404, time = 100,
       error = "HTTP 404: Operation not found under key" },
       one("dispose_status", 404, '{"errors":["Operation not found under key"]}'))

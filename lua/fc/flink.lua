@@ -255,7 +255,8 @@ end
 --   dispose_savepoint: disposals[id] = 2xx -> {phase="accepted", request_id=<the answer's
 --     request-id: Flink's trigger id of the disposal>, time}; else {phase="trigger", error, http, time}.
 --   dispose_status: disposals[id] = 2xx -> {phase="status", status=<IN_PROGRESS | COMPLETED>,
---     failure=<as a savepoint's: nil when the disposal succeeded>, time}; 404 -> {phase="status",
+--     failure=<as a savepoint's: nil when the disposal succeeded>, trace=<the failure's whole
+--     stack trace, at most EXCEPTION_MAX bytes>, time}; 404 -> {phase="status",
 --     not_found=true, error, http, time}; else {phase="status", error, http, time}.
 --   job_exceptions: exceptions[job id] = 2xx -> {name=<newest exceptionHistory entry's
 --     exceptionName>, stacktrace=<its stacktrace, else root-exception, at most EXCEPTION_MAX
@@ -311,7 +312,12 @@ function flink.view(raw)
         op.phase, op.request_id = "accepted", str(doc and doc["request-id"])
       elseif ok and doc then
         op.status = str(type(doc.status) == "table" and doc.status.id or nil) or "IN_PROGRESS"
-        op.failure = failure_of(type(doc.operation) == "table" and doc.operation or {}, "disposal failed")
+        local operation = type(doc.operation) == "table" and doc.operation or {}
+        op.failure = failure_of(operation, "disposal failed")
+        -- the whole trace: Flink wraps why ("Could not dispose savepoint"), the cause is below
+        local fc = operation["failure-cause"]
+        local trace = type(fc) == "table" and str(fc["stack-trace"]) or nil
+        if trace then op.trace = utf8_cut(trace, flink.EXCEPTION_MAX) end
       else
         op.error, op.http = error_text(a, doc), tonumber(a.status) or 0
         if kind == "dispose_status" and op.http == 404 then op.not_found = true end

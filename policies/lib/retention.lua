@@ -48,7 +48,8 @@ retention.RETRY_MAX_SECONDS = 3600
 retention.TRIGGER_TYPES = { ["user requested"] = "manual", scheduled = "periodic",
   ["scheduled initial"] = "periodic", update = "upgrade", ["job cancel"] = "cancel" }
 --- Flink's failure when the savepoint to dispose is not there (Flink's
--- AbstractFsCheckpointStorageAccess: "Cannot find checkpoint or savepoint file/directory").
+-- AbstractFsCheckpointStorageAccess: "Cannot find checkpoint or savepoint file/directory"),
+-- looked for in the whole trace: its first line is the wrapper "Could not dispose savepoint".
 retention.GONE_PATTERNS = { "FileNotFoundException", "Cannot find checkpoint or savepoint" }
 
 --- retention.record(history, sp, now) -> history (a new list, `sp`'s entry first)
@@ -85,7 +86,7 @@ end
 -- input: {history=<status.components.job.savepointHistory or nil>, retention=<spec.job.
 --   savepointRetention or nil>, protected={<location>=true}, jm_ready=<bool: the JobManager and
 --   its Service are Ready>, disposals=<fc.flink view's disposals: {<savepoint trigger id>=
---   {phase=, request_id=, status=, failure=, error=, http=, not_found=, time=}}>, now=<unix s>}.
+--   {phase=, request_id=, status=, failure=, trace=, error=, http=, not_found=, time=}}>, now=<unix s>}.
 function retention.plan(input)
   local now = input.now
   local out = { history = {}, intents = {}, events = {} }
@@ -144,11 +145,12 @@ function retention.plan(input)
       if op and op.phase == "accepted" and op.request_id then
         d.requestID = op.request_id
       end
-      if op and op.phase == "status" and op.status == "COMPLETED" and (not op.failure or gone(op.failure)) then
+      local done = op and op.phase == "status" and op.status == "COMPLETED"
+      if done and (not op.failure or gone(op.trace or op.failure)) then
         disposed[e] = true
         out.events[#out.events + 1] = { type = "Normal", reason = "SavepointDisposed",
           message = describe(e) .. (op.failure and " was already gone" or " disposed") }
-      elseif op and op.phase == "status" and op.status == "COMPLETED" then
+      elseif done then
         failed_now(e, op.failure)
       elseif op and (op.phase == "trigger" or op.not_found) then
         failed_now(e, op.error or "disposal request failed")
