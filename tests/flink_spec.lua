@@ -196,8 +196,8 @@ describe("fc.flink.view", function()
       .. "'file:/sp/s1' on file system 'file'.\n"
     assert.same({ phase = "status", status = "COMPLETED", time = 100,
       failure = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.", trace = trace },
-      one("dispose_status", 200, require("cjson").encode({ status = { id = "COMPLETED" },
-        operation = { ["failure-cause"] = { class = "org.apache.flink.util.FlinkException", ["stack-trace"] = trace } } })))
+      one("dispose_status", 200, require("cjson").encode({ status = { id = "COMPLETED" }, operation = {
+        ["failure-cause"] = { class = "org.apache.flink.util.FlinkException", ["stack-trace"] = trace } } })))
     assert.same({ phase = "status", not_found = true, http = 404, time = 100,
       error = "HTTP 404: Operation not found under key" },
       one("dispose_status", 404, '{"errors":["Operation not found under key"]}'))
