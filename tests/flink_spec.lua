@@ -190,8 +190,9 @@ describe("fc.flink.view", function()
     assert.same({ phase = "status", status = "COMPLETED", time = 100 },
       one("dispose_status", 200, '{"status":{"id":"COMPLETED"},"operation":{}}'))
     -- Flink's Dispatcher wraps the cause: the first line says "Could not dispose", the trace why
+    -- (as a 1.20.5 JobManager answered a disposal of a path that does not exist)
     local trace = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.\n"
-      .. "\tat org.apache.flink.runtime.dispatcher.Dispatcher.lambda$disposeSavepoint$9(Dispatcher.java:1012)\n"
+      .. "\tat org.apache.flink.runtime.dispatcher.Dispatcher.lambda$disposeSavepoint$11(Dispatcher.java:806)\n"
       .. "Caused by: java.io.FileNotFoundException: Cannot find checkpoint or savepoint file/directory "
       .. "'file:/sp/s1' on file system 'file'.\n"
     assert.same({ phase = "status", status = "COMPLETED", time = 100,
