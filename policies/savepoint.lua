@@ -36,6 +36,7 @@ local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
 local trigger = require("lib.trigger")
+local retention = require("lib.retention")
 
 local savepoint = {}
 
@@ -54,14 +55,41 @@ savepoint.STOP_WITH_SAVEPOINT = { ["job cancel"] = true, update = true }
 
 local ON_DEMAND = { "job cancel", "update", "user requested" }
 
+-- `out` of savepoint.decide with the history's retention applied (lib.retention.plan): the
+-- new status.components.job.savepointHistory, the disposal intents and their Events.
+local function retain(input, out)
+  local spec = input.cluster.spec.job or {}
+  local j = out.job
+  local comps = input.components or {}
+  local function ready(c) return type(c) == "table" and c.state == "Ready" end
+  local protected = {}
+  for _, loc in ipairs({ j.savepointLocation, j.fromSavepoint, spec.fromSavepoint }) do
+    if type(loc) == "string" and loc ~= "" then protected[loc] = true end
+  end
+  local plan = retention.plan({ history = j.savepointHistory, retention = spec.savepointRetention,
+    protected = protected, jm_ready = ready(comps.jobManagerStatefulSet) and ready(comps.jobManagerService),
+    disposals = (input.flink or {}).disposals, now = input.now })
+  j.savepointHistory = #plan.history > 0 and plan.history or nil
+  for _, i in ipairs(plan.intents) do out.intents[#out.intents + 1] = i end
+  out.events = plan.events
+  local r = plan.requeue_after
+  if r and (out.requeue_after == nil or r < out.requeue_after) then out.requeue_after = r end
+  return out
+end
+
 --- savepoint.decide(input) -> {savepoint=<status.savepoint>, job=<status.components.job with
 --   lastSavepointTriggerID, lastSavepointTriggerTime, lastSavepointTime, savepointLocation,
 --   savepointGeneration updated>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
 --   intents={{kind="savepoint"|"stop"|"savepoint_status", id=<trigger id>, job_id=,
---   target_directory=}...} (fc.flink), requeue_after=<seconds or nil>}
+--   target_directory=}|{kind="dispose_savepoint"|"dispose_status", ...}...} (fc.flink),
+--   events={{type=, reason="SavepointDisposed"|"SavepointDisposalFailed", message=}...},
+--   requeue_after=<seconds or nil>}
+-- job.savepointHistory: every savepoint that ended, newest first, and its retention
+-- (spec.job.savepointRetention): lib.retention.
 -- input: {cluster=<defaulted, status as observed>, job=<from job.observe>, start_time=<unix s the
 --   job started in Flink, 0 unknown>, flink={operations={<trigger id>={phase=, status=, location=,
---   failure=, error=, not_found=, time=}}} (fc.flink.view),
+--   failure=, error=, not_found=, time=}}, disposals={<trigger id>={...}}} (fc.flink.view),
+--   components=<status.components(): the JobManager's readiness gates disposal>,
 --   update={pending=bool}, now=<unix seconds>}.
 -- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
 -- of this job succeeded (status.savepoint.stop says whether it also stopped the job), "skipped"
@@ -91,9 +119,12 @@ function savepoint.decide(input)
   if sp.state == "InProgress" then
     local t0 = clock.parse(sp.triggerTime) or now
     local op = sp.triggerID and operations[sp.triggerID] or nil
-    local function finish(state, message)
+    local function finish(state, message, location)
       sp.state = state
       sp.message = message
+      -- every savepoint that ends is recorded in the history (lib.retention)
+      j.savepointHistory = retention.record(j.savepointHistory, { triggerID = sp.triggerID, jobID = sp.jobID,
+        triggerReason = sp.triggerReason, state = state, message = message, location = location }, now)
       if sp.triggerReason == "user requested" then
         local gen = tonumber(spec.savepointGeneration) or 0
         if gen == (tonumber(j.savepointGeneration) or 0) + 1 then j.savepointGeneration = gen end
@@ -110,7 +141,7 @@ function savepoint.decide(input)
         -- StopWithSavepointStoppingException); the savepoint is consistent and used as such,
         -- as the Flink Kubernetes operator does (flink-rest-notes.md, POST /jobs/:jobid/stop)
         finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
-          .. op.failure) or nil)
+          .. op.failure) or nil, op.location or created)
         j.savepointLocation = op.location or created
         j.lastSavepointTime = clock.format(now)
       else
@@ -145,7 +176,7 @@ function savepoint.decide(input)
     end
   end
 
-  if not running then return out end
+  if not running then return retain(input, out) end
 
   -- 2. What is asked for now.
   local control = status.control
@@ -246,7 +277,7 @@ function savepoint.decide(input)
     ask(stop and "stop" or "savepoint")
     requeue(savepoint.POLL_SECONDS)
   end
-  return out
+  return retain(input, out)
 end
 
 return savepoint

@@ -16,9 +16,14 @@ describe("policies/savepoint.lua", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
         "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
-        "control-new-savepoint-same-second", "generation-request",
+        "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
+        "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",
+        "disposal-waits-jobmanager-gone",
+        "generation-request", "history-failed-recorded", "history-recorded",
         "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
         "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
+        "retention-age", "retention-count", "retention-failed-dropped", "retention-none-keeps", "retention-protected",
+        "retention-waits-no-jobmanager",
         "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
       })
     end)
@@ -61,6 +66,68 @@ describe("policies/savepoint.lua", function()
     end
     assert.same({ 1300, 1600, 1900 }, times)
     assert.equal("/sp/s3", st.job.savepointLocation)
+  end)
+
+  it("keeps maxCount savepoints over many passes and disposes the older ones one at a time", function()
+    -- a scheduled savepoint every 100 s, each taking 3 s, each disposal 2 s; maxCount 2
+    local spec = { savepointsDir = "/sp", autoSavepointSeconds = 100, savepointRetention = { maxCount = 2 } }
+    local st = { job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 } }
+    local ready = { jobManagerStatefulSet = { state = "Ready" }, jobManagerService = { state = "Ready" } }
+    local ops, disposals, on_disk, n, requests = {}, {}, {}, 0, 0
+    for now = 1000, 1560 do
+      local inp = input(spec, st, now, ops)
+      inp.flink.disposals, inp.components = disposals, ready
+      local out = savepoint.decide(inp)
+      for _, a in ipairs(out.intents) do
+        if a.kind == "savepoint" then
+          n = n + 1
+          ops[a.id] = { phase = "accepted", time = now, n = n }
+        elseif a.kind == "dispose_savepoint" then
+          requests = requests + 1
+          assert.is_true(on_disk[a.location], a.location .. " disposed twice or never written")
+          disposals[a.id] = { phase = "accepted", request_id = string.format("%032x", requests), time = now,
+            done_at = now + 2, location = a.location }
+        end
+      end
+      local sp = out.savepoint
+      if sp.state == "InProgress" and ops[sp.triggerID] and now - clock.parse(sp.triggerTime) >= 3 then
+        local loc = "/sp/s" .. ops[sp.triggerID].n
+        on_disk[loc] = true
+        ops[sp.triggerID] = { phase = "status", status = "COMPLETED", location = loc, time = now }
+      end
+      for _, d in pairs(disposals) do
+        if d.done_at and now >= d.done_at then
+          on_disk[d.location] = nil
+          d.phase, d.status, d.request_id, d.done_at, d.time = "status", "COMPLETED", nil, nil, now
+        end
+      end
+      st = { savepoint = out.savepoint, job = out.job }
+    end
+    -- savepoints at 1100 ... 1500: s1 .. s5; s1 .. s3 disposed, s4 and s5 kept
+    assert.equal(5, n)
+    assert.equal(3, requests)
+    assert.same({ ["/sp/s4"] = true, ["/sp/s5"] = true }, on_disk)
+    local locs = {}
+    for i, e in ipairs(st.job.savepointHistory) do
+      locs[i] = e.location
+      assert.equal("periodic", e.triggerType)
+      assert.is_nil(e.disposal)
+    end
+    assert.same({ "/sp/s5", "/sp/s4" }, locs)
+  end)
+
+  it("disposes nothing without savepointRetention, and keeps the newest HISTORY_MAX entries", function()
+    local retention = require("lib.retention")
+    local history = {}
+    for i = 1, 12 do
+      history = retention.record(history, { triggerID = string.format("%032x", i), jobID = ID,
+        triggerReason = "scheduled", state = "Succeeded", location = "/sp/s" .. i }, 1000 + i)
+    end
+    local plan = retention.plan({ history = history, jm_ready = true, disposals = {}, now = 9999 })
+    assert.same({}, plan.intents)
+    assert.equal(retention.HISTORY_MAX, #plan.history)
+    assert.equal("/sp/s12", plan.history[1].location)
+    assert.equal("/sp/s3", plan.history[10].location)
   end)
 
   it("takes an update savepoint before a scheduled one that is due at the same time", function()

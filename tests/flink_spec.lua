@@ -31,6 +31,21 @@ describe("fc.flink.action", function()
     assert.is_nil(poll.body)
   end)
 
+  it("disposes a savepoint by its path, after the status write, then polls Flink's request id", function()
+    local a = flink.action({ kind = "dispose_savepoint", id = TID, location = "file:/sp/savepoint-8c2d6f-1" }, JM)
+    assert.same({ op = "flink", id = "dispose/" .. TID, method = "POST", path = "/savepoint-disposal",
+      body = { ["savepoint-path"] = "file:/sp/savepoint-8c2d6f-1" }, target = JM, after_status = true,
+      intent = { kind = "dispose_savepoint", id = TID, location = "file:/sp/savepoint-8c2d6f-1" } }, a)
+    local rid = "0f0f0000000000000000000000000001"
+    local poll = flink.action({ kind = "dispose_status", id = TID, request_id = rid }, JM)
+    assert.same({ "GET", "/savepoint-disposal/" .. rid, "dispose/" .. TID }, { poll.method, poll.path, poll.id })
+    assert.is_nil(poll.after_status)
+    assert.has_error(function() flink.action({ kind = "dispose_savepoint", id = TID }, JM) end,
+      "dispose_savepoint intent: location must be a non-empty string")
+    assert.has_error(function() flink.action({ kind = "dispose_status", id = TID, request_id = "../jobs" }, JM) end,
+      "dispose_status intent: request_id must be 32 hex digits")
+  end)
+
   it("maps the job list, the failure cause and a cancel", function()
     local function req(i)
       local a = flink.action(i, JM)
@@ -76,8 +91,8 @@ describe("fc.flink.action", function()
 
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
-      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
-      .. "upload_jar, run_jar)")
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, "
+      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -119,8 +134,8 @@ describe("fc.flink.view", function()
     v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
-    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
-      since = 0 }, flink.view(nil))
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
+      submissions = {}, since = 0 }, flink.view(nil))
   end)
 
   it("passes on since: when this controller process began keeping the cluster's answers", function()
@@ -158,6 +173,35 @@ describe("fc.flink.view", function()
       error = "HTTP 404: There is no savepoint operation with triggerId=" .. TID .. " for job " .. ID .. "." },
       op(404, '{"errors":["There is no savepoint operation with triggerId=' .. TID .. ' for job ' .. ID .. '."]}'))
     assert.same({ phase = "status", http = 500, time = 100, error = "HTTP 500" }, op(500, "<html>oops</html>"))
+  end)
+
+  it("decodes a disposal: accepted with Flink's request id, in progress, done, failed, unknown (404)", function()
+    local rid = "0f0f0000000000000000000000000001"
+    local function one(kind, status, body, err, time)
+      local intent = { kind = kind, id = TID, location = "/sp/s1", request_id = rid }
+      return flink.view({ answers = { ["dispose/" .. TID] = answer(intent, status, body, err, time) } }).disposals[TID]
+    end
+    assert.same({ phase = "accepted", request_id = rid, time = 100 },
+      one("dispose_savepoint", 200, '{"request-id":"' .. rid .. '"}'))
+    assert.same({ phase = "trigger", error = "connection refused", http = 0, time = 100 },
+      one("dispose_savepoint", 0, "", "connection refused"))
+    assert.same({ phase = "status", status = "IN_PROGRESS", time = 100 },
+      one("dispose_status", 200, '{"status":{"id":"IN_PROGRESS"},"operation":null}'))
+    assert.same({ phase = "status", status = "COMPLETED", time = 100 },
+      one("dispose_status", 200, '{"status":{"id":"COMPLETED"},"operation":{}}'))
+    -- Flink's Dispatcher wraps the cause: the first line says "Could not dispose", the trace why
+    -- (as a 1.20.5 JobManager answered a disposal of a path that does not exist)
+    local trace = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.\n"
+      .. "\tat org.apache.flink.runtime.dispatcher.Dispatcher.lambda$disposeSavepoint$11(Dispatcher.java:806)\n"
+      .. "Caused by: java.io.FileNotFoundException: Cannot find checkpoint or savepoint file/directory "
+      .. "'file:/sp/s1' on file system 'file'.\n"
+    assert.same({ phase = "status", status = "COMPLETED", time = 100,
+      failure = "org.apache.flink.util.FlinkException: Could not dispose savepoint file:/sp/s1.", trace = trace },
+      one("dispose_status", 200, require("cjson").encode({ status = { id = "COMPLETED" }, operation = {
+        ["failure-cause"] = { class = "org.apache.flink.util.FlinkException", ["stack-trace"] = trace } } })))
+    assert.same({ phase = "status", not_found = true, http = 404, time = 100,
+      error = "HTTP 404: Operation not found under key" },
+      one("dispose_status", 404, '{"errors":["Operation not found under key"]}'))
   end)
 
   it("decodes a REST submission: the jar id of the upload, the job id of the run, or why not", function()

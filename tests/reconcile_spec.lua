@@ -40,7 +40,7 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua",
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
     "lib/restsubmit.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
@@ -268,8 +268,8 @@ describe("fc.revision", function()
   it("ignores control fields and key order, not other changes", function()
     local a = { image = { name = "flink:1.9.2" }, taskManager = { replicas = 1 },
       job = { jarFile = "/j.jar", savepointGeneration = 1, cancelRequested = false, autoSavepointSeconds = 60 } }
-    local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar" },
-      taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
+    local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar",
+      savepointRetention = { maxCount = 2 } }, taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
     assert.equal(revision.hash(a), revision.hash(b))
     b.taskManager.replicas = 2
     assert.are_not.equal(revision.hash(a), revision.hash(b))
@@ -870,7 +870,8 @@ describe("reconcile.run with policies-min", function()
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
-      .. "savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", r.events[1].message)
+      .. "savepoint, stop, savepoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)",
+      r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })

@@ -23,6 +23,8 @@
 --                                              {"targetDirectory", "drain": false, "triggerId": id}
 --   savepoint_status id, job_id                GET /jobs/<job_id>/savepoints/<id> (savepoint or stop)
 --   cancel          job_id                     PATCH /jobs/<job_id>?mode=cancel
+--   dispose_savepoint id, location             POST /savepoint-disposal {"savepoint-path": location}
+--   dispose_status  id, request_id             GET /savepoint-disposal/<request_id>
 --   list_taskmanagers                          GET /taskmanagers (Native TaskManagers: who registered)
 --   upload_jar      id, jar_url [, max_bytes, timeout_seconds]
 --                                              POST /jars/upload: the core downloads jar_url
@@ -111,6 +113,16 @@ local REQUEST = {
     local jid, id = need(i, "job_id", HEX32), need(i, "id", HEX32)
     return id, "GET", "/jobs/" .. jid .. "/savepoints/" .. id
   end,
+  dispose_savepoint = function(i)
+    -- `id`: the disposed savepoint's trigger id, only where the answer is kept; Flink takes no
+    -- trigger id of ours here and answers its own (request-id), which dispose_status polls
+    local id = need(i, "id", HEX32)
+    return "dispose/" .. id, "POST", "/savepoint-disposal", { ["savepoint-path"] = need(i, "location") }, true
+  end,
+  dispose_status = function(i)
+    local id, rid = need(i, "id", HEX32), need(i, "request_id", HEX32)
+    return "dispose/" .. id, "GET", "/savepoint-disposal/" .. rid
+  end,
   cancel = function(i)
     local jid = need(i, "job_id", HEX32)
     return "cancel/" .. jid, "PATCH", "/jobs/" .. jid .. "?mode=cancel"
@@ -145,7 +157,7 @@ flink.KINDS = {}
 for k in pairs(REQUEST) do flink.KINDS[k] = true end
 
 --- flink.action(intent, target) -> {op="flink", id=, intent=, method=, path=, body=, target=,
---   after_status=<true for savepoint, stop, upload_jar, run_jar>, timeout_ms=<when not the
+--   after_status=<true for savepoint, stop, dispose_savepoint, upload_jar, run_jar>, timeout_ms=<when not the
 --   core's default>, upload={url=, max_bytes=, timeout_ms=} (upload_jar: what the core downloads)}
 -- `target` = {scheme, namespace, service, port}: the JobManager's REST Service, named by the
 -- policy (job.observe's `jobmanager`); the core reaches it by DNS or the API server's proxy.
@@ -155,7 +167,8 @@ for k in pairs(REQUEST) do flink.KINDS[k] = true end
 function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
-      .. " (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", 0)
+      .. " (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, dispose_savepoint, "
+      .. "dispose_status, cancel, upload_jar, run_jar)", 0)
   end
   local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
@@ -206,8 +219,25 @@ local function utf8_cut(s, n)
   return s:sub(1, n)
 end
 
+-- The first line of an async operation's failure-cause stack trace (at most FAILURE_MAX
+-- bytes), else its class, else `default`; nil when the operation has no failure-cause.
+local function failure_of(operation, default)
+  local fc = operation["failure-cause"]
+  if type(fc) ~= "table" then return nil end
+  local trace = str(fc["stack-trace"]) or ""
+  local line = trace:match("^[^\r\n]*") or ""
+  return line ~= "" and utf8_cut(line, flink.FAILURE_MAX) or (str(fc.class) or default)
+end
+
+-- Keeps `op` in by[id] unless an answer of a later time is there.
+local function latest(by, id, op)
+  local prev = by[id]
+  if not prev or (prev.time or 0) <= op.time then by[id] = op end
+end
+
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
---   operations={<trigger id>={...}}, exceptions={<job id>={...}}, submissions={<job id>={...}},
+--   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}},
+--   submissions={<job id>={...}},
 --   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}},
@@ -223,6 +253,12 @@ end
 --     not_found=true, error, time} (Flink does not know the trigger: never arrived, or its
 --     result expired, rest.async.store-duration, or was lost with the JobManager); else
 --     {phase="status", error, http, time}.
+--   dispose_savepoint: disposals[id] = 2xx -> {phase="accepted", request_id=<the answer's
+--     request-id: Flink's trigger id of the disposal>, time}; else {phase="trigger", error, http, time}.
+--   dispose_status: disposals[id] = 2xx -> {phase="status", status=<IN_PROGRESS | COMPLETED>,
+--     failure=<as a savepoint's: nil when the disposal succeeded>, trace=<the failure's whole
+--     stack trace, at most EXCEPTION_MAX bytes>, time}; 404 -> {phase="status",
+--     not_found=true, error, http, time}; else {phase="status", error, http, time}.
 --   job_exceptions: exceptions[job id] = 2xx -> {name=<newest exceptionHistory entry's
 --     exceptionName>, stacktrace=<its stacktrace, else root-exception, at most EXCEPTION_MAX
 --     bytes>, time}; else {error, time}.
@@ -235,7 +271,8 @@ end
 -- `jobs_time` is when the job list was answered (0: never).
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
-  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
+  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
+    submissions = {},
     since = type(raw) == "table" and math.tointeger(tonumber(raw.since)) or 0 }
   local answers = type(raw) == "table" and type(raw.answers) == "table" and raw.answers or {}
   local ids = {}
@@ -264,18 +301,29 @@ function flink.view(raw)
         local operation = type(doc.operation) == "table" and doc.operation or {}
         op.status = str(type(doc.status) == "table" and doc.status.id or nil) or "IN_PROGRESS"
         op.location = str(operation.location)
-        local fc = operation["failure-cause"]
-        if type(fc) == "table" then
-          local trace = str(fc["stack-trace"]) or ""
-          local line = trace:match("^[^\r\n]*") or ""
-          op.failure = line ~= "" and utf8_cut(line, flink.FAILURE_MAX) or (str(fc.class) or "savepoint failed")
-        end
+        op.failure = failure_of(operation, "savepoint failed")
       else
         op.error, op.http = error_text(a, doc), tonumber(a.status) or 0
         if kind == "savepoint_status" and op.http == 404 then op.not_found = true end
       end
-      local prev = v.operations[id]
-      if not prev or (prev.time or 0) <= time then v.operations[id] = op end
+      latest(v.operations, id, op)
+    elseif (kind == "dispose_savepoint" or kind == "dispose_status") and type(intent.id) == "string" then
+      local op = { time = time, phase = kind == "dispose_status" and "status" or "trigger" }
+      if ok and kind == "dispose_savepoint" then
+        op.phase, op.request_id = "accepted", str(doc and doc["request-id"])
+      elseif ok and doc then
+        op.status = str(type(doc.status) == "table" and doc.status.id or nil) or "IN_PROGRESS"
+        local operation = type(doc.operation) == "table" and doc.operation or {}
+        op.failure = failure_of(operation, "disposal failed")
+        -- the whole trace: Flink wraps why ("Could not dispose savepoint"), the cause is below
+        local fc = operation["failure-cause"]
+        local trace = type(fc) == "table" and str(fc["stack-trace"]) or nil
+        if trace then op.trace = utf8_cut(trace, flink.EXCEPTION_MAX) end
+      else
+        op.error, op.http = error_text(a, doc), tonumber(a.status) or 0
+        if kind == "dispose_status" and op.http == 404 then op.not_found = true end
+      end
+      latest(v.disposals, intent.id, op)
     elseif kind == "job_exceptions" and type(intent.job_id) == "string" then
       local e = { time = time }
       if ok and doc then

@@ -601,19 +601,22 @@ function run(host, snapshot, hold)
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
-      flink = flink, update = update, now = now })
+      flink = flink, components = components, update = update, now = now })
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
       components = components, update = update, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
-    -- the policy's own events (e.g. a restart with its attempt number), before the state events
-    expect(jd.events == nil or is_table(jd.events), "job", "decide", "events must be a list")
-    for i, e in ipairs(jd.events or {}) do
-      expect(is_table(e) and (e.type == "Normal" or e.type == "Warning") and type(e.reason) == "string"
-        and type(e.message) == "string", "job", "decide", "events[" .. (i - 1) .. "] needs type, reason, message")
-      result.events[#result.events + 1] = { type = e.type, reason = e.reason, message = e.message }
+    -- the policies' own events (e.g. a restart with its attempt number, a savepoint disposed),
+    -- before the state events
+    for _, from in ipairs({ { "savepoint", sd.events }, { "job", jd.events } }) do
+      expect(from[2] == nil or is_table(from[2]), from[1], "decide", "events must be a list")
+      for i, e in ipairs(from[2] or {}) do
+        expect(is_table(e) and (e.type == "Normal" or e.type == "Warning") and type(e.reason) == "string"
+          and type(e.message) == "string", from[1], "decide", "events[" .. (i - 1) .. "] needs type, reason, message")
+        result.events[#result.events + 1] = { type = e.type, reason = e.reason, message = e.message }
+      end
     end
   end
 

@@ -35,6 +35,7 @@ revision.CONTROL_FIELDS = {
   { "job", "cancelRequested" },
   { "job", "autoSavepointSeconds" },
   { "job", "takeSavepointOnUpgrade" },
+  { "job", "savepointRetention" },
   { "revisionHistoryLimit" },
 }
 

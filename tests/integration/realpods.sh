@@ -11,6 +11,8 @@
 #                _metadata on the host, an update stops the job with a savepoint and resumes it
 #                from there, JobManager pod deleted and back, cancel with savepoint
 #   realticker2  the same on Flink 2.3
+#   savepointhistory  spec.job.savepointRetention.maxCount 2, four savepoints: the two older
+#                disposed through Flink (gone from the host), the history keeps the newest two
 #   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
@@ -96,14 +98,16 @@ real_job() {
 case_realjob() { real_job realjob wordcount-local.yaml 1.20.5; }
 case_realjob2() { real_job realjob2 wordcount-flink2.yaml 2.3.0; }
 
-# ticker_cluster NAME HOSTDIR [VERSION]: a job cluster running testenv.Ticker (runs until
-# cancelled) on the image of Flink VERSION (default 1.20.5), its savepoints in HOSTDIR on the host
-# (a hostPath volume the JobManager, TaskManager and submitter share), resubmitted from the
-# latest savepoint when lost, kept after a cancel.
+# ticker_cluster NAME HOSTDIR [VERSION [JOB_LINE]]: a job cluster running testenv.Ticker (runs
+# until cancelled) on the image of Flink VERSION (default 1.20.5), its savepoints in HOSTDIR on the
+# host (a hostPath volume the JobManager, TaskManager and submitter share), resubmitted from the
+# latest savepoint when lost, kept after a cancel; JOB_LINE (YAML "field: value") added to spec.job.
 ticker_cluster() {
   local vol="
     volumes: [{name: savepoints, hostPath: {path: $2, type: DirectoryOrCreate}}]
-    volumeMounts: [{name: savepoints, mountPath: /savepoints}]"
+    volumeMounts: [{name: savepoints, mountPath: /savepoints}]" extra=""
+  [ -z "${4:-}" ] || extra="
+    $4"
   cat <<EOF
 apiVersion: flinkoperator.k8s.io/v1beta1
 kind: FlinkCluster
@@ -120,7 +124,7 @@ spec:
     jarFile: /opt/flink/usrlib/testenv-jobs.jar
     className: testenv.Ticker
     parallelism: 1
-    savepointsDir: file:///savepoints
+    savepointsDir: file:///savepoints$extra
     restartPolicy: FromSavepointOnFailure
     cleanupPolicy: {afterJobCancelled: KeepCluster}$vol
   flinkProperties:
@@ -128,20 +132,26 @@ spec:
 EOF
 }
 
+# ticker_start CASE VERSION DESC [JOB_LINE]: the start of a Ticker case; status 1 (a TAP skip
+# of DESC) without a real node or the image; else sets the caller's `ns` and `spdir` (the host
+# directory of the savepoints), starts the controller and applies ticker_cluster `ticker`.
+ticker_start() {
+  real_node_ready || { skip "$3" "no real node in this environment"; return 1; }
+  node_has_image "docker.io/library/flink:$2" || { skip "$3" "no flink:$2 image on the node"; return 1; }
+  ns=$(new_ns "$1" real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller "$1" --namespace "$ns"
+  ticker_cluster ticker "$spdir" "$2" "${4:-}" | kc -n "$ns" apply -f - >/dev/null
+}
+
 # real_ticker CASE VERSION: the Ticker lifecycle on the image of Flink VERSION: submit, the
 # running JobManager's configuration, savepoint, update (stop with savepoint, resume from it),
 # JobManager lost and resumed from the latest savepoint, cancel (stop with savepoint).
 real_ticker() {
   local c=$1 version=$2
-  local desc="real pods, Flink $version: Ticker"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns spdir
-  ns=$(new_ns "$c" real)
-  spdir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$spdir"
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
-  ticker_cluster ticker "$spdir" "$version" | kc -n "$ns" apply -f - >/dev/null
+  local desc="real pods, Flink $version: Ticker" ns spdir
+  ticker_start "$c" "$version" "$desc" || return 0
   t_ticker_running() {
     poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
     local id flink_state
@@ -270,6 +280,62 @@ real_done() {
 }
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
+
+# Savepoint history and retention on Flink 1.20 (policies/lib/retention.lua): the Ticker with
+# spec.job.savepointRetention.maxCount 2, four savepoints asked one after another through
+# savepointGeneration; the history records each, and the two older are disposed through Flink
+# (POST /savepoint-disposal): their directories leave the host volume, their entries the history.
+case_savepointhistory() {
+  local c=savepointhistory version=1.20.5
+  local desc="real pods, Flink $version: savepoint history, savepointRetention.maxCount 2" ns spdir
+  ticker_start "$c" "$version" "$desc" "savepointRetention: {maxCount: 2}" || return 0
+  t_history() {
+    poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
+    local id g locs=() loc
+    id=$(job_field "$ns" ticker id)
+    tasks_running() { jm_get "$ns" ticker "/jobs/$id" | all_vertices_running; }
+    poll 60 tasks_running || { echo "tasks of $id not all RUNNING"; return 1; }
+    for g in 1 2 3 4; do
+      kc -n "$ns" patch flinkcluster ticker --type merge -p "{\"spec\":{\"job\":{\"savepointGeneration\":$g}}}" \
+        >/dev/null || return 1
+      # the request is consumed once its savepoint succeeded
+      taken() { [ "$(job_field "$ns" ticker savepointGeneration)" = "$g" ]; }
+      poll 60 taken || { echo "savepoint $g: $(jp "$ns" flinkcluster/ticker '{.status.savepoint}')"; return 1; }
+      loc=$(job_field "$ns" ticker savepointLocation)
+      [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata for $loc"; return 1; }
+      locs+=("$loc")
+    done
+    # the two older are disposed (one at a time), the two newer kept: newest first in the history
+    local want="${locs[3]} ${locs[2]}"
+    history() { jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].location}'; }
+    disposed() { [ "$(history)" = "$want" ] && [ "$(find "$spdir" -mindepth 1 -maxdepth 1 | wc -l)" = 2 ]; }
+    poll 60 disposed || {
+      echo "history: $(history), want $want"; ls -l "$spdir"
+      jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory}'; tail -n 15 "$WORK/$c.log"; return 1
+    }
+    expect "history's types" "$(jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].triggerType}')" \
+      "manual manual" || return 1
+    expect "history's results" "$(jp "$ns" flinkcluster/ticker '{.status.components.job.savepointHistory[*].result}')" \
+      "Succeeded Succeeded" || return 1
+    # the files on the host: exactly the two kept savepoints' directories
+    local d
+    for loc in "${locs[2]}" "${locs[3]}"; do
+      [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "kept $loc has no _metadata"; ls -lR "$spdir"; return 1; }
+    done
+    for loc in "${locs[0]}" "${locs[1]}"; do
+      d="$spdir/${loc#file:/savepoints/}"
+      [ ! -e "$d" ] || { echo "disposed $loc still on the host"; ls -lR "$d"; return 1; }
+      # and the controller said so, once each
+      expect "Events SavepointDisposed for $loc" "$(kc -n "$ns" get events --field-selector reason=SavepointDisposed \
+        -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -cF "savepoint $loc (manual,")" 1 || return 1
+    done
+    # the job ran on, untouched
+    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
+    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+  }
+  check "$desc: 4 savepoints by savepointGeneration -> the history keeps the newest 2, the 2 older disposed through Flink (directories gone from the host, Events), the job Running" t_history
+  real_done "$c" "$ns" ticker "$spdir"
+}
 
 # The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
 # the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the
