@@ -1130,6 +1130,7 @@ static int lhost_call_copied(struct lhost *h, lua_State *L, int nargs, int input
 struct lhost_hook_call {
     const char *policy, *hook;
     char position[128]; /* "<file>:<line>" of the hook once known, else "<policy>.lua:1" */
+    char contract[96];  /* the module's `contract` string (the hook contract it declares), or "" */
 };
 
 /* lhost_run_hook(hc, chunk, input): runs the policy's top level (the chunk, bound to a fresh
@@ -1142,6 +1143,14 @@ static int lhost_run_hook(lua_State *L)
     if (!lua_istable(L, -1))
         return luaL_error(L, "%s.lua: must return a table of hooks, got %s", hc->policy,
                           luaL_typename(L, -1));
+    lua_pushliteral(L, "contract");
+    int ct = lua_rawget(L, -2);
+    if (ct == LUA_TSTRING)
+        snprintf(hc->contract, sizeof hc->contract, "%s", lua_tostring(L, -1));
+    else if (ct != LUA_TNIL)
+        return luaL_error(L, "%s.lua: contract must be a string (the hook contract's version), got %s",
+                          hc->policy, luaL_typename(L, -1));
+    lua_pop(L, 1);
     lua_pushstring(L, hc->hook);
     if (lua_rawget(L, -2) != LUA_TFUNCTION)
         return luaL_error(L, "%s.lua: hook '%s' is not a function", hc->policy, hc->hook);
@@ -1153,14 +1162,15 @@ static int lhost_run_hook(lua_State *L)
     return 1;
 }
 
-/* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>", kind
- * (kind: "error" | "timeout" | "nomem" | "badresult", as lhost_call_copied).
+/* fc.host.call(policy, hook, input) -> true, result[, contract] | false, "<file>:<line>: <message>",
+ * kind (kind: "error" | "timeout" | "nomem" | "badresult", as lhost_call_copied; contract: the
+ * policy module's `contract` string when it declares one, compared by fc.contract).
  * Nothing carries over from one call to the next: the policy's compiled chunk runs its top
  * level afresh in a new environment for every call (new module table, upvalues, requires). */
 static int lhost_l_call(lua_State *L)
 {
     struct lhost *h = lhost_of(L);
-    struct lhost_hook_call hc = {luaL_checkstring(L, 1), luaL_checkstring(L, 2), ""};
+    struct lhost_hook_call hc = {luaL_checkstring(L, 1), luaL_checkstring(L, 2), "", ""};
     h->fail_kind = NULL;
     lua_settop(L, 3);
     snprintf(hc.position, sizeof hc.position, "%s.lua:1", hc.policy);
@@ -1172,7 +1182,12 @@ static int lhost_l_call(lua_State *L)
     lhost_push_env(L, hc.policy);
     lhost_bind_env(L, -2, -1);
     lua_pop(L, 1); /* the env: held by the chunk's new upvalue */
-    return lhost_call_copied(h, L, 2, 3, "call", hc.position, hc.hook);
+    int n = lhost_call_copied(h, L, 2, 3, "call", hc.position, hc.hook);
+    if (n == 2 && lua_toboolean(L, -2) && hc.contract[0]) {
+        lua_pushstring(L, hc.contract);
+        n = 3;
+    }
+    return n;
 }
 
 /* fc.host.run_chunk(name, text, input) -> true, result | false, err, kind: runs a text chunk under

@@ -204,7 +204,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
 
   it("reports errors as <file>:<line>: <message>", function()
     assert.same({ false, "e.lua:3: bad thing", "error" }, { host.run_chunk("e.lua", "\n\nerror('bad thing')") })
-    assert.same({ false, "t.lua:1: (error object is a table value)", "error" }, { host.run_chunk("t.lua", "error({})") })
+    assert.same({ false, "t.lua:1: (error object is a table value)", "error" },
+      { host.run_chunk("t.lua", "error({})") })
     local ok, err = host.call("defaults", "apply", { metadata = { name = "boom" }, spec = {} })
     assert.is_false(ok)
     assert.equal("defaults.lua:17: boom requested", err)
