@@ -15,6 +15,8 @@ local failure = require("lib.failure")
 local restsubmit = require("lib.restsubmit")
 
 local job = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+job.contract = "hooks.flinkoperator.k8s.io/v1"
 
 --- The user-control annotation and its values (lib.control).
 job.CONTROL_ANNOTATION = user_control.ANNOTATION
