@@ -66,7 +66,8 @@ describe("fc.contract", function()
     assert.same({ "timeout", "status.compute" }, { t.kind, t.hook })
     local _, b = contract.call(host, "cluster", "desired", {})
     assert.same({ "badresult",
-      "cluster.lua:1: desired returned a bad result: objects[1]: function value is not allowed" }, { b.kind, b.message })
+      "cluster.lua:1: desired returned a bad result: objects[1]: function value is not allowed" },
+      { b.kind, b.message })
   end)
 
   it("accepts a policy declaring this contract and refuses one declaring another", function()
