@@ -130,7 +130,7 @@ case_policy() {
   # of C without the sandbox's own matcher) for the one named "hostile"
   pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end\n  if input.cluster.metadata.name == "hostile" then return ("a"):rep(2e4):find(".-.-b") end/' \
     'refusing broken on purpose')
-  start_controller policy --namespace "$ns" --policy-dir "$pdir"
+  start_controller policy --namespace "$ns" --policy-dir "$pdir" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0
   session_cluster broken | kc -n "$ns" apply -f - >/dev/null
   session_cluster hostile | kc -n "$ns" apply -f - >/dev/null
   session_cluster fine | kc -n "$ns" apply -f - >/dev/null
