@@ -57,6 +57,7 @@ struct lhost {
     size_t hard_cap, call_cap, call_base, call_peak;
     volatile sig_atomic_t in_call; /* read by the timer's signal handler */
     int tripped;
+    const char *fail_kind; /* of the last failed call: "error", "timeout" or "nomem" */
     lua_State *volatile call_L;
     int has_timer;
     timer_t timer;                 /* CPU-time timer of the thread that made the host */
@@ -407,6 +408,9 @@ static int lhost_policy_msgh(lua_State *L)
 static void lhost_push_failure(struct lhost *h, lua_State *L, int status, const char *fallback)
 {
     const char *where = h->where[0] ? h->where : fallback;
+    h->fail_kind = h->tripped == LHOST_TRIP_TIME ? "timeout"
+                   : (h->tripped == LHOST_TRIP_MEMORY || status == LUA_ERRMEM) ? "nomem"
+                                                                                 : "error";
     if (h->tripped == LHOST_TRIP_TIME) {
         lua_pop(L, 1);
         lua_pushfstring(L, "%s: policy exceeded its time budget (%d ms)", where,
@@ -1081,17 +1085,22 @@ static void lhost_fn_position(lua_State *L, const char *file, char *out, size_t 
         snprintf(out, n, "%s:1", file);
 }
 
-/* Puts `false` below the error message on top; returns 2 (the Lua results false, message). */
-static int lhost_return_failure(lua_State *L)
+/* Puts `false` below the error message on top and the failure's kind ("error", "timeout",
+ * "nomem") above it; returns 3 (the Lua results false, message, kind). */
+static int lhost_return_failure(struct lhost *h, lua_State *L)
 {
     lua_pushboolean(L, 0);
     lua_insert(L, -2);
-    return 2;
+    lua_pushstring(L, h->fail_kind ? h->fail_kind : "error");
+    h->fail_kind = NULL;
+    return 3;
 }
 
 /* The common end of fc.host.call and run_chunk: calls the function `nargs` below the top with
  * those arguments and a plain-data copy of the value at `input` under a call window, and
- * returns the Lua results `true, <copy of the result>` or `false, "<file>:<line>: <message>"`.
+ * returns the Lua results `true, <copy of the result>` or `false, "<file>:<line>: <message>",
+ * <kind>` (kind "error", "timeout" (the time budget), "nomem" (the memory cap) or "badresult"
+ * (a result that is not plain data)).
  * A bad input raises "<fn>: input: <what>"; a bad result reads "<fallback>: <hook> returned a
  * bad result: <what>" (or "<fallback>: bad result: <what>" when hook is NULL); `fallback` is
  * read after the call (the call may set it). */
@@ -1102,14 +1111,15 @@ static int lhost_call_copied(struct lhost *h, lua_State *L, int nargs, int input
     if (lhost_copy(L, input, err, sizeof err))
         return luaL_error(L, "%s: input: %s", fn, err);
     if (lhost_sandboxed_call(h, L, nargs + 1, fallback))
-        return lhost_return_failure(L);
+        return lhost_return_failure(h, L);
     if (lhost_copy(L, -1, err, sizeof err)) {
         lua_pushboolean(L, 0);
         if (hook)
             lua_pushfstring(L, "%s: %s returned a bad result: %s", fallback, hook, err);
         else
             lua_pushfstring(L, "%s: bad result: %s", fallback, err);
-        return 2;
+        lua_pushliteral(L, "badresult");
+        return 3;
     }
     lua_pushboolean(L, 1);
     lua_insert(L, -2);
@@ -1120,6 +1130,7 @@ static int lhost_call_copied(struct lhost *h, lua_State *L, int nargs, int input
 struct lhost_hook_call {
     const char *policy, *hook;
     char position[128]; /* "<file>:<line>" of the hook once known, else "<policy>.lua:1" */
+    char contract[96];  /* the module's `contract` string (the hook contract it declares), or "" */
 };
 
 /* lhost_run_hook(hc, chunk, input): runs the policy's top level (the chunk, bound to a fresh
@@ -1132,6 +1143,14 @@ static int lhost_run_hook(lua_State *L)
     if (!lua_istable(L, -1))
         return luaL_error(L, "%s.lua: must return a table of hooks, got %s", hc->policy,
                           luaL_typename(L, -1));
+    lua_pushliteral(L, "contract");
+    int ct = lua_rawget(L, -2);
+    if (ct == LUA_TSTRING)
+        snprintf(hc->contract, sizeof hc->contract, "%s", lua_tostring(L, -1));
+    else if (ct != LUA_TNIL)
+        return luaL_error(L, "%s.lua: contract must be a string (the hook contract's version), got %s",
+                          hc->policy, luaL_typename(L, -1));
+    lua_pop(L, 1);
     lua_pushstring(L, hc->hook);
     if (lua_rawget(L, -2) != LUA_TFUNCTION)
         return luaL_error(L, "%s.lua: hook '%s' is not a function", hc->policy, hc->hook);
@@ -1143,27 +1162,35 @@ static int lhost_run_hook(lua_State *L)
     return 1;
 }
 
-/* fc.host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>".
+/* fc.host.call(policy, hook, input) -> true, result[, contract] | false, "<file>:<line>: <message>",
+ * kind (kind: "error" | "timeout" | "nomem" | "badresult", as lhost_call_copied; contract: the
+ * policy module's `contract` string when it declares one, compared by fc.contract).
  * Nothing carries over from one call to the next: the policy's compiled chunk runs its top
  * level afresh in a new environment for every call (new module table, upvalues, requires). */
 static int lhost_l_call(lua_State *L)
 {
     struct lhost *h = lhost_of(L);
-    struct lhost_hook_call hc = {luaL_checkstring(L, 1), luaL_checkstring(L, 2), ""};
+    struct lhost_hook_call hc = {luaL_checkstring(L, 1), luaL_checkstring(L, 2), "", ""};
+    h->fail_kind = NULL;
     lua_settop(L, 3);
     snprintf(hc.position, sizeof hc.position, "%s.lua:1", hc.policy);
     if (lhost_push_policy(h, L, hc.policy))
-        return lhost_return_failure(L);
+        return lhost_return_failure(h, L);
     lua_pushcfunction(L, lhost_run_hook);
     lua_pushlightuserdata(L, &hc);
     lua_pushvalue(L, -3);
     lhost_push_env(L, hc.policy);
     lhost_bind_env(L, -2, -1);
     lua_pop(L, 1); /* the env: held by the chunk's new upvalue */
-    return lhost_call_copied(h, L, 2, 3, "call", hc.position, hc.hook);
+    int n = lhost_call_copied(h, L, 2, 3, "call", hc.position, hc.hook);
+    if (n == 2 && lua_toboolean(L, -2) && hc.contract[0]) {
+        lua_pushstring(L, hc.contract);
+        n = 3;
+    }
+    return n;
 }
 
-/* fc.host.run_chunk(name, text, input) -> true, result | false, err: runs a text chunk under
+/* fc.host.run_chunk(name, text, input) -> true, result | false, err, kind: runs a text chunk under
  * a fresh sandbox with `...` = a copy of input. */
 static int lhost_l_run_chunk(lua_State *L)
 {
@@ -1177,7 +1204,7 @@ static int lhost_l_run_chunk(lua_State *L)
     lhost_push_env(L, name);
     lua_pushvalue(L, 2);
     if (lhost_load_in_env(L, -2, chunk))
-        return lhost_return_failure(L);
+        return lhost_return_failure(h, L);
     return lhost_call_copied(h, L, 0, 3, "run_chunk", fallback, NULL);
 }
 

@@ -11,8 +11,8 @@
  * interpreter, and every function forwards to the inner state's `fc.host` (luaopen_fc_host of
  * core/lhost.c, the module the binary's framework calls):
  *   host.configure{policy_dir=, timeout_ms=, memory_mib=}
- *   host.call(policy, hook, input) -> true, result | false, "<file>:<line>: <message>"
- *   host.run_chunk(name, text, input) -> true, result | false, err
+ *   host.call(policy, hook, input) -> true, result[, contract] | false, "<file>:<line>: <message>", kind
+ *   host.run_chunk(name, text, input) -> true, result | false, err, kind
  *   host.info() -> {policy_dir=, datadir=, timeout_ms=, memory_mib=, used=, peak=, call_peak=,
  *                    hard_cap=}
  *   host.sandboxed = true

@@ -591,7 +591,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *kind_type[] = { "kind", "type" };
     const char *kind[] = { "kind" };
     const char *code_verb[] = { "code", "verb" };
-    const char *policy[] = { "policy" };
+    const char *policy_kind[] = { "policy", "kind" };
     const char *hash[] = { "hash" };
     const char *state[] = { "state" };
     const char *ns_state[] = { "namespace", "state" };
@@ -621,8 +621,8 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         "Kubernetes API requests by HTTP status code (0: no response) and verb.", 2, code_verb,
         NULL, 0);
     REG(policy_errors_total, METRICS_COUNTER, "flink_controller_policy_errors_total",
-        "Policy calls that failed (Lua error, budget, wrong output shape) by policy.", 1, policy,
-        NULL, 0);
+        "Policy calls that failed by policy and kind (error, timeout, nomem, badresult, contract).", 2,
+        policy_kind, NULL, 0);
     REG(leader, METRICS_GAUGE, "flink_controller_leader",
         "1 while this replica holds the leader Lease, else 0.", 0, NULL, NULL, 0);
     REG(policy_reloads_total, METRICS_COUNTER, "flink_controller_policy_reloads_total",

@@ -137,7 +137,7 @@ typedef struct metrics_controller {
     metrics_family *watch_restarts_total;   /* counter {kind} */
     metrics_family *api_requests_total;     /* counter {code,verb}: code "200".."599" or "0"
                                                (no response), verb "GET"|"PATCH"|... */
-    metrics_family *policy_errors_total;    /* counter {policy}: "defaults", "job", ... */
+    metrics_family *policy_errors_total;    /* counter {policy, kind}: "job", "timeout" (fc.contract) */
     metrics_family *leader;                 /* gauge 0/1: this replica leads */
     metrics_family *policy_reloads_total;   /* counter {result}: "accepted"|"refused" policy sets
                                                of --policy-configmap */

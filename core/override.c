@@ -201,6 +201,27 @@ void override_remove(const char *dir)
     ov_rmtree(dir);
 }
 
+/* Before a plan file replaces the built-in policy `<policy>.lua` (top level) of the set in `dir`,
+ * keeps the built-in as lib/builtin_<policy>.lua, so that an override can replace one hook and
+ * leave the others to the built-in: `local job = require("lib.builtin_job")`, change
+ * `job.decide`, `return job`. Other paths, or no such built-in: nothing to do. 0, or -1 (err). */
+static int ov_keep_builtin(const char *dir, const char *rel, char *err, size_t errlen)
+{
+    size_t l = strlen(rel);
+    if (strchr(rel, '/') || !ov_ends(rel, ".lua") || l > 200)
+        return 0;
+    char path[8192], keep[256];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    if (access(path, F_OK) != 0)
+        return 0;
+    snprintf(keep, sizeof keep, "lib/builtin_%s", rel);
+    size_t len;
+    char *text = ov_read(dir, rel, &len, err, errlen);
+    int rc = !text || ov_write(dir, keep, text, len, err, errlen) ? -1 : 0;
+    free(text);
+    return rc;
+}
+
 int override_materialize(const char *base_dir, const char *work_dir, json_t *plan, char *out, size_t n, char *err,
                          size_t errlen)
 {
@@ -253,7 +274,10 @@ int override_materialize(const char *base_dir, const char *work_dir, json_t *pla
             rc = 1;
             break;
         }
-        rc = ov_write(dir, rel, json_string_value(text), json_string_length(text), err, errlen) ? 1 : 0;
+        rc = ov_keep_builtin(dir, rel, err, errlen) || ov_write(dir, rel, json_string_value(text),
+                                                               json_string_length(text), err, errlen)
+                 ? 1
+                 : 0;
     }
     if (rc) {
         override_remove(dir);

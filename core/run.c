@@ -1429,11 +1429,11 @@ static int run_start_event(struct run_item *it, json_t *ev)
     if (!type || !reason || !message)
         return 0;
     if (strcmp(reason, "PolicyError") == 0) {
-        /* "<policy>.lua:<line>: ..." or "<policy>.lua: <hook>: ..." (once per new message) */
-        char policy[64];
-        size_t l = strcspn(message, ".:");
-        snprintf(policy, sizeof policy, "%.*s", (int)(l < 63 ? l : 63), message);
-        const char *pv[] = {policy};
+        /* the typed failure fc.contract made (once per new message): its fields, no parsing */
+        json_t *f = json_object_get(ev, "failure");
+        const char *policy = json_string_value(json_object_get(f, "policy"));
+        const char *kind = json_string_value(json_object_get(f, "kind"));
+        const char *pv[] = {policy ? policy : "", kind ? kind : "error"};
         metrics_inc(ctx->m.policy_errors_total, pv);
     }
     run_log_event(it->key, type, reason, message, json_string_length(json_object_get(ev, "message")));

@@ -38,6 +38,8 @@ local submit = require("lib.submit")
 local values = require("lib.values")
 
 local cluster_policy = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+cluster_policy.contract = "hooks.flinkoperator.k8s.io/v1"
 
 --- ConfigMap `<n>-configmap`: the files under /opt/flink/conf of every pod. Entries of
 -- spec.logConfig (file name -> contents) replace ours or add files. `rev`: the revision name

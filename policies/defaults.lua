@@ -18,6 +18,8 @@ local values = require("lib.values")
 local image_ref = require("lib.image")
 
 local defaults = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+defaults.contract = "hooks.flinkoperator.k8s.io/v1"
 
 local is_null, is_object = values.is_null, values.is_object
 

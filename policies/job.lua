@@ -15,6 +15,8 @@ local failure = require("lib.failure")
 local restsubmit = require("lib.restsubmit")
 
 local job = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+job.contract = "hooks.flinkoperator.k8s.io/v1"
 
 --- The user-control annotation and its values (lib.control).
 job.CONTROL_ANNOTATION = user_control.ANNOTATION
@@ -203,7 +205,7 @@ end
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
 --   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, operations={},
 --   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
---   now=<unix seconds>}.
+--   now=<unix seconds>}. Every key is present (fc.contract, hooks.flinkoperator.k8s.io/v1).
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
 -- FLINK_STATES; an id absent from the JobManager's list, whether seen live before or never
@@ -228,7 +230,7 @@ function job.observe(input)
   if not out.id then
     out.id = submitted_id(input.children, submitter)
   end
-  local flink = input.flink or {}
+  local flink = input.flink
   local flink_state, start_time, asks = "", 0, {}
   out.missingSince = nil -- set again below while the grace period runs
   if out.id then
@@ -319,7 +321,7 @@ function job.decide(input)
   local status = cluster.status or {}
   local j = util.deepcopy(input.job)
   local now = input.now
-  local outcome = input.outcome or {}
+  local outcome = input.outcome
   local d = { job = j, submit = false, resubmit = false, hold = false, update_done = false,
     intents = {}, events = {} }
   local submitter, stale = observed_submitter(input.children, cluster.metadata.name, j)
@@ -337,7 +339,7 @@ function job.decide(input)
   end
   local cancelling = input.flink_state == "CANCELLING"
   -- the savepoint of this job taken by stop-with-savepoint: done, or still in flight
-  local sp_now = input.savepoint or {}
+  local sp_now = input.savepoint
   local of_job = sp_now.stop and j.id ~= nil and sp_now.jobID == j.id
   local stopped = of_job and sp_now.state == "Succeeded"
   local stop_in_flight = of_job and sp_now.state == "InProgress"
@@ -397,7 +399,7 @@ function job.decide(input)
       elseif outcome["user requested"] == "done" then
         finish_control("Succeeded", "savepoint " .. tostring(j.savepointLocation))
       elseif outcome["user requested"] == "failed" then
-        finish_control("Failed", (input.savepoint or {}).message or "savepoint failed")
+        finish_control("Failed", input.savepoint.message or "savepoint failed")
       end
     elseif control.name == job.CONTROL_JOB_CANCEL and not running then
       if stop_in_flight then -- luacheck: ignore 542
@@ -422,7 +424,7 @@ function job.decide(input)
       elseif sp == "done" or sp == "skipped" then
         cancel()
       elseif sp == "failed" and control and control.state == "Progressing" then
-        finish_control("Failed", "savepoint before cancel failed: " .. tostring((input.savepoint or {}).message))
+        finish_control("Failed", "savepoint before cancel failed: " .. tostring(input.savepoint.message))
       end
     elseif j.state == "Pending" and not j.id and spec.cancelRequested == true then
       j.state = "Cancelled"
@@ -431,7 +433,7 @@ function job.decide(input)
 
   -- Update: when the revision changes, a running job is stopped (after a savepoint) before the
   -- components change, then resubmitted from that savepoint.
-  local update = input.update or {}
+  local update = input.update
   if update.pending then
     if running then
       d.hold = true
@@ -501,7 +503,7 @@ function job.decide(input)
 
   -- Submit: once JobManager, its Service and the TaskManagers are Ready, when no submitter exists.
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
-  if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components or {}) then
+  if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components) then
     local submitted = true
     if job.SUBMIT_WITH_REST(spec) then
       -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
@@ -545,7 +547,7 @@ function job.decide(input)
   end
 
   -- Poll the job list while the job may still change and the JobManager's Service is Ready.
-  local jm_service = (input.components or {}).jobManagerService
+  local jm_service = input.components.jobManagerService
   local listing = false
   for _, i in ipairs(d.intents) do listing = listing or i.kind == "list_jobs" end
   if jm_service and jm_service.state == "Ready" and not d.cleanup and not listing and (j.state == "Running"

@@ -39,6 +39,8 @@ local trigger = require("lib.trigger")
 local retention = require("lib.retention")
 
 local savepoint = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+savepoint.contract = "hooks.flinkoperator.k8s.io/v1"
 
 savepoint.CONTROL_ANNOTATION = user_control.ANNOTATION
 --- Seconds between polls of a savepoint in progress.

@@ -8,6 +8,8 @@ local util = require("fc.util")
 local names = require("lib.names")
 
 local status = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+status.contract = "hooks.flinkoperator.k8s.io/v1"
 
 --- The three components whose readiness makes the cluster state (API "Behaviour"); with
 -- taskManager.mode Native the TaskManagers are `taskManagers` instead of the StatefulSet.

@@ -23,6 +23,8 @@ local flinkconf = require("lib.flinkconf")
 local flinkremoved = require("lib.flinkremoved")
 
 local validate = {}
+--- The hook contract this policy is written for (fc.contract; another version is refused).
+validate.contract = "hooks.flinkoperator.k8s.io/v1"
 
 local is_null, is_integer, is_object, is_list = values.is_null, values.is_integer,
   values.is_object, values.is_list

@@ -104,10 +104,14 @@ describe("fc.host (the production host in process)", function()
     it(("contains %s in %d ms and %d MiB and keeps working"):format(file, ms, mib), function()
       local text = slurp(HOSTILE .. file)
       local t0 = os.clock()
-      local ok, err = host.run_chunk(file, text, { values = { 1, 2, 3 } })
+      local ok, err, kind = host.run_chunk(file, text, { values = { 1, 2, 3 } })
       local took = (os.clock() - t0) * 1000
       assert.is_false(ok)
       assert.is_true(hostile_matches(case, file, err), err)
+      -- the kind of the failure as the host knows it (the message is not parsed for it)
+      local want = err:find("time budget", 1, true) and "timeout"
+        or err:find("memory cap", 1, true) and "nomem" or "error"
+      assert.equal(want, kind)
       assert.is_true(took < ms, ("%s took %.0f ms of CPU"):format(file, took))
       local peak = host.info().call_peak
       assert.is_true(peak < mib * 1024 * 1024, ("%s added %.1f MiB"):format(file, peak / 1048576))
@@ -199,8 +203,9 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
   end)
 
   it("reports errors as <file>:<line>: <message>", function()
-    assert.same({ false, "e.lua:3: bad thing" }, { host.run_chunk("e.lua", "\n\nerror('bad thing')") })
-    assert.same({ false, "t.lua:1: (error object is a table value)" }, { host.run_chunk("t.lua", "error({})") })
+    assert.same({ false, "e.lua:3: bad thing", "error" }, { host.run_chunk("e.lua", "\n\nerror('bad thing')") })
+    assert.same({ false, "t.lua:1: (error object is a table value)", "error" },
+      { host.run_chunk("t.lua", "error({})") })
     local ok, err = host.call("defaults", "apply", { metadata = { name = "boom" }, spec = {} })
     assert.is_false(ok)
     assert.equal("defaults.lua:17: boom requested", err)
@@ -242,9 +247,10 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
   end)
 
   it("rejects results that are not plain data, naming the path", function()
-    local ok, err = host.run_chunk("f.lua", "return { a = { b = print } }")
+    local ok, err, kind = host.run_chunk("f.lua", "return { a = { b = print } }")
     assert.is_false(ok)
     assert.equal("f.lua:1: bad result: a.b: function value is not allowed", err)
+    assert.equal("badresult", kind)
   end)
 
   it("refuses a NaN or an infinity in a result, naming its path and the hook (JSON has neither)", function()

@@ -730,7 +730,11 @@ describe("reconcile.run with policies-min", function()
     assert.equal("True", pe.status)
     assert.matches("cluster%.lua:%d+: no five; changes held: the last valid spec %(revision "
       .. rev:gsub("%-", "%%-") .. "%) keeps running$", pe.message)
-    assert.same({ type = "Warning", reason = "PolicyError", message = pe.message }, r.events[1])
+    -- the typed failure (fc.contract) the core counts by its fields: the held pass's failure
+    local failure = { kind = "error", policy = "cluster", hook = "cluster.desired",
+      message = pe.message:match("^(.-); changes held") }
+    assert.same({ type = "Warning", reason = "PolicyError", message = pe.message, failure = failure }, r.events[1])
+    assert.same(failure, r.failure)
     assert.equal(2, r.status.observedGeneration)
     assert.same({ "True", "PolicyFailed", pe.message }, { condition(r.status, "Stalled").status,
       condition(r.status, "Stalled").reason, condition(r.status, "Stalled").message })
@@ -782,6 +786,8 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Warning", r.events[1].type)
     assert.equal("PolicyError", r.events[1].reason)
     assert.matches("status%.lua:3: boom: wordcount", r.events[1].message)
+    assert.same({ kind = "error", policy = "status", hook = "status.components", message = r.events[1].message },
+      r.failure)
     local pe = condition(r.status, "PolicyError")
     assert.equal("True", pe.status)
     assert.equal(r.events[1].message, pe.message)
@@ -810,7 +816,32 @@ describe("reconcile.run with policies-min", function()
     assert.same({}, r.actions)
     assert.matches("^cluster%.lua:%d+: desired returned a bad result: objects%[2%]%.spec%.replicas: "
       .. "NaN is not a JSON number$", condition(r.status, "PolicyError").message)
+    assert.same({ "badresult", "cluster.desired" }, { r.failure.kind, r.failure.hook })
     host.configure({ policy_dir = policy_dir() })
+  end)
+
+  it("types a policy that spends its time budget as a timeout (from the host, not the message)", function()
+    host.configure({ policy_dir = policy_dir({ ["status.lua"] =
+      "return { components = function() while true do end end }\n" }), timeout_ms = 50 })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    host.configure({ policy_dir = policy_dir(), timeout_ms = 200 })
+    assert.same({}, r.actions)
+    assert.same({ "timeout", "status", "status.components" }, { r.failure.kind, r.failure.policy, r.failure.hook })
+    assert.matches("^status%.lua:1: policy exceeded its time budget %(50 ms%)$", r.failure.message)
+    assert.same(r.failure, r.events[1].failure)
+  end)
+
+  it("refuses a policy declaring another hook contract version (kind contract)", function()
+    local min = read(ROOT .. "/tests/testdata/policies-min/cluster.lua")
+    local other, n = min:gsub("\nreturn (%a+)%s*$", "\n%1.contract = \"hooks.flinkoperator.k8s.io/v0\"\nreturn %1\n")
+    assert.equal(1, n)
+    host.configure({ policy_dir = policy_dir({ ["cluster.lua"] = other }) })
+    local r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
+    host.configure({ policy_dir = policy_dir() })
+    assert.same({}, r.actions)
+    assert.equal("contract", r.failure.kind)
+    assert.equal('cluster.lua: declares contract "hooks.flinkoperator.k8s.io/v0"; this controller implements '
+      .. '"hooks.flinkoperator.k8s.io/v1"', r.events[1].message)
   end)
 
   it("treats an output of the wrong shape as a policy error", function()
@@ -825,6 +856,7 @@ describe("reconcile.run with policies-min", function()
     r = run({ cluster = wordcount(), children = {}, flink = {}, now = T0 })
     assert.same({}, r.actions) -- an absent list is not "delete every child"
     assert.equal("cluster.lua: desired: must return {objects={...}}", r.events[1].message)
+    assert.same({ "badresult", "cluster" }, { r.failure.kind, r.failure.policy })
   end)
 
   it("prunes ControllerRevisions beyond revisionHistoryLimit, oldest first", function()

@@ -22,6 +22,7 @@
 -- webhook's failurePolicy only covers an unreachable webhook). Other operations (DELETE,
 -- CONNECT) and other kinds are allowed untouched.
 local shape = require("fc.shape")
+local contract = require("fc.contract")
 local util = require("fc.util")
 
 local admission = {}
@@ -64,12 +65,11 @@ local function judged(review)
 end
 
 local function call(host, policy, hook, input)
-  local ok, res = host.call(policy, hook, input)
-  if ok then
-    local bad = shape[policy] and shape[policy](res)
-    if bad then return false, string.format("%s.lua: %s: %s", policy, hook, bad) end
-  end
-  return ok, res
+  local ok, res = contract.call(host, policy, hook, input)
+  if not ok then return false, res.message end
+  local bad = shape[policy] and shape[policy](res)
+  if bad then return false, string.format("%s.lua: %s: %s", policy, hook, bad) end
+  return true, res
 end
 
 local function key(e) return tostring(e.path) .. "\0" .. tostring(e.message) end

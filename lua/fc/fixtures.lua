@@ -20,6 +20,7 @@
 local lyaml = require("lyaml")
 local codec = require("fc.codec")
 local util = require("fc.util")
+local contract = require("fc.contract")
 
 local fixtures = {}
 
@@ -34,9 +35,10 @@ local function decode(text, file, keep_null)
   return out
 end
 
+-- Through fc.contract.call, as the controller calls the hooks: the same normalized inputs.
 local function call(host, policy, hook, input)
-  local ok, res = host.call(policy, hook, input)
-  if not ok then error(tostring(res), 0) end
+  local ok, res = contract.call(host, policy, hook, input)
+  if not ok then error(res.message, 0) end
   return res
 end
 

@@ -9,6 +9,7 @@ local util = require("fc.util")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
+local contract = require("fc.contract")
 local taskmanagers = require("fc.taskmanagers")
 local fcflink = require("fc.flink")
 local kinds = require("fc.kinds")
@@ -44,19 +45,23 @@ end
 local PolicyFailure = {}
 PolicyFailure.__index = PolicyFailure
 
-local function fail(message)
-  error(setmetatable({ message = message }, PolicyFailure), 0)
+-- `failure`: fc.contract's {kind, policy, hook, message}; a string is the framework's own
+-- message about a held spec (kind "error").
+local function fail(failure)
+  if type(failure) == "string" then failure = { kind = "error", message = failure } end
+  error(setmetatable(failure, PolicyFailure), 0)
 end
 
+-- Every hook goes through fc.contract.call: inputs normalized, results checked, typed failures.
 local function call(host, policy, hook, input)
-  local ok, res = host.call(policy, hook, input)
-  if not ok then fail(tostring(res)) end
+  local ok, res = contract.call(host, policy, hook, input)
+  if not ok then fail(res) end
   return res
 end
 
--- Output shape checks: a wrong shape is a policy error of that hook.
+-- Output checks beyond the contract's shapes: a wrong output is a "badresult" of that hook.
 local function expect(cond, policy, hook, what)
-  if not cond then fail(policy .. ".lua: " .. hook .. ": " .. what) end
+  if not cond then fail(contract.failure("badresult", policy, hook, policy .. ".lua: " .. hook .. ": " .. what)) end
 end
 
 local function is_table(v) return type(v) == "table" end
@@ -163,7 +168,7 @@ local function previous(host, defaulted, children)
   local old = util.merge(defaulted)
   local spec = recorded_spec(current_object(defaulted.status, children), defaulted.spec)
   if spec then
-    local ok, d = host.call("defaults", "apply", util.merge(defaulted, { spec = spec }))
+    local ok, d = contract.call(host, "defaults", "apply", util.merge(defaulted, { spec = spec }))
     old.spec = ok and is_table(d) and is_table(d.spec) and d.spec or spec
   end
   return old
@@ -209,11 +214,14 @@ end
 
 -- Result when the cluster's policies failed: no apply/delete/Flink actions, PolicyError=True,
 -- the event once per message.
-local function policy_failure_result(cluster, message, now)
+local function policy_failure_result(cluster, failure, now)
+  local message = failure.message
   local result = no_action_result(cluster,
     { type = "PolicyError", status = "True", reason = "PolicyFailed", message = message }, "PolicyError",
     function(prev) return prev.status == "True" and prev.message == message end, now)
   result.requeue_after = reconcile.POLICY_ERROR_REQUEUE
+  result.failure = failure
+  if result.events[1] then result.events[1].failure = failure end
   return result
 end
 
@@ -344,8 +352,9 @@ local function held_status(hold, new, old_status, gen, now, result)
   reconcile.set_condition(new, cond, now, gen, old_status.conditions)
   reconcile.stall(new, cond.reason, message, now, gen, old_status.conditions)
   local prev = find_condition(old_status, cond.type)
+  if hold.failure then result.failure = hold.failure end
   if not (prev and recorded(prev)) then
-    table.insert(result.events, 1, { type = "Warning", reason = reason, message = message })
+    table.insert(result.events, 1, { type = "Warning", reason = reason, message = message, failure = hold.failure })
   end
 end
 
@@ -429,8 +438,7 @@ local function gate_update(host, snapshot, defaulted, next_rev, current)
   for_desired.status = nil
   -- the objects of the new revision (its name for the revision label, cluster.REVISION_LABEL)
   local des = call(host, "cluster", "desired", { cluster = for_desired, revision = next_rev })
-  local bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
-  expect(bad == nil, "cluster", "desired", bad)
+  expect(des.objects ~= nil, "cluster", "desired", "must return {objects={...}}")
   local answers = snapshot.dry_runs or {}
   local ask, refused, retry = {}, {}, false
   local skip = {}
@@ -488,7 +496,7 @@ local function adopt_revision(host, cluster, defaulted, revisions, current, next
   if not spec then return nil end
   local original = revision.is_original(rev)
   local function with_defaults(s)
-    local ok, d = host.call("defaults", "apply", util.merge(defaulted, { spec = s }))
+    local ok, d = contract.call(host, "defaults", "apply", util.merge(defaulted, { spec = s }))
     return ok and is_table(d) and is_table(d.spec) and d.spec or nil
   end
   local live = defaulted.spec
@@ -526,8 +534,6 @@ function run(host, snapshot, hold)
   defaulted.status = old_status
   local old = previous(host, defaulted, children)
   local v = call(host, "validate", "check", { cluster = defaulted, raw = cluster, old = old })
-  bad = shape.validate(v)
-  expect(bad == nil, "validate", "check", bad)
   if v.errors and #v.errors > 0 then
     local message = invalid_message(v.errors)
     if hold then fail("the last valid spec (revision " .. hold.revision .. ") fails validation: " .. message) end
@@ -631,8 +637,7 @@ function run(host, snapshot, hold)
   end
   -- next_rev: the revision they are rendered from (the held one in a supervising pass)
   local des = call(host, "cluster", "desired", { cluster = for_desired, revision = next_rev })
-  bad = shape.cluster(des) or (des.objects == nil and "must return {objects={...}}") or nil
-  expect(bad == nil, "cluster", "desired", bad)
+  expect(des.objects ~= nil, "cluster", "desired", "must return {objects={...}}")
   local cleanup = jd.cleanup or ""
   -- the children job.decide removes as the job ended ({kind=, name=}; no name: all of the kind)
   expect(jd.remove == nil or is_table(jd.remove), "job", "decide", "remove must be a list")
@@ -830,8 +835,15 @@ function run(host, snapshot, hold)
   end
   -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
   local unencodable = codec.unencodable(result)
-  if unencodable then fail("policy output cannot be sent to the API server: " .. unencodable) end
+  if unencodable then
+    fail({ kind = "badresult", message = "policy output cannot be sent to the API server: " .. unencodable })
+  end
   return result
+end
+
+-- The plain failure table of a raised PolicyFailure (the event and result carry it to the core).
+local function failure_of(f)
+  return { kind = f.kind or "error", policy = f.policy, hook = f.hook, message = f.message }
 end
 
 --- reconcile.run(snapshot) -> result
@@ -843,8 +855,10 @@ end
 --   path=, body=, target=, after_status=} (fc.flink.action)|{op="patch_annotations", remove={key,...}}},
 --   status=<new status or nil when unchanged>,
 --   events={{type="Normal"|"Warning", reason=, message=}}, requeue_after=<seconds or nil>}.
--- A policy failure (fc.host.call returning false, or an output of the wrong shape) fails this
--- cluster only: no actions, a Warning event naming the policy file and line, PolicyError=True.
+-- A policy failure (fc.contract.call failing: a Lua error, a budget, a result off the hook
+-- contract) fails this cluster only: no actions, a Warning event naming the policy file and
+-- line, PolicyError=True; result.failure (and the PolicyError event's `failure`) is the typed
+-- failure {kind=, policy=, hook=, message=} (fc.contract) the core counts by its fields.
 -- Errors: raises only on a snapshot without a cluster table (a bug in the caller).
 function reconcile.run(snapshot)
   if type(snapshot) ~= "table" or type(snapshot.cluster) ~= "table" then
@@ -858,12 +872,12 @@ function reconcile.run(snapshot)
   -- policy broken for every spec fails that pass too)
   local held = last_valid_snapshot(snapshot)
   if held then
-    local ok2, res2 = pcall(run, host, held, { why = "policy", message = res.message,
+    local ok2, res2 = pcall(run, host, held, { why = "policy", message = res.message, failure = failure_of(res),
       revision = current_revision(snapshot.cluster.status, snapshot.children) })
     if ok2 then return res2 end
     if getmetatable(res2) ~= PolicyFailure then error(res2, 0) end
   end
-  return policy_failure_result(snapshot.cluster, res.message, snapshot.now or os.time())
+  return policy_failure_result(snapshot.cluster, failure_of(res), snapshot.now or os.time())
 end
 
 return reconcile

@@ -18,6 +18,7 @@ local codec = require("fc.codec")
 local strict = require("fc.strict")
 local profile = require("fc.profile")
 local shape = require("fc.shape")
+local contract = require("fc.contract")
 local kinds = require("fc.kinds")
 local revision = require("fc.revision")
 local taskmanagers = require("fc.taskmanagers")
@@ -42,11 +43,11 @@ local function what_is(v)
   if type(v) == "table" then return is_list(v) and "a list" or "a mapping" end
   return "a " .. type(v)
 end
-
--- Calls a policy hook and checks its output shape: true, result | false, message.
+-- Calls a policy hook through fc.contract.call and checks its output shape (fc.shape: for
+-- defaults, a FlinkCluster of our version): true, result | false, message.
 local function run_policy(host, policy, input)
-  local ok, res = host.call(policy, HOOKS[policy], input)
-  if not ok then return false, res end
+  local ok, res = contract.call(host, policy, HOOKS[policy], input)
+  if not ok then return false, res.message end
   local bad = render.shape[policy](res)
   if bad then return false, string.format("%s.lua: %s: %s", policy, HOOKS[policy], bad) end
   return true, res
@@ -163,13 +164,11 @@ function render.document(doc, index, host, validate)
     -- empty (pods <name>-taskmanager-1 .. N for the spec's slot demand)
     local p = profile.of(cluster.spec.taskManager)
     local pres
-    ok, pres = host.call("cluster", "taskmanager_pod", { cluster = cluster, slots = p.slots, resource = p.profile })
-    if ok and not (type(pres) == "table" and type(pres.object) == "table" and pres.object.kind == "Pod") then
-      ok, pres = false, "cluster.lua: taskmanager_pod: must return {object=<Pod>}"
-    end
+    ok, pres = contract.call(host, "cluster", "taskmanager_pod",
+      { cluster = cluster, slots = p.slots, resource = p.profile })
     if not ok then
       out.objects = nil
-      return fail("policy", pres)
+      return fail("policy", pres.message)
     end
     for _, pod in ipairs(taskmanagers.render(cluster, pres.object)) do out.objects[#out.objects + 1] = pod end
   end

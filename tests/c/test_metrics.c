@@ -165,7 +165,7 @@ int main(void)
     metrics_inc(m.watch_events_total, (const char *[]){ "StatefulSet", "ADDED" });
     metrics_inc(m.watch_restarts_total, (const char *[]){ "Pod" });
     metrics_inc(m.api_requests_total, (const char *[]){ "201", "POST" });
-    metrics_inc(m.policy_errors_total, (const char *[]){ "job" });
+    metrics_inc(m.policy_errors_total, (const char *[]){ "job", "timeout" });
     metrics_set(m.leader, NULL, 1);
     metrics_set(m.workqueue_depth, NULL, 2);
     metrics_inc(m.policy_reloads_total, (const char *[]){ "refused" });
@@ -188,7 +188,7 @@ int main(void)
     OK(text && strstr(text, "\nflink_controller_watch_events_total{kind=\"StatefulSet\",type=\"ADDED\"} 1\n"), "watch_events_total");
     OK(text && strstr(text, "\nflink_controller_watch_restarts_total{kind=\"Pod\"} 1\n"), "watch_restarts_total");
     OK(text && strstr(text, "\nflink_controller_api_requests_total{code=\"201\",verb=\"POST\"} 1\n"), "api_requests_total");
-    OK(text && strstr(text, "\nflink_controller_policy_errors_total{policy=\"job\"} 1\n"), "policy_errors_total");
+    OK(text && strstr(text, "\nflink_controller_policy_errors_total{policy=\"job\",kind=\"timeout\"} 1\n"), "policy_errors_total");
     OK(text && strstr(text, "# TYPE flink_controller_leader gauge\nflink_controller_leader 1\n"), "leader gauge");
     free(text);
     metrics_registry_free(r);

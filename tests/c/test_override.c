@@ -77,6 +77,11 @@ int main(void)
     t = get(set, "lib/names.lua");
     IS_STR(t, "return {}\n", "built-in files are copied");
     free(t);
+    t = get(set, "lib/builtin_cluster.lua");
+    IS_STR(t, "return {}\n", "the replaced built-in policy stays as lib/builtin_cluster.lua (per-hook fallback)");
+    free(t);
+    OK(!exists(set, "lib/builtin_input.yaml") && !exists(set, "lib/builtin_names.lua"),
+       "only a replaced top-level policy is kept");
     OK(!exists(set, "cluster_spec.lua") && !exists(set, "README.md"), "specs and other files are not part of a set");
     OK(!exists(set, "testdata/cluster/a/expected.yaml") && exists(set, "testdata/cluster/a/expected-partial.yaml"),
        "the other expectation of a case is removed");

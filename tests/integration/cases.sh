@@ -130,7 +130,7 @@ case_policy() {
   # of C without the sandbox's own matcher) for the one named "hostile"
   pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end\n  if input.cluster.metadata.name == "hostile" then return ("a"):rep(2e4):find(".-.-b") end/' \
     'refusing broken on purpose')
-  start_controller policy --namespace "$ns" --policy-dir "$pdir"
+  start_controller policy --namespace "$ns" --policy-dir "$pdir" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0
   session_cluster broken | kc -n "$ns" apply -f - >/dev/null
   session_cluster hostile | kc -n "$ns" apply -f - >/dev/null
   session_cluster fine | kc -n "$ns" apply -f - >/dev/null
@@ -149,8 +149,15 @@ case_policy() {
     expect "fine PolicyError" "$(condition "$ns" fine PolicyError)" "False PoliciesSucceeded" || return 1
     expect "objects of the broken cluster" "$(kc -n "$ns" get statefulsets,services -l cluster=broken -o name | wc -l)" 0
     ctl_alive policy || { echo "controller exited"; return 1; }
+    # the typed failures (fc.contract) counted by kind: the error and the spent time budget
+    local mp m
+    mp=$(grep -o 'metrics on port [0-9]*' "$WORK/policy.log" | head -n1 | awk '{print $4}')
+    m=$(curl -sf "http://127.0.0.1:$mp/metrics") || { echo "no /metrics"; return 1; }
+    echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="error"\} [1-9]' &&
+      echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="timeout"\} [1-9]' ||
+      { echo "$m" | grep policy_errors; return 1; }
   }
-  check "a policy failing for one cluster (an error, a hostile pattern past its budget) marks only that one (PolicyError=True with file:line, event); the other runs" t_policy
+  check "a policy failing for one cluster (an error, a hostile pattern past its budget) marks only that one (PolicyError=True with file:line, event, policy_errors_total by kind error and timeout); the other runs" t_policy
 }
 
 # The API server refuses an object of one cluster (a policy copy gives its ConfigMap an invalid

@@ -254,8 +254,9 @@ function M.sandboxed(name, opts)
       if v ~= nil and type(v) ~= "function" then return v end
       return function(input)
         if host.info().policy_dir ~= dir then host.configure({ policy_dir = dir }) end
-        local ok, res = host.call(name, hook, input)
-        if not ok then error(res, 2) end
+        -- as the framework calls it (fc.contract: every documented input key present)
+        local ok, res = require("fc.contract").call(host, name, hook, input)
+        if not ok then error(res.message, 2) end
         return res
       end
     end,
