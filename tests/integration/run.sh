@@ -12,7 +12,8 @@
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), native nativequota nativescale
 #                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
-#                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail, (adopt.sh)
+#                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail,
+#                                        (laststate.sh) laststate (upgradeMode last-state on Flink HA), (adopt.sh)
 #                                        adopt (the original operator's Running job cluster taken over), (native.sh)
 #                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
 #                                        (default: all, in that order)
@@ -89,6 +90,8 @@ trap cleanup EXIT
 . "$HERE/lifecycle.sh"
 # shellcheck source=reallifecycle.sh
 . "$HERE/reallifecycle.sh"
+# shellcheck source=laststate.sh
+. "$HERE/laststate.sh"
 # shellcheck source=adopt.sh
 . "$HERE/adopt.sh"
 # shellcheck source=native.sh
@@ -101,7 +104,7 @@ trap cleanup EXIT
 . "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
