@@ -20,6 +20,7 @@ describe("policies/savepoint.lua", function()
         "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
         "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
         "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
+        "update-last-state-none", "update-last-state-job-changed",
       })
     end)
     for _, case in ipairs(all) do
