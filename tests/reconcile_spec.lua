@@ -795,7 +795,8 @@ describe("reconcile.run with policies-min", function()
       "apply ControllerRevision " .. rev }, ops(r))
     local msg = "cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget wordcount-pdb): kind not "
       .. "declared in lua/fc/kinds.lua (the controller may create networking.k8s.io/v1 Ingress, v1 Service, "
-      .. "apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, apps/v1 ControllerRevision); left out"
+      .. "apps/v1 StatefulSet, v1 ConfigMap, v1 ServiceAccount, rbac.authorization.k8s.io/v1 Role, "
+      .. "rbac.authorization.k8s.io/v1 RoleBinding, batch/v1 Job, apps/v1 ControllerRevision); left out"
     local pe = condition(r.status, "PolicyError")
     assert.same({ "True", "UndeclaredKind", msg }, { pe.status, pe.reason, pe.message })
     local pe_events = {}

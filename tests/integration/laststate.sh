@@ -5,35 +5,12 @@
 # all_vertices_running, config_value, real_done):
 #   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second and Flink's
 #                Kubernetes HA services (the HA storage and the checkpoints on a hostPath volume
-#                every JobManager pod of the one node sees; the pods' ServiceAccount given the
-#                ConfigMap rights Flink's HA needs): a Flink option changed -> the pods are
+#                every JobManager pod of the one node sees; the pods run as the ServiceAccount
+#                the controller renders with a Role for Flink's HA ConfigMaps, no
+#                spec.serviceAccountName): a Flink option changed -> the pods are
 #                replaced with no savepoint, the same job id resumes from a checkpoint (restored
 #                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
-
-# laststate_rbac SA: the ServiceAccount SA with a Role and RoleBinding that allow what Flink's
-# Kubernetes HA services do with ConfigMaps (leader election, job graphs, checkpoint pointers)
-laststate_rbac() {
-  cat <<EOF
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: $1}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: $1}
-rules:
-  - apiGroups: [""]
-    resources: ["configmaps"]
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: $1}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: $1}
-subjects: [{kind: ServiceAccount, name: $1}]
-EOF
-}
 
 # laststate_cluster NAME HOSTDIR VERSION SLOTS: the Ticker job cluster in upgradeMode last-state,
 # HA storage and checkpoints under HOSTDIR (mounted at /state), no savepointsDir.
@@ -50,7 +27,6 @@ metadata:
   name: $1
 spec:
   image: {name: "flink:$3"}
-  serviceAccountName: flink-ha
   jobManager:
     resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
   taskManager:
@@ -82,7 +58,6 @@ laststate_case() {
   ns=$(new_ns "$c" real)
   dir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$dir" && chmod 0777 "$dir"
-  laststate_rbac flink-ha | kc -n "$ns" apply -f - >/dev/null
   FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
   laststate_cluster ls "$dir" "$version" 2 | kc -n "$ns" apply -f - >/dev/null
   # tasks RUNNING and at least N completed checkpoints of job $id
@@ -98,11 +73,19 @@ laststate_case() {
     conf=$(jm_get "$ns" ls /jobmanager/config) || return 1
     expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" kubernetes || return 1
     expect "kubernetes.cluster-id" "$(printf '%s' "$conf" | config_value kubernetes.cluster-id)" ls || return 1
+    # the pods run as the account the controller made for the HA services, owned by the cluster
+    expect "JobManager pod's ServiceAccount" "$(jp "$ns" pod/ls-jobmanager-0 '{.spec.serviceAccountName}')" ls-flink-ha ||
+      return 1
+    local kind
+    for kind in serviceaccount role rolebinding; do
+      expect "$kind ls-flink-ha owner" "$(jp "$ns" "$kind/ls-flink-ha" '{.metadata.ownerReferences[0].name}')" ls ||
+        return 1
+    done
     # Flink's HA services keep the job's checkpoint pointer in a ConfigMap of their own
     [ -n "$(kc -n "$ns" get configmap -l app=ls,configmap-type=high-availability -o name)" ] ||
       { echo "no HA ConfigMap (labels app=ls, configmap-type=high-availability)"; kc -n "$ns" get configmap; return 1; }
   }
-  check "$desc: job Running with checkpoints, the JobManager runs with Kubernetes HA (its ConfigMaps there)" t_ls_running
+  check "$desc: job Running with checkpoints, the JobManager runs with Kubernetes HA (its ConfigMaps there) as the ServiceAccount the controller made" t_ls_running
   t_ls_upgrade() {
     local old_jm old_rev before restored
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
