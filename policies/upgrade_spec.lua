@@ -35,11 +35,12 @@ describe("lib.upgrade", function()
 
   it("writes the HA options by Flink version, none without last-state", function()
     local function cluster(image, job)
-      return { metadata = { name = "c1", namespace = "ns" }, spec = { image = { name = image }, job = job } }
+      return { metadata = { name = "c1", namespace = "ns" },
+        spec = { image = { name = image }, job = job, jobManager = { ports = { rpc = 6123 } } } }
     end
     local ha = { jarFile = "/j.jar", upgradeMode = "last-state", highAvailability = { storageDir = "s3://b/ha" } }
     assert.same({ ["high-availability.type"] = "kubernetes", ["high-availability.storageDir"] = "s3://b/ha",
-      ["kubernetes.cluster-id"] = "c1", ["kubernetes.namespace"] = "ns" },
+      ["kubernetes.cluster-id"] = "c1", ["kubernetes.namespace"] = "ns", ["high-availability.jobmanager.port"] = 6123 },
       flinkconf.ha_properties(cluster("flink:1.20.5", ha)))
     local old = flinkconf.ha_properties(cluster("flink:1.16.3", ha))
     assert.is_nil(old["high-availability.type"])

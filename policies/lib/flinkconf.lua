@@ -167,6 +167,9 @@ function flinkconf.ha_properties(cluster)
   local props = {
     ["kubernetes.cluster-id"] = md.name,
     ["kubernetes.namespace"] = md.namespace or "default",
+    -- with HA the JobManager's RPC listens on this option (default 0: a random port), not on
+    -- jobmanager.rpc.port: the Service, the probes and the TaskManagers use the spec's rpc port
+    ["high-availability.jobmanager.port"] = spec.jobManager.ports.rpc,
   }
   local version = flinkversion.of(spec)
   if flinkversion.at_least(version, 1, 17) then
