@@ -86,7 +86,7 @@ laststate_case() {
   local desc="real pods, Flink $version: upgradeMode last-state"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns dir id
+  local ns dir
   ns=$(new_ns "$c" real)
   dir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$dir" && chmod 0777 "$dir"
@@ -99,6 +99,7 @@ laststate_case() {
       [ "$(ckpt "$ns" ls "$id" counts.completed)" -ge "$1" ]
   }
   t_ls_running() {
+    local id
     poll 240 is_job "$ns" ls Running || { why "$ns" ls; tail -n 15 "$WORK/$c.log"; return 1; }
     id=$(job_field "$ns" ls id)
     poll 90 checkpointed 2 || { echo "job $id: no 2 completed checkpoints: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; return 1; }
@@ -121,8 +122,10 @@ laststate_case() {
     [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
   }
   check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made" t_ls_running
+  # each check runs in a subshell (check): the job id is read again in each
   t_ls_upgrade() {
-    local old_jm old_rev before restored
+    local old_jm old_rev before restored id
+    id=$(job_field "$ns" ls id)
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
     old_rev=$(jp "$ns" flinkcluster/ls '{.status.currentRevision}')
     before=$(ckpt "$ns" ls "$id" latest.completed.id)
@@ -160,7 +163,8 @@ laststate_case() {
   }
   check "$desc: a Flink option changed -> pods replaced with no savepoint, the same job restored from checkpoint > 0, checkpoint ids go on" t_ls_upgrade
   t_ls_jm_killed() {
-    local old_jm before restored
+    local old_jm before restored id
+    id=$(job_field "$ns" ls id)
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
     before=$(ckpt "$ns" ls "$id" latest.completed.id)
     kc -n "$ns" delete pod ls-jobmanager-0 --grace-period=0 --force >/dev/null 2>&1
