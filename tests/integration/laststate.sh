@@ -16,6 +16,7 @@
 #                replaced with no savepoint, the same job id resumes from a checkpoint (restored
 #                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
+#   laststate2   the same on flink:2.3.0
 
 # laststate_cluster NAME HOSTDIR VERSION SLOTS: the Ticker job cluster in upgradeMode last-state,
 # HA storage and checkpoints under HOSTDIR (mounted at /state), no savepointsDir.
@@ -193,3 +194,4 @@ laststate_case() {
   real_done "$c" "$ns" ls "$dir"
 }
 case_laststate() { laststate_case laststate 1.20.5; }
+case_laststate2() { laststate_case laststate2 2.3.0; }

@@ -13,7 +13,8 @@
 #                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail,
-#                                        (laststate.sh) laststate (upgradeMode last-state on Flink HA), (adopt.sh)
+#                                        (laststate.sh) laststate laststate2 (upgradeMode last-state on Flink HA; laststate2,
+#                                        Flink 2.3, not in the default list), (adopt.sh)
 #                                        adopt (the original operator's Running job cluster taken over), (native.sh)
 #                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
 #                                        (default: all, in that order)
