@@ -13,8 +13,8 @@
 #                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail,
-#                                        (laststate.sh) laststate laststate2 (upgradeMode last-state on Flink HA; laststate2,
-#                                        Flink 2.3, not in the default list), (adopt.sh)
+#                                        (laststate.sh) laststate laststate2 (upgradeMode last-state on Flink HA, Flink 1.20
+#                                        and 2.3), (adopt.sh)
 #                                        adopt (the original operator's Running job cluster taken over), (native.sh)
 #                                        nativereal nativetimeout, webhookcerts (the webhook's own certificates)
 #                                        (default: all, in that order)
@@ -105,7 +105,7 @@ trap cleanup EXIT
 . "$HERE/gitops.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 for c in "${cases[@]}"; do
   "case_$c"
 done
