@@ -42,7 +42,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev lua-cjson lua-yaml libyaml-dev libev-dev \
                libcurl4-openssl-dev libssl-dev libjansson-dev libmicrohttpd-dev libzstd-dev lua-busted lua-check pkg-config \
                gcc make ca-certificates
 
-.PHONY: FORCE crds image all deps deps-build test lint docs asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
+.PHONY: FORCE crds monitoring image all deps deps-build test lint docs asan fuzz clean install testenv-up testenv-down bench bench-live bench-converge testenv-build demo test-policies
 all: $(BUILD)/flink-controller $(LUA_SOS) lua/fc/crd.lua
 
 # The FlinkCluster schema for the policies (require "fc.crd"), generated from deploy/crd.yaml,
@@ -58,6 +58,16 @@ crds: $(CRD_COPIES)
 $(CRD_COPIES): deploy/crd.yaml
 	cp deploy/crd.yaml $@
 
+# deploy/monitoring (docs/alerts.md): the Grafana dashboard, written from its panel list, and the
+# Helm chart's copies of it and of the alerts (the chart reads no file outside its folder;
+# tests/monitoring_spec.lua checks them). `make monitoring` after an edit of either.
+MONITORING_COPIES := deploy/helm/flink-controller/files/dashboard.json deploy/helm/flink-controller/files/prometheusrule.yaml
+monitoring: deploy/monitoring/dashboard.json $(MONITORING_COPIES)
+deploy/monitoring/dashboard.json: scripts/monitoring-dashboard.lua
+	lua5.4 scripts/monitoring-dashboard.lua $@
+deploy/helm/flink-controller/files/%: deploy/monitoring/%
+	cp $< $@
+
 # Java and Maven are for the test environment only (a real Flink from Maven
 # Central, tests/env/); installed from Debian when the machine has none.
 # Go >= 1.24 (the real kube-apiserver, kubelet, CoreDNS) from scripts/install-go.sh: the
@@ -71,13 +81,16 @@ TESTENV_PKGS := openjdk-17-jdk-headless maven openssl curl
 NODE_PKGS := containerd runc containernetworking-plugins iptables conntrack debootstrap iproute2 util-linux jq patch
 # The fuzz suite (tests/fuzz/, `make fuzz`): clang with libFuzzer and the sanitizer runtimes.
 FUZZ_PKGS := clang-14 libclang-rt-14-dev libfuzzer-14-dev
+# promtool, for the alerts' checks and unit tests (tests/monitoring_spec.lua): Debian ships it in
+# the prometheus package (the server comes with it; its service is not needed).
+MONITORING_PKGS := prometheus
 
 # deps: everything `make`, `make test` and `make demo` need; deps-build: only what `make` needs
 # (the Dockerfile's build stage).
 deps: deps-build
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 	extra=; command -v java >/dev/null && command -v mvn >/dev/null || extra="$(TESTENV_PKGS)"; \
-	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(NODE_PKGS) $(FUZZ_PKGS) $$extra && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(NODE_PKGS) $(FUZZ_PKGS) $(MONITORING_PKGS) $$extra && \
 	$$SUDO scripts/install-go.sh
 
 deps-build:

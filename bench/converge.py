@@ -268,7 +268,7 @@ class Controller:
         end = time.time() + timeout
         while self.port is None and time.time() < end:
             with open(self.log, errors="replace") as f:
-                m = re.search(r"metrics on port (\d+)", f.read())
+                m = re.search(r"metrics_port=(\d+)", f.read())
             if m:
                 self.port = int(m.group(1))
             else:

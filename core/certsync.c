@@ -165,7 +165,7 @@ static void cs_warn(certsync *s, const char *what, const kube_result *res)
 {
     char status[16];
     snprintf(status, sizeof status, "%ld", res->status);
-    log_warn("webhook certificates", "step", what, "secret", s->secret_name, "status", status, "error",
+    log_warn("webhook certificates", "step", what, "secret", s->secret_name, "http_code", status, "error",
              *res->message ? res->message : res->error, NULL);
 }
 

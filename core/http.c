@@ -4,10 +4,12 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct http_request {
     http_client *client;
@@ -18,11 +20,18 @@ struct http_request {
     http_done_fn on_done;
     void *ud;
     int stream;
+    int save;                         /* 2xx body to save_fd (http_opts.save) */
+    int save_fd;
+    size_t saved;                     /* bytes written to save_fd */
+    int part_fd;                      /* a part from a file: its descriptor, */
+    size_t part_len;                  /* length */
+    size_t part_off;                  /* and the next offset to send */
     int cancelled;
     util_buf body;                    /* the response body (not streamed) */
     size_t max_body;
     char errbuf[CURL_ERROR_SIZE];
-    char overbuf[64];                 /* set when the body cap was hit */
+    char overbuf[160];                /* set when the body cap was hit or a
+                                         file read/write failed */
     http_request *next, *prev;        /* active list */
     http_request *reap_next;          /* cancelled while curl was running */
 };
@@ -101,7 +110,7 @@ static void finish(http_request *r, CURLcode code)
     resp.error = code == CURLE_OK ? "" : r->overbuf[0] ? r->overbuf
                                        : (r->errbuf[0] ? r->errbuf : curl_easy_strerror(code));
     resp.body = r->body.p ? r->body.p : "";
-    resp.body_len = r->body.len;
+    resp.body_len = r->save && resp.status >= 200 && resp.status < 300 ? r->saved : r->body.len;
     resp.retry_after_s = resp.status ? parse_retry_after(r->easy) : -1;
     char *ct = NULL;
     curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
@@ -216,11 +225,75 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
             return 0;
         return n;
     }
+    if (r->save && status >= 200 && status < 300) {
+        if (n > r->max_body - r->saved) {
+            snprintf(r->overbuf, sizeof r->overbuf, "response body over %zu bytes", r->max_body);
+            return 0;
+        }
+        for (size_t off = 0; off < n;) {
+            ssize_t w = write(r->save_fd, ptr + off, n - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                snprintf(r->overbuf, sizeof r->overbuf, "writing the body: %s", w < 0 ? strerror(errno) : "no progress");
+                return 0;
+            }
+            off += (size_t)w;
+        }
+        r->saved += n;
+        return n;
+    }
     if (r->body.len + n + 1 > r->max_body) {
         snprintf(r->overbuf, sizeof r->overbuf, "response body over %zu bytes", r->max_body);
         return 0;
     }
     return util_buf_put(&r->body, ptr, n) == 0 ? n : 0;
+}
+
+/* curl_mime_data_cb's read callback of a part from a file: the next bytes at part_off. */
+static size_t part_read(char *buf, size_t size, size_t nitems, void *arg)
+{
+    http_request *r = arg;
+    size_t want = size * nitems, left = r->part_len - r->part_off;
+    if (left == 0)
+        return 0;
+    if (want > left)
+        want = left;
+    ssize_t n;
+    do
+        n = pread(r->part_fd, buf, want, (off_t)r->part_off);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) {
+        if (n < 0)
+            snprintf(r->overbuf, sizeof r->overbuf, "reading the part: %s", strerror(errno));
+        else
+            snprintf(r->overbuf, sizeof r->overbuf, "reading the part: the file ends at %zu of %zu bytes",
+                     r->part_off, r->part_len);
+        return CURL_READFUNC_ABORT;
+    }
+    r->part_off += (size_t)n;
+    return (size_t)n;
+}
+
+/* Its seek callback: libcurl rewinds a part to send it again (a redirect, an auth retry). */
+static int part_seek(void *arg, curl_off_t offset, int origin)
+{
+    http_request *r = arg;
+    if (origin != SEEK_SET || offset < 0 || (size_t)offset > r->part_len)
+        return CURL_SEEKFUNC_FAIL;
+    r->part_off = (size_t)offset;
+    return CURL_SEEKFUNC_OK;
+}
+
+/* Sets the part's bytes: a copy of data, or a file read as it is sent. */
+static int part_body(http_request *r, curl_mimepart *mp, const http_part *p)
+{
+    if (!p->from_fd)
+        return curl_mime_data(mp, p->data ? p->data : "", p->len) != CURLE_OK;
+    r->part_fd = p->fd;
+    r->part_len = p->len;
+    r->part_off = 0;
+    return curl_mime_data_cb(mp, (curl_off_t)p->len, part_read, part_seek, NULL, r) != CURLE_OK;
 }
 
 http_client *http_client_new(struct ev_loop *loop, char *err, size_t errlen)
@@ -350,6 +423,11 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
         util_set_err(err, errlen, "http_request_start: on_done (and on_data when streaming) are required");
         return NULL;
     }
+    if ((o->stream && o->save) || (o->save && o->save_fd < 0) || (o->part && o->part->from_fd && o->part->fd < 0)) {
+        util_set_err(err, errlen, "http_request_start: stream and save exclude each other; save_fd and a part's "
+                                  "fd must be open descriptors");
+        return NULL;
+    }
     http_request *r = calloc(1, sizeof *r);
     if (!r) {
         util_set_err(err, errlen, "http_request_start: out of memory");
@@ -360,6 +438,8 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
     r->on_done = o->on_done;
     r->ud = o->ud;
     r->stream = o->stream;
+    r->save = o->save;
+    r->save_fd = o->save_fd;
     r->max_body = o->max_body ? o->max_body : (size_t)64 << 20;
     r->body.first = 4096;
     r->easy = curl_easy_init();
@@ -397,7 +477,7 @@ http_request *http_request_start(http_client *c, const http_opts *o, char *err, 
         r->mime = curl_mime_init(e);
         if (!r->mime || !(mp = curl_mime_addpart(r->mime)) || curl_mime_name(mp, o->part->name) ||
             curl_mime_filename(mp, o->part->filename) || curl_mime_type(mp, o->part->type) ||
-            curl_mime_data(mp, o->part->data ? o->part->data : "", o->part->len) ||
+            part_body(r, mp, o->part) ||
             curl_easy_setopt(e, CURLOPT_MIMEPOST, r->mime)) {
             curl_mime_free(r->mime);
             curl_easy_cleanup(e);

@@ -48,8 +48,10 @@ typedef struct http_response {
     int curl_code;            /* CURLcode, 0 when the transfer completed */
     const char *error;        /* transport error text, "" when none */
     const char *body;         /* buffered body, NUL-terminated ("" when streamed
-                                 with a 2xx status: the bytes went to on_data) */
-    size_t body_len;          /* bytes */
+                                 or saved with a 2xx status: the bytes went to
+                                 on_data or to save_fd) */
+    size_t body_len;          /* bytes (saved with a 2xx status: the bytes written
+                                 to save_fd) */
     double retry_after_s;     /* Retry-After in seconds (delta or HTTP-date,
                                  RFC 9110 10.2.3); -1 when absent */
     const char *content_type; /* "" when absent */
@@ -67,14 +69,20 @@ typedef int (*http_data_fn)(http_request *req, const char *data, size_t len, voi
 typedef void (*http_done_fn)(http_request *req, const http_response *resp, void *ud);
 
 /* One file part of a multipart/form-data POST (RFC 7578) built by libcurl's mime API:
- * `name` the form field, `filename` and `type` (Content-Type of the part) as sent, `data`
- * `len` bytes (copied by libcurl at start). */
+ * `name` the form field, `filename` and `type` (Content-Type of the part) as sent, and `len`
+ * bytes: `data` (copied by libcurl at start), or with `from_fd` 1 the bytes at offsets
+ * 0..len-1 of the open file `fd`, read (pread, 64 KiB at a time: never whole in memory) as
+ * they are sent and again when libcurl rewinds; `fd` must stay open until on_done ran or the
+ * request was cancelled. A file shorter than `len` or a failed read fails the transfer
+ * ("reading the part: <why>"). */
 typedef struct http_part {
     const char *name;
     const char *filename;
     const char *type;
     const char *data;
     size_t len;
+    int from_fd;
+    int fd;
 } http_part;
 
 typedef struct http_opts {
@@ -99,8 +107,15 @@ typedef struct http_opts {
                                     LOW_SPEED_LIMIT/TIME: a stream gone silent on
                                     an open socket); 0 = never */
     int stream;                  /* 1: 2xx body goes to on_data, not buffered */
-    size_t max_body;             /* buffered body cap in bytes, default 64 MiB;
-                                    over it the transfer fails */
+    int save;                    /* 1: a 2xx body is written to the open file
+                                    save_fd as it arrives (not buffered; at most
+                                    max_body bytes); a failed write fails the
+                                    transfer ("writing the body: <why>"). Other
+                                    statuses are buffered as usual */
+    int save_fd;
+    size_t max_body;             /* buffered (or saved) body cap in bytes, default
+                                    64 MiB; over it the transfer fails ("response
+                                    body over <max_body> bytes") */
     int http1_only;              /* 1: never negotiate HTTP/2 */
     http_data_fn on_data;        /* required when stream = 1 */
     http_done_fn on_done;        /* required */

@@ -442,7 +442,7 @@ static void handle_get(leader_elector *e, long status, json_t *body)
     } else {
         char code[16];
         snprintf(code, sizeof code, "%ld", status);
-        log_warn("leader election: get failed", "lease", key, "status", code, NULL);
+        log_warn("leader election: get failed", "lease", key, "http_code", code, NULL);
         attempt_done(e, 0);
         return;
     }
@@ -490,7 +490,7 @@ static void handle_write(leader_elector *e, long status, json_t *body)
     log_msg(status == 409 ? LOG_INFO : LOG_WARN,
             e->req_decision == LEADER_RENEW ? "leader election: renew failed"
                                             : "leader election: acquire failed",
-            "lease", key, "status", code, NULL);
+            "lease", key, "http_code", code, NULL);
     attempt_done(e, 0);
 }
 

@@ -90,7 +90,7 @@ static const luaL_Reg lhost_cmodules[] = {
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
 static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
-                                                    "fc.crd", NULL};
+                                                    "fc.crd", "fc.names", NULL};
 
 static struct lhost *lhost_of(lua_State *L)
 {
@@ -986,7 +986,9 @@ static int lhost_sb_require(lua_State *L)
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
-                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, lib.<name>)", name);
+                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
+                             "lib.<name>)",
+                          name);
     }
     if (lhost_push_compiled(L, path, chunk, err, sizeof err)) {
         if (lhost_has_position(lua_tostring(L, -1)))

@@ -27,7 +27,7 @@ struct livediff {
     struct lhost *h;
     const kube_kind *kinds[LIVEDIFF_MAXKINDS];
     int by_label[LIVEDIFF_MAXKINDS];
-    int any_labels[LIVEDIFF_MAXKINDS]; /* listed without the app/cluster selector (kinds.lua) */
+    int any_labels[LIVEDIFF_MAXKINDS]; /* listed without the children's selector (kinds.lua) */
     int nkinds;
     int errors;
 };
@@ -99,6 +99,31 @@ static void livediff_type(json_t *obj, const kube_kind *k)
         json_object_set_new(obj, "kind", json_string(k->kind));
 }
 
+/* The label selector of the children of the cluster named `name`, as the controller watches
+ * them (lua/fc/names.lua, names.selector(name): "app=flink,cluster=<name>") into sel (n bytes).
+ * -1 with err (errlen bytes) when the framework fails or the selector does not fit. */
+static int livediff_selector(struct livediff *d, const char *name, char *sel, size_t n, char *err, size_t errlen)
+{
+    json_t *arg = json_string(name);
+    char *in = arg ? json_dumps(arg, JSON_ENCODE_ANY) : NULL, *out = NULL;
+    json_decref(arg);
+    if (!in) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = lhost_call_json(d->h, "fc.names", "selector", in, &out, err, errlen);
+    free(in);
+    if (rc)
+        return -1;
+    json_t *v = json_loads(out, JSON_DECODE_ANY, NULL);
+    free(out);
+    rc = json_is_string(v) && snprintf(sel, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
+    if (rc)
+        snprintf(err, errlen, "names.selector(\"%s\") must return a string of fewer than %zu bytes", name, n);
+    json_decref(v);
+    return rc;
+}
+
 /* {<kind>: {<name>: obj}}: the children of `cluster` as the controller's caches hold them
  * (its labels, and its ownerReference uid except for kinds found by label). */
 static json_t *livediff_children(struct livediff *d, json_t *cluster)
@@ -109,7 +134,11 @@ static json_t *livediff_children(struct livediff *d, json_t *cluster)
     const char *uid = json_string_value(json_object_get(meta, "uid"));
     json_t *children = json_object();
     char sel[512], path[1024], err[512];
-    snprintf(sel, sizeof sel, "app=flink,cluster=%s", name);
+    if (livediff_selector(d, name, sel, sizeof sel, err, sizeof err)) {
+        fprintf(stderr, "diff: %s/%s: fc.names: %s\n", ns, name, err);
+        d->errors++;
+        return children;
+    }
     for (int k = 0; k < d->nkinds; k++) {
         json_t *by_name = json_object();
         json_object_set_new(children, d->kinds[k]->kind, by_name);

@@ -3,6 +3,7 @@
 #include "log.h"
 #include "util.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -125,6 +126,42 @@ static void sb_text_key(util_buf *b, const char *k)
     }
 }
 
+/* The keys whose values are numbers (log.h, "Keys"). */
+static const char *const numeric_keys[] = {
+    "duration_ms", "retry_in_ms", "wait_ms", "http_code", "attempt", "count", "port", "health_port",
+    "metrics_port", "generation", "workers", "signal", "in_flight", "objects", "actions", "events",
+    "reconciles", "reconciles_failed", "writes", "writes_failed",
+};
+
+int log_key_numeric(const char *key)
+{
+    if (!key) return 0;
+    for (size_t i = 0; i < sizeof numeric_keys / sizeof *numeric_keys; i++)
+        if (strcmp(key, numeric_keys[i]) == 0) return 1;
+    return 0;
+}
+
+/* The n bytes at s as a JSON number when they are one whole decimal number (an integer when
+ * there is no '.', 'e' or 'E' and it fits json_int_t); NULL otherwise. */
+static json_t *json_number_of(const char *s, size_t n)
+{
+    char buf[64];
+    if (!n || n >= sizeof buf) return NULL;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (!strchr("-0123456789", buf[0])) return NULL;   /* no " 1", "+1", "nan", "inf" */
+    char *end;
+    if (!strpbrk(buf, ".eE")) {
+        errno = 0;
+        long long v = strtoll(buf, &end, 10);
+        if (*end == '\0' && errno == 0) return json_integer((json_int_t)v);
+    }
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (*end != '\0' || errno != 0 || !isfinite(d)) return NULL;
+    return json_real(d);
+}
+
 static int reserved_key(const char *k)
 {
     return strcmp(k, "ts") == 0 || strcmp(k, "level") == 0 || strcmp(k, "msg") == 0;
@@ -191,8 +228,10 @@ static char *format_json(const char *ts, log_level level, const char *msg, size_
         snprintf(key, sizeof key, "%s%s", reserved_key(k) ? "field." : "", k);
         json_t *jk = json_string_lossy(key, strlen(key));   /* a valid UTF-8 key */
         if (!jk) { bad = 1; break; }
-        bad |= json_object_set_new(o, json_string_value(jk),
-                                   v ? json_string_lossy(v, value_len(kvs, lens, i)) : json_null());
+        size_t vn = value_len(kvs, lens, i);
+        json_t *jv = !v ? json_null() : log_key_numeric(key) ? json_number_of(v, vn) : NULL;
+        if (!jv) jv = json_string_lossy(v, vn);
+        bad |= json_object_set_new(o, json_string_value(jk), jv);
         json_decref(jk);
     }
     char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);

@@ -13,8 +13,33 @@
  *         \r \t and \xNN escapes (a NUL given with its length too, log_kvn;
  *         bytes >= 0x80 pass through inside quotes).
  * A record below the threshold (log_configure) costs one comparison.
- * Every line about a FlinkCluster carries "cluster", "<namespace>/<name>"
- * (the caller passes it, e.g. the workqueue key).
+ *
+ * Keys (stable: dashboards and alerts may select on them; docs/running.md,
+ * "Logs", has the table). "msg" is a short constant phrase ("reconcile
+ * failed", "flink request failed", "status write failed"): names, ids,
+ * codes, durations and error texts are never in it but in keys:
+ *   ts, level, msg    every record
+ *   cluster           the FlinkCluster's name   } every line about one
+ *   namespace         its namespace             } FlinkCluster, both
+ *   job               a Flink job id (32 hex digits)
+ *   reason            a CamelCase reason (an Event's) or a short cause
+ *   error             an error text (an API server's or Flink's message)
+ *   duration_ms       how long a pass / call took, milliseconds
+ *   retry_in_ms       when a failed key is tried again, milliseconds
+ *   wait_ms           how long a pass waits for the cache, milliseconds
+ *   http_code         an HTTP status (0: no answer)
+ *   method, path      a Flink REST call ("GET", "/jobs/overview")
+ *   action            a Kubernetes write ("apply StatefulSet wc-jobmanager",
+ *                     "patch status", "create event JobSubmitted")
+ *   kind              a Kubernetes kind or resource (a watch)
+ *   event_type        an Event's type ("Normal", "Warning"); its reason is
+ *                     "reason", its text "message"
+ *   attempt, count    small counters
+ * and a few of their own in single modules (lease, identity, secret, hash,
+ * port, ...; the table lists them). In JSON the values of the numeric keys
+ * (log_key_numeric: duration_ms, retry_in_ms, wait_ms, http_code, attempt,
+ * count, port, ...) are JSON numbers when the caller's string is a whole
+ * decimal number ("12", "-3", "1.5"), else strings like every other key.
  *
  * Keys "ts", "level" and "msg" given by the caller are written as
  * "field.ts", "field.level", "field.msg" so they never clobber the record's
@@ -67,6 +92,9 @@ char *log_format_line(log_format format, double ts, log_level level, const char 
  * "a\u0000b" -- instead of cutting the line there. */
 char *log_format_line_n(log_format format, double ts, log_level level, const char *msg, size_t msglen,
                         size_t npairs, const char *const *kvs, const size_t *lens);
+
+/* 1 when `key` is one of the numeric keys above (JSON numbers), else 0 (NULL too). */
+int log_key_numeric(const char *key);
 
 /* Writes one record with `npairs` key/value pairs from `kvs`. */
 void log_kv(log_level level, const char *msg, size_t npairs, const char *const *kvs);

@@ -5,8 +5,11 @@
 #include "util.h"
 #include "version.h"
 
+#include <dirent.h>
 #include <lua.h>
 #include <math.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,7 @@ struct metrics_family {
     series *series;
     size_t nseries, cap;
     size_t dropped;
+    size_t max_series;         /* 0: the registry's */
     struct metrics_family *next;
 };
 
@@ -250,13 +254,10 @@ void metrics_clear(metrics_family *f)
     f->nseries = 0;
 }
 
-/* The series for `values`, created when new and under the cap. */
-static series *get_series(metrics_family *f, const char *const *values)
+/* A new series for `values` (checked), when under the cap. */
+static series *new_series(metrics_family *f, const char *const *values)
 {
-    if (!values_ok(f, values)) return NULL;
-    series *s = lookup(f, values);
-    if (s) return s;
-    if (f->nseries >= f->reg->max_series) {
+    if (f->nseries >= (f->max_series ? f->max_series : f->reg->max_series)) {
         f->dropped++;
         metrics_family *d = f->reg->dropped;
         if (d && d != f) {
@@ -290,6 +291,29 @@ static series *get_series(metrics_family *f, const char *const *values)
     }
     f->series[f->nseries] = n;
     return &f->series[f->nseries++];
+}
+
+/* The series for `values`, created when new and under the cap. */
+static series *get_series(metrics_family *f, const char *const *values)
+{
+    if (!values_ok(f, values)) return NULL;
+    series *s = lookup(f, values);
+    if (s) return s;
+    return new_series(f, values);
+}
+
+void metrics_set_max_series(metrics_family *f, size_t max_series)
+{
+    if (f) f->max_series = max_series;
+}
+
+int metrics_set_new(metrics_family *f, const char *const *values, double value)
+{
+    if (!f || f->type != METRICS_GAUGE || !values_ok(f, values)) return -1;
+    series *s = new_series(f, values);
+    if (!s) return -1;
+    s->value = value;
+    return 0;
 }
 
 int metrics_add(metrics_family *f, const char *const *values, double delta)
@@ -442,6 +466,121 @@ char *metrics_render(const metrics_registry *r, size_t *len)
     return b.p;
 }
 
+/* ---- process metrics ------------------------------------------------------ */
+
+int metrics_register_process(metrics_registry *r, metrics_process *p, char *err, size_t errlen)
+{
+    metrics_process q = {0};
+    if (!p) {
+        util_set_err(err, errlen, "metrics_register_process: no families");
+        return -1;
+    }
+#define REG(field, type, name, help) \
+    if (!(q.field = metrics_register(r, type, name, help, 0, NULL, NULL, 0, err, errlen))) return -1;
+    REG(cpu_seconds_total, METRICS_COUNTER, "process_cpu_seconds_total",
+        "Total user and system CPU time spent in seconds.");
+    REG(resident_memory_bytes, METRICS_GAUGE, "process_resident_memory_bytes", "Resident memory size in bytes.");
+    REG(virtual_memory_bytes, METRICS_GAUGE, "process_virtual_memory_bytes", "Virtual memory size in bytes.");
+    REG(start_time_seconds, METRICS_GAUGE, "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.");
+    REG(open_fds, METRICS_GAUGE, "process_open_fds", "Number of open file descriptors.");
+    REG(max_fds, METRICS_GAUGE, "process_max_fds", "Maximum number of open file descriptors.");
+#undef REG
+    *p = q;
+    metrics_process_update(p);
+    return 0;
+}
+
+/* The system's boot time (btime of /proc/stat), Unix seconds; -1 when unknown. */
+static double boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f) return -1;
+    char line[256];
+    double bt = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long v;
+        if (sscanf(line, "btime %llu", &v) == 1) {
+            bt = (double)v;
+            break;
+        }
+    }
+    fclose(f);
+    return bt;
+}
+
+int metrics_process_update(const metrics_process *p)
+{
+    if (!p) return -1;
+    int rc = 0;
+    /* /proc/self/stat (proc(5)): "pid (comm) state ppid ..." where comm may hold spaces and
+     * parentheses: the fields are read after its last ')'. Field 14 utime, 15 stime (clock
+     * ticks), 22 starttime (ticks after boot), 23 vsize (bytes), 24 rss (pages). */
+    char why[128];
+    char *stat = util_read_file("/proc/self/stat", 4096, NULL, why, sizeof why);
+    const char *rp = stat ? strrchr(stat, ')') : NULL;
+    unsigned long long utime, stime, start, vsize;
+    long long rss;
+    if (rp && sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+                                "%llu %llu %lld", &utime, &stime, &start, &vsize, &rss) == 5) {
+        double tck = (double)sysconf(_SC_CLK_TCK);
+        double cpu = (double)(utime + stime) / tck;
+        double seen = metrics_get(p->cpu_seconds_total, NULL);
+        if (isnan(seen)) seen = 0;
+        metrics_add(p->cpu_seconds_total, NULL, cpu > seen ? cpu - seen : 0);
+        metrics_set(p->virtual_memory_bytes, NULL, (double)vsize);
+        metrics_set(p->resident_memory_bytes, NULL, (double)rss * (double)sysconf(_SC_PAGESIZE));
+        double bt = boot_time();
+        if (bt >= 0) metrics_set(p->start_time_seconds, NULL, bt + (double)start / tck);
+        else rc = -1;
+    } else {
+        rc = -1;
+    }
+    free(stat);
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        size_t n = 0;
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.') n++;
+        closedir(d);
+        metrics_set(p->open_fds, NULL, (double)(n ? n - 1 : 0));   /* without the one reading */
+    } else {
+        rc = -1;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        metrics_set(p->max_fds, NULL, rl.rlim_cur == RLIM_INFINITY ? INFINITY : (double)rl.rlim_cur);
+    else
+        rc = -1;
+    return rc;
+}
+
+/* ---- families shared by the controller and the webhook -------------------- */
+
+metrics_family *metrics_register_build_info(metrics_registry *r, char *err, size_t errlen)
+{
+    const char *build[] = { "version", "commit", "lua" };
+    metrics_family *f = metrics_register(r, METRICS_GAUGE, "flink_controller_build_info",
+        "1, labelled with the release, the commit and the Lua release the binary was built with.", 3,
+        build, NULL, 0, err, errlen);
+    const char *build_values[] = { FC_VERSION, FC_COMMIT, LUA_RELEASE };
+    if (f && metrics_set(f, build_values, 1)) {
+        util_set_err(err, errlen, "metrics_register_build_info: out of memory");
+        return NULL;
+    }
+    return f;
+}
+
+metrics_family *metrics_register_admissions(metrics_registry *r, char *err, size_t errlen)
+{
+    const char *op_result[] = { "operation", "result" };
+    return metrics_register(r, METRICS_COUNTER, "flink_controller_webhook_admissions_total",
+                            "Admission reviews of FlinkClusters answered by operation (CREATE, UPDATE) "
+                            "and result (allowed, denied; error: no review answered).",
+                            2, op_result, NULL, 0, err, errlen);
+}
+
 /* ---- the controller's families ------------------------------------------ */
 
 int metrics_register_controller(metrics_registry *r, metrics_controller *m, char *err,
@@ -455,7 +594,11 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *policy[] = { "policy" };
     const char *hash[] = { "hash" };
     const char *state[] = { "state" };
-    const char *build[] = { "version", "commit", "lua" };
+    const char *ns_state[] = { "namespace", "state" };
+    const char *ns_cluster[] = { "namespace", "cluster" };
+    const char *ns_op_result[] = { "namespace", "operation", "result" };
+    const char *method_path_code[] = { "method", "path", "code" };
+    const char *method_path[] = { "method", "path" };
     metrics_controller c = {0};
     if (!r || !m) {
         util_set_err(err, errlen, "metrics_register_controller: no registry");
@@ -502,12 +645,36 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         "Iterations of the event loop: each waits for I/O or a timer, then runs what is ready. "
         "Fast growth with little else moving (watch events, requests) is a busy loop.",
         0, NULL, NULL, 0);
-    REG(build_info, METRICS_GAUGE, "flink_controller_build_info",
-        "1, labelled with the release, the commit and the Lua release the binary was built with.", 3,
-        build, NULL, 0);
+    if (!(c.build_info = metrics_register_build_info(r, err, errlen))) return -1;
+    REG(clusters, METRICS_GAUGE, "flink_controller_clusters",
+        "FlinkClusters by namespace and status.state (Unknown: no state yet), from the watch cache.",
+        2, ns_state, NULL, 0);
+    REG(jobs, METRICS_GAUGE, "flink_controller_jobs",
+        "Jobs of FlinkClusters by namespace and status.components.job.state (clusters without a "
+        "job spec not counted).", 2, ns_state, NULL, 0);
+    REG(job_restarts, METRICS_GAUGE, "flink_controller_job_restarts",
+        "status.components.job.restartCount of each FlinkCluster with a job.", 2, ns_cluster, NULL, 0);
+    REG(job_last_savepoint, METRICS_GAUGE, "flink_controller_job_last_savepoint_timestamp_seconds",
+        "Unix time of the last successful savepoint (status.components.job.lastSavepointTime); "
+        "absent while a cluster has none.", 2, ns_cluster, NULL, 0);
+    REG(savepoints_total, METRICS_COUNTER, "flink_controller_savepoints_total",
+        "Savepoints (operation savepoint) and stop-with-savepoints (operation stop) the controller "
+        "saw end, by result (success or failure).", 3, ns_op_result, NULL, 0);
+    REG(flink_requests_total, METRICS_COUNTER, "flink_controller_flink_requests_total",
+        "Flink REST calls by method, route template (ids as :jobid, :triggerid, :jarid) and HTTP "
+        "status code (0: no answer from the JobManager).", 3, method_path_code, NULL, 0);
+    REG(flink_request_duration, METRICS_HISTOGRAM, "flink_controller_flink_request_duration_seconds",
+        "Time of Flink REST calls from start to answer (or failure), in seconds.", 2, method_path,
+        reconcile_buckets, sizeof reconcile_buckets / sizeof reconcile_buckets[0]);
 #undef REG
-    const char *build_values[] = { FC_VERSION, FC_COMMIT, LUA_RELEASE };
-    if (metrics_set(c.build_info, build_values, 1) || metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
+    if (!(c.webhook_admissions = metrics_register_admissions(r, err, errlen))) return -1;
+    if (metrics_register_process(r, &c.process, err, errlen)) return -1;
+    metrics_set_max_series(c.clusters, METRICS_CLUSTER_MAX_SERIES);
+    metrics_set_max_series(c.jobs, METRICS_CLUSTER_MAX_SERIES);
+    metrics_set_max_series(c.job_restarts, METRICS_CLUSTER_MAX_SERIES);
+    metrics_set_max_series(c.job_last_savepoint, METRICS_CLUSTER_MAX_SERIES);
+    metrics_set_max_series(c.savepoints_total, METRICS_CLUSTER_MAX_SERIES);
+    if (metrics_set(c.workqueue_depth, NULL, 0) || metrics_set(c.leader, NULL, 0) ||
         metrics_set(c.lua_memory_bytes, NULL, 0) || metrics_add(c.loop_iterations_total, NULL, 0)) {
         util_set_err(err, errlen, "metrics_register_controller: out of memory");
         return -1;

@@ -61,6 +61,16 @@ int metrics_add(metrics_family *f, const char *const *values, double delta);   /
 int metrics_set(metrics_family *f, const char *const *values, double value);   /* gauge only */
 int metrics_observe(metrics_family *f, const char *const *values, double value); /* histogram */
 
+/* A family's own series cap instead of the registry's (0: the registry's again), for families
+ * with one series per FlinkCluster. No-op on NULL. */
+void metrics_set_max_series(metrics_family *f, size_t max_series);
+
+/* Sets a gauge series the caller knows is absent (e.g. right after metrics_clear, each label
+ * combination once): no lookup among the existing series, so filling n series is O(n), not
+ * O(n^2). A label combination set twice this way renders twice: use metrics_set when unsure.
+ * Returns as metrics_set. */
+int metrics_set_new(metrics_family *f, const char *const *values, double value);
+
 /* Drops every series of a family (an info gauge whose label value changed: the old value must
  * no longer render). No-op on NULL. */
 void metrics_clear(metrics_family *f);
@@ -77,7 +87,41 @@ const metrics_family *metrics_find(const metrics_registry *r, const char *name);
  * caller frees) and its length in *len (may be NULL), or NULL on OOM. */
 char *metrics_render(const metrics_registry *r, size_t *len);
 
+/* ---- process metrics (/proc/self), as Prometheus' client libraries export them ---------- */
+
+typedef struct metrics_process {
+    metrics_family *cpu_seconds_total;      /* counter: user + system CPU time, seconds */
+    metrics_family *resident_memory_bytes;  /* gauge: resident set size, bytes */
+    metrics_family *virtual_memory_bytes;   /* gauge: virtual memory size, bytes */
+    metrics_family *start_time_seconds;     /* gauge: process start, Unix seconds */
+    metrics_family *open_fds;               /* gauge: open file descriptors */
+    metrics_family *max_fds;                /* gauge: RLIMIT_NOFILE soft limit */
+} metrics_process;
+
+/* Registers process_cpu_seconds_total, process_resident_memory_bytes,
+ * process_virtual_memory_bytes, process_start_time_seconds, process_open_fds and process_max_fds
+ * in `r` and fills `p` (values read once at once). 0, or -1 with err. */
+int metrics_register_process(metrics_registry *r, metrics_process *p, char *err, size_t errlen);
+
+/* Reads /proc/self/stat (utime+stime, starttime, vsize, rss), /proc/stat (btime),
+ * /proc/self/fd and getrlimit(RLIMIT_NOFILE) into the families (the CPU counter is moved up to
+ * the new total; it never goes down). Called at scrape. 0, or -1 when /proc could not be read
+ * (the families keep their last values). */
+int metrics_process_update(const metrics_process *p);
+
+/* flink_controller_build_info{version,commit,lua} = 1 (core/version.h); NULL with err. */
+metrics_family *metrics_register_build_info(metrics_registry *r, char *err, size_t errlen);
+
+/* flink_controller_webhook_admissions_total{operation,result}: admission reviews answered,
+ * operation "CREATE"|"UPDATE" (as the AdmissionReview's request.operation; "" unknown), result
+ * "allowed"|"denied"|"error" (no review answered: a body that is not one, a framework failure).
+ * NULL with err. */
+metrics_family *metrics_register_admissions(metrics_registry *r, char *err, size_t errlen);
+
 /* ---- the controller's families, registered in one place ---------------- */
+
+/* Series cap of the families with one series per FlinkCluster (or per namespace and state). */
+#define METRICS_CLUSTER_MAX_SERIES 100000
 
 /* Upper bounds (seconds) of flink_controller_reconcile_duration_seconds:
  * Prometheus' DefBuckets (client_golang) plus 30 and 60. */
@@ -109,6 +153,21 @@ typedef struct metrics_controller {
                                                ev_iteration), brought up to date at scrape */
     metrics_family *build_info;             /* gauge {version,commit,lua}: 1, the build
                                                (core/version.h), as Prometheus' own *_build_info */
+    /* the Flink clusters (core/clustermetrics.h fills them) */
+    metrics_family *clusters;               /* gauge {namespace,state}: FlinkClusters by
+                                               status.state ("Unknown" without one) */
+    metrics_family *jobs;                   /* gauge {namespace,state}: jobs by
+                                               status.components.job.state */
+    metrics_family *job_restarts;           /* gauge {namespace,cluster}: restartCount */
+    metrics_family *job_last_savepoint;     /* gauge {namespace,cluster}: Unix seconds of
+                                               status.components.job.lastSavepointTime */
+    metrics_family *savepoints_total;       /* counter {namespace,operation,result}: operation
+                                               "savepoint"|"stop", result "success"|"failure" */
+    metrics_family *flink_requests_total;   /* counter {method,path,code}: Flink REST calls, path
+                                               the route template, code "0" without an answer */
+    metrics_family *flink_request_duration; /* histogram {method,path}, seconds */
+    metrics_family *webhook_admissions;     /* counter {operation,result} (run --webhook-addr) */
+    metrics_process process;                /* process_* */
 } metrics_controller;
 
 /* Registers the families above in `r` (names flink_controller_*) and

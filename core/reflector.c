@@ -16,7 +16,7 @@ struct reflector {
     kube_client *client;
     struct ev_loop *loop;
     const kube_kind *kind;
-    char *ns, *selector;
+    char *ns, *selector, *index_label; /* index_label: reflector_opts.cluster_label, NULL: none */
     reflector_opts o;
     reflector_event_fn on_event;
     void *ud;
@@ -53,6 +53,7 @@ static void destroy(reflector *r)
     free(r->zdict);
     free(r->ns);
     free(r->selector);
+    free(r->index_label);
     free(r->rv);
     free(r);
 }
@@ -132,10 +133,12 @@ static const char *controller_uid(json_t *obj, const char **kind, const char **n
     return NULL;
 }
 
-static const char *cluster_label(json_t *obj)
+/* The value of obj's label `label` (NULL when label is NULL or obj has no such string label). */
+static const char *cluster_label(json_t *obj, const char *label)
 {
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), "cluster"));
+    return label ? json_string_value(
+                       json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), label))
+                 : NULL;
 }
 
 /* An index set is one JSON string of its members' cache keys, each ended by '\0', in the order
@@ -182,9 +185,9 @@ static void index_set(json_t *index, const char *ikey, const char *key, int add)
 }
 
 /* The label index's key "ns/<cluster label>" of obj into ck (n bytes); 0 when it has none. */
-static int cluster_index_key(json_t *obj, char *ck, size_t n)
+static int cluster_index_key(const reflector *r, json_t *obj, char *ck, size_t n)
 {
-    const char *cl = cluster_label(obj);
+    const char *cl = cluster_label(obj, r->index_label);
     if (!cl)
         return 0;
     const char *ns = json_string_value(json_object_get(json_object_get(obj, "metadata"), "namespace"));
@@ -203,7 +206,7 @@ static void index_keys(reflector *r, const char *uid, const char *ck, const char
 static void index_obj(reflector *r, json_t *obj, const char *key, int add)
 {
     char ck[600];
-    index_keys(r, controller_uid(obj, NULL, NULL), cluster_index_key(obj, ck, sizeof ck) ? ck : NULL, key, add);
+    index_keys(r, controller_uid(obj, NULL, NULL), cluster_index_key(r, obj, ck, sizeof ck) ? ck : NULL, key, add);
 }
 
 /* Compact mode's cache entry: one JSON string holding "rv\0uid\0ck\0" (resourceVersion,
@@ -259,7 +262,7 @@ static json_t *entry_new(reflector *r, json_t *obj)
         return NULL;
     char ck[600];
     const char *rv = obj_rv(obj), *uid = controller_uid(obj, NULL, NULL);
-    const char *head[3] = {rv ? rv : "", uid ? uid : "", cluster_index_key(obj, ck, sizeof ck) ? ck : ""};
+    const char *head[3] = {rv ? rv : "", uid ? uid : "", cluster_index_key(r, obj, ck, sizeof ck) ? ck : ""};
     size_t n = 0, tl = strlen(text);
     for (int i = 0; i < 3; i++)
         n += strlen(head[i]) + 1;
@@ -550,9 +553,9 @@ static void list_done(const kube_result *res, void *ud)
     double dt = ev_time() - r->list_t0;
     char n[32], secs[32];
     snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
-    snprintf(secs, sizeof secs, "%.3f", dt);
+    snprintf(secs, sizeof secs, "%.1f", dt * 1000.0);
     log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
-            "path", r->path, "objects", n, "seconds", secs, NULL);
+            "path", r->path, "objects", n, "duration_ms", secs, NULL);
     r->depth++;                      /* keep r alive across the callbacks */
     int rc = replace_finish(r);
     if (rc == 0) {
@@ -714,14 +717,17 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
     r->backoff = r->o.backoff_initial_s;
     r->ns = opts && opts->namespace && *opts->namespace ? strdup(opts->namespace) : NULL;
     r->selector = opts && opts->label_selector && *opts->label_selector ? strdup(opts->label_selector) : NULL;
+    r->index_label = opts && opts->cluster_label && *opts->cluster_label ? strdup(opts->cluster_label) : NULL;
     r->o.namespace = r->ns;
     r->o.label_selector = r->selector;
+    r->o.cluster_label = r->index_label;
     r->store = json_object();
     r->by_owner = json_object();
     r->by_cluster = json_object();
     /* a namespace or selector lost to a failed strdup would widen the watch to everything */
     int lost = (opts && opts->namespace && *opts->namespace && !r->ns) ||
-               (opts && opts->label_selector && *opts->label_selector && !r->selector);
+               (opts && opts->label_selector && *opts->label_selector && !r->selector) ||
+               (opts && opts->cluster_label && *opts->cluster_label && !r->index_label);
     if (lost || kube_path(r->path, sizeof r->path, kind, r->ns, NULL, NULL) != 0 ||
         (opts && opts->field_selector && *opts->field_selector &&
          kube_path_query(r->path, sizeof r->path, "fieldSelector", opts->field_selector) != 0) || !r->store ||
@@ -732,6 +738,7 @@ reflector *reflector_start(kube_client *c, const kube_kind *kind, const reflecto
         json_decref(r->by_cluster);
         free(r->ns);
         free(r->selector);
+        free(r->index_label);
         free(r);
         return NULL;
     }
@@ -887,7 +894,7 @@ size_t reflector_texts_by_cluster(const reflector *r, const char *ns, const char
     return r && cluster ? each_in_set(r, cluster_set(r, ns, cluster), NULL, fn, ud) : 0;
 }
 
-int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n)
+int reflector_owner_key(json_t *obj, const char *owner_kind, const char *cluster_label_key, char *buf, size_t n)
 {
     json_t *meta = json_object_get(obj, "metadata");
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -901,7 +908,7 @@ int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n
         w = snprintf(buf, n, "%s/%s", ns, name);
     else if (controller_uid(obj, &okind, &oname), okind && oname && owner_kind && strcmp(okind, owner_kind) == 0)
         w = snprintf(buf, n, "%s/%s", ns, oname);
-    else if ((name = cluster_label(obj)) && *name)
+    else if ((name = cluster_label(obj, cluster_label_key)) && *name)
         w = snprintf(buf, n, "%s/%s", ns, name);
     return w > 0 && (size_t)w < n ? 1 : 0;
 }

@@ -13,8 +13,8 @@
  *   after a watch that delivered events or ended cleanly).
  *   Optional periodic resync re-delivers every cached object.
  * Cached objects have metadata.managedFields removed and are indexed by
- * "namespace/name", by the uid of their controller ownerReference and by
- * "namespace/<value of the `cluster` label>".
+ * "namespace/name", by the uid of their controller ownerReference and, with
+ * reflector_opts.cluster_label, by "namespace/<value of that label>".
  * Compact mode (reflector_opts.compact) keeps each object as its compact JSON
  * text beside its index keys and resourceVersion, about a tenth of a jansson
  * tree's memory (a StatefulSet: ~2 KiB of text against ~23 KiB in 270
@@ -60,6 +60,9 @@ typedef void (*reflector_error_fn)(reflector *r, const char *what, void *ud);
 typedef struct reflector_opts {
     const char *namespace;        /* NULL or "" = all namespaces */
     const char *label_selector;   /* NULL or "" = everything */
+    const char *cluster_label;    /* the label whose value indexes objects by cluster
+                                     (reflector_by_cluster; the controller's: fc.names'
+                                     CLUSTER_LABEL); NULL or "" = no such index */
     const char *field_selector;   /* NULL or "" = everything; e.g. "metadata.name=x" (one
                                      object: what RBAC resourceNames allows to list/watch) */
     double resync_s;              /* periodic resync period, seconds; 0 = off */
@@ -100,7 +103,8 @@ size_t reflector_len(const reflector *r);
 /* Bytes of the cached objects' texts in compact mode (0 otherwise). */
 size_t reflector_bytes(const reflector *r);
 /* Calls fn for every cached object / the ones whose controller
- * ownerReference has `uid` / the ones in `ns` labelled cluster=<cluster>.
+ * ownerReference has `uid` / the ones in `ns` whose reflector_opts.cluster_label
+ * is <cluster> (none without that option).
  * Returns how many. fn must not stop the reflector. `obj` is borrowed for the
  * call only (in compact mode a tree decoded for it). */
 typedef void (*reflector_each_fn)(json_t *obj, void *ud);
@@ -118,9 +122,9 @@ size_t reflector_texts_by_cluster(const reflector *r, const char *ns, const char
 
 /* The work-queue key of the FlinkCluster an object belongs to: its
  * controller ownerReference when that has kind `owner_kind` (e.g.
- * "FlinkCluster") -> "namespace/ownerName"; else its `cluster` label ->
- * "namespace/<label>"; for an object of kind `owner_kind` itself, its own
+ * "FlinkCluster") -> "namespace/ownerName"; else the value of its label
+ * `cluster_label` (NULL: none) -> "namespace/<value>"; for an object of kind `owner_kind` itself, its own
  * "namespace/name". Returns 1 and writes buf (n bytes), or 0 when none. */
-int reflector_owner_key(json_t *obj, const char *owner_kind, char *buf, size_t n);
+int reflector_owner_key(json_t *obj, const char *owner_kind, const char *cluster_label, char *buf, size_t n);
 
 #endif

@@ -22,6 +22,7 @@
 #include "leader.h"
 #include "lhost.h"
 #include "log.h"
+#include "clustermetrics.h"
 #include "metrics.h"
 #include "override.h"
 #include "reflector.h"
@@ -164,13 +165,31 @@ struct run_flink_call {
     http_request *hreq;
     run_flink_done_fn done;
     void *ud;
+    const metrics_controller *metrics; /* flink_requests_total, or NULL */
+    char method[16];
+    char route[256];                    /* the path's route template */
+    double started;                     /* monotonic seconds */
 };
+
+static double run_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void run_flink_count(const struct run_flink_call *c, long status)
+{
+    if (c->metrics)
+        clustermetrics_flink_request(c->metrics, c->method, c->route, status, run_monotonic() - c->started);
+}
 
 static void run_flink_http_done(http_request *req, const http_response *resp, void *ud)
 {
     (void)req;
     struct run_flink_call *c = ud;
     c->hreq = NULL;
+    run_flink_count(c, resp->status);
     c->done(resp->status, resp->body ? resp->body : "", resp->error ? resp->error : "", c->ud);
     free(c);
 }
@@ -184,6 +203,7 @@ static void run_flink_kube_done(const kube_result *res, void *ud)
     c->kcall = NULL;
     const char *kind = json_string_value(json_object_get(res->body, "kind"));
     int ok = res->status >= 200 && res->status < 300;
+    run_flink_count(c, res->status == 0 || (!ok && kind && strcmp(kind, "Status") == 0) ? 0 : res->status);
     if (res->status == 0) {
         c->done(0, "", *res->error ? res->error : "no answer from the API server", c->ud);
     } else if (!ok && kind && strcmp(kind, "Status") == 0) {
@@ -231,6 +251,11 @@ run_flink_call *run_flink_start(const run_flink_env *env, json_t *action, const 
     }
     c->done = done;
     c->ud = ud;
+    c->metrics = env->metrics;
+    snprintf(c->method, sizeof c->method, "%s", method);
+    if (clustermetrics_route(path, c->route, sizeof c->route))
+        snprintf(c->route, sizeof c->route, "(too long)");
+    c->started = run_monotonic();
     if (proxy) {
         kube_req r = {.method = method,
                       .path = loc,
@@ -281,9 +306,16 @@ static const kube_kind *run_kinds[RUN_MAXKINDS] = {&kube_kind_flinkcluster};
 static int run_nkinds = 1;
 /* bit k set: kind k's objects belong to a cluster by its `cluster` label, not by ownerReference */
 static unsigned run_by_label;
-/* bit k set: kind k is watched without RUN_CHILD_SELECTOR (kinds.lua any_labels: the original
+/* bit k set: kind k is watched without the children's selector (kinds.lua any_labels: the original
  * operator's ControllerRevisions carry the FlinkCluster's labels; run_transform filters them) */
 static unsigned run_any_labels;
+/* The children's labels as lua/fc/names.lua declares them (fc.names.watch(), read by
+ * run_load_kinds at start): the watches' selector ("app=flink,cluster"), the label whose value
+ * names the cluster (the caches' index, the owner key of a pod) and the app label pair a written
+ * object must carry for the cache to show it. Never freed: one process runs one controller. */
+static struct {
+    char *selector, *cluster, *app_label, *app;
+} run_labels;
 
 struct run_ns {
     char *ns; /* NULL: all namespaces */
@@ -374,6 +406,7 @@ struct run_ctx {
     int releasing;
     metrics_registry *reg;
     metrics_controller m;
+    clustermetrics_index *cm_index; /* the FlinkClusters' figures for the metrics, kept by run_on_event */
     struct run_override ov;
     /* counters */
     unsigned long reconciles, reconcile_errors, actions_done, action_errors;
@@ -429,10 +462,12 @@ struct run_fcall {
     char id[128];  /* where the answer is recorded (answers[id]) */
     json_t *intent; /* recorded with the answer */
     run_flink_call *call;
-    /* an upload action: the jar is downloaded first (dl), then sent as the multipart part */
+    /* an upload action: the jar is downloaded first (dl) into a file without a name (jar_fd,
+     * util_tmpfile: never whole in memory, freed when closed), then sent from it as the
+     * multipart part */
     json_t *action;
     http_request *dl;
-    char *jar;
+    int jar_fd;
     http_part part;
     char filename[256];
 };
@@ -443,42 +478,103 @@ static void run_fcall_free(struct run_fcall *c);
 
 /* ---- logs --------------------------------------------------------------------------------- */
 
-/* One record through core/log: the message printf-formatted, then "cluster" = the key when the
- * line is about one FlinkCluster (`key` NULL otherwise). */
-static void run_log(log_level level, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void run_log(log_level level, const char *key, const char *fmt, ...)
+/* The workqueue key "<namespace>/<name>" split for logs: the namespace into `ns` (n bytes, ""
+ * without a '/'), the name returned (inside `key`). */
+static const char *run_key_split(const char *key, char *ns, size_t n)
+{
+    const char *slash = strchr(key, '/');
+    snprintf(ns, n, "%.*s", slash ? (int)(slash - key) : 0, key);
+    return slash ? slash + 1 : key;
+}
+
+/* One record through core/log (log.h, "Keys"): `msg` a constant phrase; when `key` is a workqueue
+ * key "<namespace>/<name>" the record carries "cluster" = name and "namespace" (NULL: a line
+ * about no FlinkCluster); then the caller's key/value pairs, const char *, ended by NULL (at
+ * most 22 pairs). */
+static void run_log(log_level level, const char *key, const char *msg, ...) __attribute__((sentinel));
+static void run_log(log_level level, const char *key, const char *msg, ...)
 {
     if (!log_enabled(level))
         return;
-    char msg[2048];
+    const char *kvs[2 * 24];
+    size_t n = 0;
+    char ns[256];
+    if (key) {
+        kvs[n++] = "cluster";
+        kvs[n++] = run_key_split(key, ns, sizeof ns);
+        kvs[n++] = "namespace";
+        kvs[n++] = ns;
+    }
     va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_start(ap, msg);
+    for (const char *k; n + 2 <= sizeof kvs / sizeof *kvs && (k = va_arg(ap, const char *));) {
+        const char *v = va_arg(ap, const char *);
+        kvs[n++] = k;
+        kvs[n++] = v ? v : "(MISSING)";
+        if (!v)
+            break;
+    }
     va_end(ap);
-    if (key)
-        log_msg(level, msg, "cluster", key, NULL);
-    else
-        log_msg(level, msg, NULL);
+    log_kv(level, msg, n / 2, kvs);
 }
 
-/* "event <type> <reason>: <message>" with the message's `mlen` bytes: a NUL in it (a policy's
- * message naming a value "a\u0000b") is written escaped, not the end of the line. */
+/* Numbers as log values, in a buffer that lives as long as the enclosing block (a compound
+ * literal): RUN_LD(long) "%ld", RUN_MS(seconds) milliseconds "%.1f", RUN_ZU(size_t). */
+static const char *run_fmt(char *b, size_t n, const char *fmt, double v)
+{
+    snprintf(b, n, fmt, v);
+    return b;
+}
+#define RUN_LD(v) run_fmt((char[32]){0}, 32, "%.0f", (double)(v))
+#define RUN_ZU(v) RUN_LD(v)
+#define RUN_MS(s) run_fmt((char[32]){0}, 32, "%.1f", (double)(s) * 1000.0)
+
+/* A Flink REST call's record: "method" and "path" from the call's signature "<METHOD> <path>",
+ * "job" when the path names one (/jobs/<32 hex digits>...), "http_code" when `code` >= 0 and
+ * "error" when `error` is not NULL. */
+static void run_log_flink(log_level level, const char *key, const char *msg, const char *sig, long code,
+                          const char *error)
+{
+    if (!log_enabled(level))
+        return;
+    char method[16], job[33] = "";
+    const char *sp = strchr(sig, ' ');
+    const char *path = sp ? sp + 1 : "?";
+    snprintf(method, sizeof method, "%.*s", sp ? (int)(sp - sig) : 1, sp ? sig : "?");
+    if (strncmp(path, "/jobs/", 6) == 0 && strspn(path + 6, "0123456789abcdef") == 32 &&
+        (path[38] == '\0' || path[38] == '/' || path[38] == '?'))
+        snprintf(job, sizeof job, "%.32s", path + 6);
+    const char *kv[8] = {NULL};
+    size_t n = 0;
+    if (*job) {
+        kv[n++] = "job";
+        kv[n++] = job;
+    }
+    if (code >= 0) {
+        kv[n++] = "http_code";
+        kv[n++] = RUN_LD(code);
+    }
+    if (error) {
+        kv[n++] = "error";
+        kv[n++] = error;
+    }
+    run_log(level, key, msg, "method", method, "path", path, kv[0], kv[1], kv[2], kv[3], kv[4], kv[5], NULL);
+}
+
+/* An Event's record, "event" with "event_type", "reason" and "message" (its `mlen` bytes: a NUL
+ * in it, a policy's message naming a value "a\u0000b", is written escaped, not the end of the
+ * line). */
 static void run_log_event(const char *key, const char *type, const char *reason, const char *message,
                           size_t mlen)
 {
     log_level level = strcmp(type, "Warning") == 0 ? LOG_WARN : LOG_INFO;
     if (!log_enabled(level))
         return;
-    util_buf b = {.first = 256};
-    util_buf_str(&b, "event ");
-    util_buf_str(&b, type);
-    util_buf_put(&b, " ", 1);
-    util_buf_str(&b, reason);
-    util_buf_put(&b, ": ", 2);
-    util_buf_put(&b, message, mlen);
-    if (!b.oom)
-        log_kvn(level, b.p, b.len, 1, (const char *[]){"cluster", key}, NULL);
-    util_buf_free(&b);
+    char ns[256];
+    const char *kvs[] = {"cluster", run_key_split(key, ns, sizeof ns), "namespace", ns, "event_type", type,
+                         "reason", reason, "message", message};
+    size_t lens[] = {strlen(kvs[1]), strlen(ns), strlen(type), strlen(reason), mlen};
+    log_kvn(level, "event", strlen("event"), 5, kvs, lens);
 }
 
 /* ---- metrics ------------------------------------------------------------------------------ */
@@ -530,6 +626,9 @@ static void run_on_scrape(void *ud)
         metrics_set(ctx->m.cache_objects, kv, (double)n);
         metrics_set(ctx->m.cache_bytes, kv, (double)bytes);
     }
+    metrics_process_update(&ctx->m.process);
+    /* the Flink clusters as the cache shows them now: a deleted one's series go */
+    clustermetrics_collect(&ctx->m, ctx->cm_index);
 }
 
 /* ---- snapshot ------------------------------------------------------------------------------ */
@@ -683,7 +782,7 @@ static void run_write_snapshot(struct run_ctx *ctx, struct run_item *it, const c
     if (f && fclose(f) != 0)
         ok = 0;
     if (!ok || rename(tmp, path) != 0)
-        run_log(LOG_WARN, it->key, "--debug-snapshot-dir: cannot write %s: %s", path, strerror(errno));
+        run_log(LOG_WARN, it->key, "debug snapshot not written", "path", path, "error", strerror(errno), NULL);
 }
 
 /* ---- expectations: act only on what has been seen ------------------------------------------- */
@@ -741,8 +840,9 @@ static void run_expect_written(struct run_ctx *ctx, const char *key, int k, json
     json_t *meta = json_object_get(obj, "metadata");
     const char *rv = json_string_value(json_object_get(meta, "resourceVersion"));
     json_t *labels = json_object_get(meta, "labels");
-    const char *app = json_string_value(json_object_get(labels, "app"));
-    if (!rv || (k > 0 && (!json_is_string(json_object_get(labels, "cluster")) || !app || strcmp(app, "flink"))))
+    const char *app = json_string_value(json_object_get(labels, run_labels.app_label));
+    int ours = json_is_string(json_object_get(labels, run_labels.cluster)) && app && strcmp(app, run_labels.app) == 0;
+    if (!rv || (k > 0 && !ours))
         return;
     run_expect(ctx, key, k, json_string_value(json_object_get(meta, "name")), json_pack("{s:s}", "rv", rv));
 }
@@ -776,8 +876,8 @@ static double run_expect_pending(struct run_ctx *ctx, struct run_ns *rn, const c
     }
     double left = json_number_value(json_object_get(e, "deadline")) - ev_time();
     if (json_object_size(objs) && left <= 0)
-        run_log(LOG_WARN, key, "the cache still lacks %zu of the controller's own writes after %.0f s: "
-                "the pass runs anyway", json_object_size(objs), RUN_EXPECT_TTL_S);
+        run_log(LOG_WARN, key, "cache lacks own writes, pass runs anyway", "objects", RUN_ZU(json_object_size(objs)),
+                "wait_ms", RUN_MS(RUN_EXPECT_TTL_S), NULL);
     if (!json_object_size(objs) || left <= 0) {
         json_object_del(ctx->expect, key);
         return 0;
@@ -892,14 +992,14 @@ static void run_item_finish(struct run_item *it)
         /* a write of someone else came in between: the watch brings it; meanwhile back off as
          * for a failure (client-go: AddRateLimited on any error, conflicts included) */
         double d = workqueue_add_rate_limited(ctx->q, it->key);
-        run_log(LOG_INFO, it->key, "status conflict: retry in %.3f s", d);
+        run_log(LOG_INFO, it->key, "status conflict", "retry_in_ms", RUN_MS(d), NULL);
     } else if (it->failed) {
         ctx->reconcile_errors++;
         double d = workqueue_add_rate_limited(ctx->q, it->key);
         if (d >= 0)
-            run_log(LOG_WARN, it->key, "reconcile failed: retry in %.3f s", d);
+            run_log(LOG_WARN, it->key, "reconcile failed", "retry_in_ms", RUN_MS(d), NULL);
         else
-            run_log(LOG_WARN, it->key, "reconcile failed (stopping: not retried)");
+            run_log(LOG_WARN, it->key, "reconcile failed", "reason", "Stopping", NULL);
     } else {
         workqueue_forget(ctx->q, it->key);
         if (requeue > 0)
@@ -952,12 +1052,12 @@ static void run_kube_done(const kube_result *res, void *ud)
         json_object_set_new(d, it->dry_key,
                             json_pack("{s:s, s:I, s:s}", "hash", it->dry_hash, "status", (json_int_t)res->status,
                                       "message", ok ? "" : (res->message ? res->message : "")));
-        run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, "%s: HTTP %ld%s%s", it->what, res->status, ok ? "" : ": ",
-                ok ? "" : (res->message ? res->message : ""));
+        run_log(ok ? LOG_DEBUG : LOG_INFO, it->key, ok ? "dry run accepted" : "dry run refused", "action", it->what,
+                "http_code", RUN_LD(res->status), ok ? NULL : "error", res->message ? res->message : "", NULL);
     } else if (!ok && it->phase == PHASE_EVENTS) {
         /* an Event that cannot be written is logged, never a reason to retry the key; a repeat
          * whose Event is gone (expired by the API server's event TTL) creates a new one */
-        run_log(LOG_WARN, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+        run_log(LOG_WARN, it->key, "event write failed", "action", it->what, "http_code", RUN_LD(res->status), "error", res->message ? res->message : "", NULL);
         if (it->event) {
             json_object_del(it->event, "name");
             json_object_set_new(it->event, "count", json_integer(0));
@@ -979,7 +1079,7 @@ static void run_kube_done(const kube_result *res, void *ud)
          * DELETED event forgets the key. */
         it->status_refused = 1;
         it->gone = 1;
-        run_log(LOG_INFO, it->key, "%s: HTTP 404: the FlinkCluster is gone", it->what);
+        run_log(LOG_INFO, it->key, "cluster gone", "action", it->what, "http_code", "404", NULL);
     } else if (!ok && res->status == 403 && kube_status_has_cause(res->body, "NamespaceTerminating")) {
         /* the namespace is being deleted (its FlinkCluster with it): every further write of
          * this pass, its retry and its Warning Events would be refused the same way. As
@@ -989,17 +1089,17 @@ static void run_kube_done(const kube_result *res, void *ud)
         it->terminating = 1;
         it->status_refused = 1;
         it->phase = PHASE_DONE;
-        run_log(LOG_INFO, it->key, "%s: HTTP 403: namespace %s is being terminated: the rest of this pass is "
-                "not written, and not retried", it->what, it->ns);
+        run_log(LOG_INFO, it->key, "namespace terminating, pass not written", "action", it->what, "http_code", "403",
+                "reason", "NamespaceTerminating", NULL);
     } else if (!ok) {
         ctx->action_errors++;
         it->failed = 1;
         it->status_refused |= it->phase == PHASE_STATUS;
-        run_log(LOG_ERROR, it->key, "%s: HTTP %ld: %s", it->what, res->status, res->message);
+        run_log(LOG_ERROR, it->key, it->phase == PHASE_STATUS ? "status write failed" : "write failed", "action", it->what, "http_code", RUN_LD(res->status), "error", res->message ? res->message : "", NULL);
         run_failure_event(it, res->status, res->message);
     } else {
         ctx->actions_done++;
-        run_log(LOG_DEBUG, it->key, "%s: HTTP %ld", it->what, res->status);
+        run_log(LOG_DEBUG, it->key, "written", "action", it->what, "http_code", RUN_LD(res->status), NULL);
         /* what the next pass waits to see in the cache */
         if (it->write == WRITE_DELETE)
             run_expect(ctx, it->key, it->del_kind, strrchr(it->what, ' ') + 1,
@@ -1029,7 +1129,8 @@ static void run_fcall_free(struct run_fcall *c)
     run_flink_cancel(c->call);
     json_decref(c->intent);
     json_decref(c->action);
-    free(c->jar);
+    if (c->jar_fd >= 0)
+        close(c->jar_fd);
     free(c->key);
     free(c);
 }
@@ -1046,10 +1147,10 @@ static void run_fcall_done(long status, const char *body, const char *error, voi
         }
     run_flink_record(run_flink_state(ctx, c->key), c->id, c->intent, status, body, error, (double)time(NULL));
     if (status < 200 || status >= 300)
-        run_log(LOG_WARN, c->key, "flink %s: HTTP %ld: %.300s", c->sig, status,
-                *error ? error : *body ? body : "(an empty answer)");
+        run_log_flink(LOG_WARN, c->key, "flink request failed", c->sig, status,
+                      *error ? error : *body ? body : "(an empty answer)");
     else
-        run_log(LOG_DEBUG, c->key, "flink %s: HTTP %ld", c->sig, status);
+        run_log_flink(LOG_DEBUG, c->key, "flink request", c->sig, status, NULL);
     /* the next pass uses this answer at once (and does not ask the same again) */
     json_t *f = json_object_get(ctx->fresh, c->key);
     if (!f) {
@@ -1071,19 +1172,14 @@ static void run_fcall_downloaded(http_request *req, const http_response *resp, v
     c->dl = NULL;
     char err[600] = "";
     if (resp->status >= 200 && resp->status < 300 && !*resp->error) {
-        c->jar = malloc(resp->body_len ? resp->body_len : 1);
-        if (c->jar) {
-            memcpy(c->jar, resp->body, resp->body_len);
-            c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
-                                  .data = c->jar, .len = resp->body_len};
-            char e2[512] = "";
-            c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
-            if (c->call)
-                return;
-            snprintf(err, sizeof err, "%s", e2);
-        } else {
-            snprintf(err, sizeof err, "out of memory for the jar (%zu bytes)", resp->body_len);
-        }
+        /* resp->body_len: the bytes written to jar_fd */
+        c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
+                              .from_fd = 1, .fd = c->jar_fd, .len = resp->body_len};
+        char e2[512] = "";
+        c->call = run_flink_start(&c->ctx->flink_env, c->action, &c->part, run_fcall_done, c, e2, sizeof e2);
+        if (c->call)
+            return;
+        snprintf(err, sizeof err, "%s", e2);
     } else {
         snprintf(err, sizeof err, "download %s: %s", json_string_value(json_object_get(json_object_get(c->action,
                  "upload"), "url")) ?: "?", *resp->error ? resp->error : "not a 2xx answer");
@@ -1108,10 +1204,11 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     char err[512] = "out of memory";
     if (!c || !(c->key = strdup(it->key))) {
         free(c);
-        run_log(LOG_WARN, it->key, "flink %s %s: %s", method ?: "?", path ?: "?", err);
+        run_log(LOG_WARN, it->key, "flink request not started", "method", method ?: "?", "path", path ?: "?", "error", err, NULL);
         return;
     }
     c->ctx = ctx;
+    c->jar_fd = -1;
     snprintf(c->sig, sizeof c->sig, "%s %s", method ?: "?", path ?: "?");
     snprintf(c->id, sizeof c->id, "%s", id ? id : "");
     c->intent = json_incref(json_object_get(a, "intent"));
@@ -1120,7 +1217,8 @@ static void run_start_fcall(struct run_item *it, json_t *a)
         busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
     json_t *up = json_object_get(a, "upload");
     if (!busy && json_is_object(up)) {
-        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified) */
+        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified)
+         * into a temporary file (the cap is on the file; memory stays libcurl's buffers) */
         const char *url = json_string_value(json_object_get(up, "url"));
         json_t *mb = json_object_get(up, "max_bytes"), *tm = json_object_get(up, "timeout_ms");
         const char *base = url ? strrchr(url, '/') : NULL;
@@ -1132,14 +1230,20 @@ static void run_start_fcall(struct run_item *it, json_t *a)
                         .timeout_ms = json_is_integer(tm) ? (long)json_integer_value(tm) : 60000,
                         .max_body = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
                                                                                        : (size_t)64 << 20,
+                        .save = 1,
                         .on_done = run_fcall_downloaded,
                         .ud = c};
-        c->dl = ctx->flink_env.hc && url ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
+        char e2[400] = "";
+        if (ctx->flink_env.hc && url && (c->jar_fd = util_tmpfile(e2, sizeof e2)) < 0)
+            snprintf(err, sizeof err, "download %s: %s", url, e2);
+        ho.save_fd = c->jar_fd;
+        c->dl = c->jar_fd >= 0 ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
         if (c->dl) {
             c->next = ctx->fcalls;
             ctx->fcalls = c;
             return;
         }
+        /* else err is util_tmpfile's or http_request_start's */
         if (!url || !ctx->flink_env.hc)
             snprintf(err, sizeof err, "upload needs upload.url and an HTTP client");
     } else if (!busy) {
@@ -1153,7 +1257,7 @@ static void run_start_fcall(struct run_item *it, json_t *a)
     if (!busy) {
         /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
         run_flink_record(run_flink_state(ctx, it->key), c->id, c->intent, 0, NULL, err, (double)time(NULL));
-        run_log(LOG_WARN, it->key, "flink %s: %s", c->sig, err);
+        run_log_flink(LOG_WARN, it->key, "flink request not started", c->sig, -1, err);
     }
     run_fcall_free(c);
 }
@@ -1243,7 +1347,7 @@ static int run_start_action(struct run_item *it, json_t *a)
     }
     it->failed = 1;
     ctx->action_errors++;
-    run_log(LOG_ERROR, it->key, "%s: %s", it->what, err);
+    run_log(LOG_ERROR, it->key, "write not started", "action", it->what, "error", err, NULL);
     run_failure_event(it, 0, err);
     return 0;
 }
@@ -1253,7 +1357,7 @@ static int run_start_status(struct run_item *it, json_t *status)
     struct run_ctx *ctx = it->ctx;
     json_t *meta = json_object_get(it->cluster, "metadata");
     if (run_status_kept(ctx, it->key, status, json_object_get(it->cluster, "status"))) {
-        run_log(LOG_DEBUG, it->key, "status: as last written (the server keeps less of it): not written");
+        run_log(LOG_DEBUG, it->key, "status unchanged, not written", NULL);
         return 0;
     }
     json_decref(it->sent);
@@ -1278,7 +1382,7 @@ static int run_start_status(struct run_item *it, json_t *status)
         return 1;
     it->failed = 1;
     it->status_refused = 1;
-    run_log(LOG_ERROR, it->key, "patch status: %s", err);
+    run_log(LOG_ERROR, it->key, "status write failed", "action", "patch status", "error", err, NULL);
     return 0;
 }
 
@@ -1361,7 +1465,7 @@ static int run_start_event(struct run_item *it, json_t *ev)
         return 1;
     json_decref(it->event);
     it->event = NULL;
-    run_log(LOG_WARN, it->key, "%s: %s", it->what, err);
+    run_log(LOG_WARN, it->key, "event write failed", "action", it->what, "error", err, NULL);
     return 0;
 }
 
@@ -1408,7 +1512,7 @@ static int run_start_hash_patch(struct run_item *it)
     if (it->call)
         return 1;
     it->failed = 1;
-    run_log(LOG_ERROR, it->key, "%s: %s", it->what, err);
+    run_log(LOG_ERROR, it->key, "write not started", "action", it->what, "error", err, NULL);
     return 0;
 }
 
@@ -1416,7 +1520,7 @@ static void run_item_step(struct run_item *it)
 {
     for (;;) {
         if (it->phase != PHASE_DONE && !run_may_write(it->ctx)) {
-            run_log(LOG_WARN, it->key, "leadership lost: the rest of this pass is not written");
+            run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
             it->fenced = 1;
             it->phase = PHASE_DONE;
         }
@@ -1437,6 +1541,10 @@ static void run_item_step(struct run_item *it)
             continue;
         }
         case PHASE_STATUS:
+            /* a savepoint's end is counted once: when the status recording it is written */
+            if (it->sent && !it->status_refused)
+                clustermetrics_savepoint_ended(&it->ctx->m, it->ns, json_object_get(it->cluster, "status"),
+                                              it->sent);
             it->phase = PHASE_CONTROL;
             continue;
         case PHASE_CONTROL:
@@ -1517,7 +1625,7 @@ static void run_process(struct run_ctx *ctx, const char *key)
     }
     double wait = run_expect_pending(ctx, rn, key, it->ns);
     if (wait > 0) {
-        run_log(LOG_DEBUG, key, "waiting for the cache to show the controller's own writes (at most %.1f s)", wait);
+        run_log(LOG_DEBUG, key, "waiting for own writes in the cache", "wait_ms", RUN_MS(wait), NULL);
         it->waiting = 1;
         json_decref(cluster);
         workqueue_add_after(ctx->q, key, wait);
@@ -1552,16 +1660,16 @@ static void run_process(struct run_ctx *ctx, const char *key)
         it->result = json_loads(out, JSON_ALLOW_NUL, NULL); /* a "\u0000" in a message is data */
     free(out);
     if (rc != 0 || !json_is_object(it->result)) {
-        run_log(LOG_ERROR, key, "reconcile framework error: %s", rc ? err : "result is not an object");
+        run_log(LOG_ERROR, key, "reconcile framework error", "error", rc ? err : "result is not an object", NULL);
         it->failed = 1;
         it->phase = PHASE_DONE;
         run_item_step(it);
         return;
     }
-    run_log(LOG_DEBUG, key, "reconcile: %zu actions, status %s, %zu events (%.1f ms)",
-            json_array_size(json_object_get(it->result, "actions")),
-            json_object_get(it->result, "status") ? "changed" : "unchanged",
-            json_array_size(json_object_get(it->result, "events")), dt * 1000);
+    run_log(LOG_DEBUG, key, "reconciled", "duration_ms", RUN_MS(dt),
+            "actions", RUN_ZU(json_array_size(json_object_get(it->result, "actions"))),
+            "status", json_object_get(it->result, "status") ? "changed" : "unchanged",
+            "events", RUN_ZU(json_array_size(json_object_get(it->result, "events"))), NULL);
     it->phase = PHASE_ACTIONS;
     run_item_step(it);
 }
@@ -1574,7 +1682,7 @@ static int run_may_work(struct run_ctx *ctx)
 static void run_released(int ok, void *ud)
 {
     struct run_ctx *ctx = ud;
-    run_log(ok ? LOG_INFO : LOG_WARN, NULL, ok ? "leader lease released" : "leader lease not released");
+    run_log(ok ? LOG_INFO : LOG_WARN, NULL, ok ? "leader lease released" : "leader lease not released", NULL);
     ev_break(ctx->loop, EVBREAK_ALL);
 }
 
@@ -1684,9 +1792,13 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     if (k == 0) {
         if (run_cluster_key(obj, key, sizeof key))
             return;
-        if (ev == REFLECTOR_DELETED)
+        if (ev == REFLECTOR_DELETED) {
+            clustermetrics_index_delete(ctx->cm_index, obj);
             run_forget_key(ctx, key);
-    } else if (!reflector_owner_key(obj, "FlinkCluster", key, sizeof key)) {
+        } else {
+            clustermetrics_index_put(ctx->cm_index, obj);
+        }
+    } else if (!reflector_owner_key(obj, kube_kind_flinkcluster.kind, run_labels.cluster, key, sizeof key)) {
         return;
     }
     workqueue_add(ctx->q, key);
@@ -1712,7 +1824,7 @@ static void run_check_synced(struct run_ctx *ctx)
             if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
                 return;
     ctx->synced = 1;
-    run_log(LOG_INFO, NULL, "caches synced: ready");
+    run_log(LOG_INFO, NULL, "caches synced, ready", NULL);
     if (ctx->srv)
         server_set_ready(ctx->srv, 1, NULL);
     ev_idle_start(ctx->loop, &ctx->pump_idle);
@@ -1730,7 +1842,7 @@ static void run_on_error(reflector *r, const char *what, void *ud)
     const char *kind = r == ctx->ov.r ? "ConfigMap" : run_kind_name(run_kind_index(ctx, r));
     const char *kv[] = {kind};
     metrics_inc(ctx->m.watch_restarts_total, kv);
-    run_log(LOG_WARN, NULL, "watch %s: %s", kind, what);
+    run_log(LOG_WARN, NULL, "watch restarted", "kind", kind, "error", what, NULL);
 }
 
 /* ---- policy overrides (--policy-configmap) -------------------------------------------------- */
@@ -1740,8 +1852,8 @@ static void run_override_event_done(const kube_result *res, void *ud)
     struct run_ctx *ctx = ud;
     run_count_request(ctx, "POST", res->status);
     if (res->status < 200 || res->status >= 300)
-        run_log(LOG_WARN, NULL, "create event about ConfigMap %s/%s: HTTP %ld: %s", ctx->ov.ns, ctx->ov.name,
-                res->status, res->message);
+        run_log(LOG_WARN, NULL, "event write failed", "configmap", ctx->ov.name, "namespace", ctx->ov.ns,
+                "http_code", RUN_LD(res->status), "error", res->message ? res->message : "", NULL);
 }
 
 /* An Event about the ConfigMap `cm` (not deduplicated: one per set checked); written only by a
@@ -1754,7 +1866,7 @@ static void run_override_event(struct run_ctx *ctx, json_t *cm, const char *type
     json_t *inv = run_typed(cm, &kube_kind_configmap);
     char err[512] = "out of memory";
     if (!inv || !kube_event_create(ctx->kc, inv, type, reason, message, run_override_event_done, ctx, err, sizeof err))
-        run_log(LOG_WARN, NULL, "create event %s about ConfigMap %s/%s: %s", reason, ctx->ov.ns, ctx->ov.name, err);
+        run_log(LOG_WARN, NULL, "event write failed", "configmap", ctx->ov.name, "namespace", ctx->ov.ns, "reason", reason, "error", err, NULL);
     json_decref(inv);
 }
 
@@ -1795,8 +1907,8 @@ static int run_override_switch(struct run_ctx *ctx, const char *dir, const char 
                                    err, sizeof err);
     json_decref(res);
     if (!res) {
-        run_log(LOG_ERROR, NULL, "policy set %s: cannot switch to it: %s; set %s keeps serving", hash, err,
-                ov->active_hash);
+        run_log(LOG_ERROR, NULL, "policy set not switched", "hash", hash, "error", err, "serving_hash",
+                ov->active_hash, NULL);
         return -1;
     }
     char old[sizeof ov->active_dir];
@@ -1981,7 +2093,7 @@ static void run_stop_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
     (void)revents;
     (void)w;
-    run_log(LOG_WARN, NULL, "stop: work still in flight after %.0f s; exiting", RUN_STOP_GRACE_S);
+    run_log(LOG_WARN, NULL, "work still in flight, exiting", "wait_ms", RUN_MS(RUN_STOP_GRACE_S), NULL);
     ev_break(loop, EVBREAK_ALL);
 }
 
@@ -2014,11 +2126,11 @@ static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     (void)revents;
     struct run_ctx *ctx = w->data;
     if (ctx->stopping) {
-        run_log(LOG_WARN, NULL, "second signal: exiting now");
+        run_log(LOG_WARN, NULL, "second signal, exiting now", NULL);
         ev_break(loop, EVBREAK_ALL);
         return;
     }
-    run_log(LOG_INFO, NULL, "signal %d: stopping (%d keys in flight)", w->signum, ctx->inflight);
+    run_log(LOG_INFO, NULL, "stopping", "signal", RUN_LD(w->signum), "in_flight", RUN_LD(ctx->inflight), NULL);
     run_begin_stop(ctx, 0);
 }
 
@@ -2027,7 +2139,7 @@ static void run_started_leading(void *ud)
     struct run_ctx *ctx = ud;
     ctx->leading = 1;
     metrics_set(ctx->m.leader, NULL, 1);
-    run_log(LOG_INFO, NULL, "leading as %s", leader_identity(ctx->le));
+    run_log(LOG_INFO, NULL, "leading", "identity", leader_identity(ctx->le), NULL);
     certsync_check_now(ctx->cs); /* a new leader makes or renews the certificates at once */
     /* everything cached so far may have changed while another replica led */
     for (size_t i = 0; i < ctx->nns; i++)
@@ -2049,7 +2161,7 @@ static void run_stopped_leading(void *ud)
             kube_cancel(it->call);
         it->call = NULL;
         if (!it->fenced)
-            run_log(LOG_WARN, it->key, "leadership lost: the rest of this pass is not written");
+            run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
         it->fenced = 1;
         run_item_finish(it);
     }
@@ -2058,14 +2170,14 @@ static void run_stopped_leading(void *ud)
         return;
     /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
      * (after the keys in flight) and its Deployment restarts it as a candidate */
-    run_log(LOG_ERROR, NULL, "leader lease lost: stopping");
+    run_log(LOG_ERROR, NULL, "leader lease lost, stopping", NULL);
     run_begin_stop(ctx, 1);
 }
 
 static void run_new_leader(const char *identity, void *ud)
 {
     (void)ud;
-    run_log(LOG_INFO, NULL, "leader is %s", identity && *identity ? identity : "(none)");
+    run_log(LOG_INFO, NULL, "leader changed", "identity", identity && *identity ? identity : "(none)", NULL);
 }
 
 /* ---- options ------------------------------------------------------------------------------- */
@@ -2158,21 +2270,22 @@ static void run_on_webhook_pair(const char *cert_pem, const char *key_pem, void 
         return;
     if (ctx->wh) {
         if (webhook_set_pair(ctx->wh, cert_pem, key_pem, err, sizeof err))
-            run_log(LOG_WARN, NULL, "webhook certificate not taken, the previous one serves: %s", err);
+            run_log(LOG_WARN, NULL, "webhook certificate not taken, the previous one serves", "error", err, NULL);
         else
-            run_log(LOG_INFO, NULL, "webhook serving the certificate from the Secret (generation %u)",
-                    webhook_generation(ctx->wh));
+            run_log(LOG_INFO, NULL, "webhook serving the certificate from the Secret", "generation",
+                    RUN_LD(webhook_generation(ctx->wh)), NULL);
         return;
     }
-    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host};
+    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host,
+                       .admissions = ctx->m.webhook_admissions};
     ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
     if (!ctx->wh) {
         /* as at start with files: a webhook that cannot listen stops the controller */
-        run_log(LOG_ERROR, NULL, "%s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "serve", "error", err, NULL);
         run_begin_stop(ctx, 1);
         return;
     }
-    run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+    run_log(LOG_INFO, NULL, "serving the admission webhook", "port", RUN_LD(webhook_port(ctx->wh)), NULL);
 }
 
 static int run_may_write_ud(void *ud)
@@ -2441,7 +2554,8 @@ static int run_start_reflectors(struct run_ctx *ctx)
         for (int k = 0; k < run_nkinds; k++) {
             reflector_opts ro = {.namespace = ctx->nss[i].ns,
                                  .label_selector = k == 0 || (run_any_labels & (1u << k)) ? NULL
-                                                                                          : RUN_CHILD_SELECTOR,
+                                                                                          : run_labels.selector,
+                                 .cluster_label = k == 0 ? NULL : run_labels.cluster,
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .transform = run_transform,
                                  .compact = 1,
@@ -2449,7 +2563,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
                                  .on_error = run_on_error};
             ctx->nss[i].r[k] = reflector_start(ctx->kc, run_kinds[k], &ro, run_on_event, ctx, err, sizeof err);
             if (!ctx->nss[i].r[k]) {
-                run_log(LOG_ERROR, NULL, "watch %s: %s", run_kinds[k]->plural, err);
+                run_log(LOG_ERROR, NULL, "startup failed", "step", "watch", "kind", run_kinds[k]->plural, "error", err, NULL);
                 return -1;
             }
         }
@@ -2457,15 +2571,43 @@ static int run_start_reflectors(struct run_ctx *ctx)
     return 0;
 }
 
+/* Reads the children's labels from lua/fc/names.lua (names.watch(): {selector, cluster_label,
+ * app_label, app}, each a non-empty string) into run_labels. -1 with err (n bytes) when one is
+ * missing. */
+static int run_load_labels(struct run_ctx *ctx, char *err, size_t n)
+{
+    char *out = NULL;
+    if (lhost_call_json(ctx->host, "fc.names", "watch", NULL, &out, err, n))
+        return -1;
+    json_t *w = json_loads(out, 0, NULL);
+    free(out);
+    static const char *const fields[] = {"selector", "cluster_label", "app_label", "app"};
+    char **dst[] = {&run_labels.selector, &run_labels.cluster, &run_labels.app_label, &run_labels.app};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof *fields && !rc; i++) {
+        const char *v = json_string_value(json_object_get(w, fields[i]));
+        if (!v || !*v || !(*dst[i] = strdup(v))) {
+            snprintf(err, n, "names.watch().%s must be a non-empty string", fields[i]);
+            rc = -1;
+        }
+    }
+    json_decref(w);
+    return rc;
+}
+
 /* Reads the child kinds from lua/fc/kinds.lua (kinds.watched(): [{apiVersion, kind, resource,
- * by_label, any_labels}]) into run_kinds; the watches, the snapshot's children and the deletes
- * follow. */
+ * by_label, any_labels}]) into run_kinds and their labels from lua/fc/names.lua
+ * (run_load_labels); the watches, the snapshot's children and the deletes follow. */
 static int run_load_kinds(struct run_ctx *ctx)
 {
     char err[1024];
     char *out = NULL;
+    if (run_load_labels(ctx, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "fc.names", "error", err, NULL);
+        return -1;
+    }
     if (lhost_call_json(ctx->host, "fc.kinds", "watched", NULL, &out, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "fc.kinds", "error", err, NULL);
         return -1;
     }
     json_error_t jerr;
@@ -2505,7 +2647,7 @@ static int run_load_kinds(struct run_ctx *ctx)
     }
     json_decref(list);
     if (rc)
-        run_log(LOG_ERROR, NULL, "fc.kinds: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "fc.kinds", "error", err, NULL);
     return rc;
 }
 
@@ -2517,7 +2659,7 @@ static int run_check_framework(struct run_ctx *ctx)
     lua_getglobal(L, "require");
     lua_pushliteral(L, "fc.reconcile");
     if (lhost_pcall(ctx->host, 1, 1, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "cannot load the framework: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "load the framework", "error", err, NULL);
         return -1;
     }
     lua_pop(L, 1);
@@ -2563,7 +2705,7 @@ int run_main(int argc, char **argv)
     ctx->dryruns = json_object();
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
-        run_log(LOG_ERROR, NULL, "lua host: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "lua host", "error", err, NULL);
         goto out;
     }
     if (run_check_framework(ctx) || run_load_kinds(ctx))
@@ -2571,7 +2713,7 @@ int run_main(int argc, char **argv)
     /* the built-in set: the policy dir given at start; its hash names it like any other */
     snprintf(ctx->ov.builtin_dir, sizeof ctx->ov.builtin_dir, "%s", lhost_policy_dir(ctx->host));
     if (override_hash(ctx->ov.builtin_dir, ctx->ov.builtin_hash, sizeof ctx->ov.builtin_hash, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "policy set: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "policy set", "error", err, NULL);
         goto out;
     }
     memcpy(ctx->ov.active_hash, ctx->ov.builtin_hash, sizeof ctx->ov.active_hash);
@@ -2584,8 +2726,10 @@ int run_main(int argc, char **argv)
         snprintf(ctx->ov.name, sizeof ctx->ov.name, "%s", slash + 1);
     }
     ctx->reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
-    if (!ctx->reg || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "metrics: %s", ctx->reg ? err : "out of memory");
+    ctx->cm_index = clustermetrics_index_new();
+    if (!ctx->reg || !ctx->cm_index || metrics_register_controller(ctx->reg, &ctx->m, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "metrics", "error",
+                ctx->reg && ctx->cm_index ? err : "out of memory", NULL);
         goto out;
     }
     run_override_set_info(ctx);
@@ -2597,70 +2741,71 @@ int run_main(int argc, char **argv)
                           .scrape_ud = ctx};
         ctx->srv = server_start(ctx->loop, &so, err, sizeof err);
         if (!ctx->srv) {
-            run_log(LOG_ERROR, NULL, "%s", err);
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "serve", "error", err, NULL);
             goto out;
         }
         server_set_ready(ctx->srv, 0, "caches not synced");
-        run_log(LOG_INFO, NULL, "serving health on port %d, metrics on port %d", server_health_port(ctx->srv),
-                server_metrics_port(ctx->srv));
+        run_log(LOG_INFO, NULL, "serving health and metrics", "health_port", RUN_LD(server_health_port(ctx->srv)),
+                "metrics_port", RUN_LD(server_metrics_port(ctx->srv)), NULL);
     }
     if (ctx->o.webhook_addr && *ctx->o.webhook_addr && !ctx->o.webhook_secret) {
         /* served by every replica, leader or not: admission needs no leadership */
         webhook_opts wo = {.addr = ctx->o.webhook_addr,
                            .cert_file = ctx->o.webhook_cert,
                            .key_file = ctx->o.webhook_key,
-                           .host = ctx->host};
+                           .host = ctx->host,
+                           .admissions = ctx->m.webhook_admissions};
         ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
         if (!ctx->wh) {
-            run_log(LOG_ERROR, NULL, "%s", err);
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "serve", "error", err, NULL);
             goto out;
         }
-        run_log(LOG_INFO, NULL, "serving the admission webhook on port %d", webhook_port(ctx->wh));
+        run_log(LOG_INFO, NULL, "serving the admission webhook", "port", RUN_LD(webhook_port(ctx->wh)), NULL);
     }
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (kube_config_load_default(&cfg, ctx->o.kubeconfig, ctx->o.context, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "kubernetes config: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "kubernetes config", "error", err, NULL);
         goto out;
     }
     cfg.qps = ctx->o.qps;
     cfg.burst = ctx->o.burst;
     ctx->kc = kube_client_new(ctx->loop, &cfg, err, sizeof err);
-    run_log(LOG_INFO, NULL, "API server %s (context %s), policies %s (set %s), %d workers",
-            cfg.server ? cfg.server : "?", cfg.context ? cfg.context : "?", lhost_policy_dir(ctx->host),
-            ctx->ov.builtin_hash, ctx->o.workers);
+    run_log(LOG_INFO, NULL, "starting", "server", cfg.server ? cfg.server : "?", "context", cfg.context ? cfg.context : "?",
+            "policy_dir", lhost_policy_dir(ctx->host), "hash", ctx->ov.builtin_hash, "workers", RUN_LD(ctx->o.workers), NULL);
     ctx->flink_env.access = run_flink_access_resolve(ctx->o.flink_access, cfg.context);
     ctx->flink_env.base_url = ctx->o.flink_base;
-    run_log(LOG_INFO, NULL, "Flink REST: %s", ctx->o.flink_base ? ctx->o.flink_base
+    run_log(LOG_INFO, NULL, "flink REST access", "flink_rest", ctx->o.flink_base ? ctx->o.flink_base
                                                : ctx->flink_env.access == RUN_FLINK_SERVICE
                                                    ? "each JobManager Service's cluster DNS name"
-                                                   : "the API server's service proxy");
+                                                   : "the API server's service proxy", NULL);
     kube_config_clear(&cfg);
     if (!ctx->kc) {
-        run_log(LOG_ERROR, NULL, "kubernetes client: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "kubernetes client", "error", err, NULL);
         goto out;
     }
     ctx->hc = http_client_new(ctx->loop, err, sizeof err);
     if (!ctx->hc) {
-        run_log(LOG_ERROR, NULL, "http client: %s", err);
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "http client", "error", err, NULL);
         goto out;
     }
     ctx->flink_env.kc = ctx->kc;
     ctx->flink_env.hc = ctx->hc;
+    ctx->flink_env.metrics = &ctx->m;
     ctx->q = workqueue_new(ctx->loop, &(workqueue_opts){.on_ready = run_on_ready, .ready_ud = ctx});
     ev_idle_init(&ctx->pump_idle, run_pump_cb);
     ctx->pump_idle.data = ctx;
     ctx->nns = ctx->o.nns ? ctx->o.nns : 1;
     ctx->nss = calloc(ctx->nns, sizeof *ctx->nss);
     if (!ctx->q || !ctx->nss) {
-        run_log(LOG_ERROR, NULL, "out of memory");
+        run_log(LOG_ERROR, NULL, "startup failed", "error", "out of memory", NULL);
         goto out;
     }
     for (size_t i = 0; i < ctx->o.nns; i++) {
         /* a NULL namespace means all of them: an allocation failure must not widen the watch */
         ctx->nss[i].ns = strdup(ctx->o.namespaces[i]);
         if (!ctx->nss[i].ns) {
-            run_log(LOG_ERROR, NULL, "out of memory");
+            run_log(LOG_ERROR, NULL, "startup failed", "error", "out of memory", NULL);
             goto out;
         }
     }
@@ -2676,11 +2821,11 @@ int run_main(int argc, char **argv)
                              .on_error = run_on_error};
         ctx->ov.r = reflector_start(ctx->kc, &kube_kind_configmap, &ro, run_override_on_event, ctx, err, sizeof err);
         if (!ctx->ov.r) {
-            run_log(LOG_ERROR, NULL, "watch ConfigMap %s: %s", ctx->o.policy_configmap, err);
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "watch", "kind", "ConfigMap", "configmap", ctx->o.policy_configmap, "error", err, NULL);
             goto out;
         }
-        run_log(LOG_INFO, NULL, "policy overrides from ConfigMap %s (sets under %s)", ctx->o.policy_configmap,
-                ctx->o.policy_work_dir);
+        run_log(LOG_INFO, NULL, "policy overrides from a ConfigMap", "configmap", ctx->o.policy_configmap,
+                "policy_work_dir", ctx->o.policy_work_dir, NULL);
     }
     ev_signal_init(&ctx->sig_term, run_on_signal, SIGTERM);
     ev_signal_init(&ctx->sig_int, run_on_signal, SIGINT);
@@ -2694,7 +2839,7 @@ int run_main(int argc, char **argv)
         if (leader_default_identity(ident, sizeof ident) ||
             (ctx->o.leader_ns ? snprintf(lns, sizeof lns, "%s", ctx->o.leader_ns) >= (int)sizeof lns
                               : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, sizeof lns))) {
-            run_log(LOG_ERROR, NULL, "leader election: identity or namespace too long");
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", "identity or namespace too long", NULL);
             goto out;
         }
         leader_opts lo = {.namespace = lns,
@@ -2705,10 +2850,10 @@ int run_main(int argc, char **argv)
                           .ud = ctx};
         ctx->le = leader_start(ctx->loop, ctx->kc, &lo, err, sizeof err);
         if (!ctx->le) {
-            run_log(LOG_ERROR, NULL, "leader election: %s", err);
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", err, NULL);
             goto out;
         }
-        run_log(LOG_INFO, NULL, "leader election: lease %s/%s as %s", lns, LEADER_LEASE_NAME, ident);
+        run_log(LOG_INFO, NULL, "leader election", "lease", LEADER_LEASE_NAME, "namespace", lns, "identity", ident, NULL);
     }
     if (ctx->o.webhook_secret) {
         /* every replica reads the Secret and serves its pair; only one that may write makes it */
@@ -2722,13 +2867,13 @@ int run_main(int argc, char **argv)
                             .ud = ctx};
         ctx->cs = certsync_start(ctx->loop, ctx->kc, &co, err, sizeof err);
         if (!ctx->cs) {
-            run_log(LOG_ERROR, NULL, "webhook certificates: %s", err);
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "webhook certificates", "error", err, NULL);
             goto out;
         }
     }
     ev_run(ctx->loop, 0);
-    run_log(LOG_INFO, NULL, "stopped: %lu reconciles, %lu failed, %lu writes, %lu failed writes", ctx->reconciles,
-            ctx->reconcile_errors, ctx->actions_done, ctx->action_errors);
+    run_log(LOG_INFO, NULL, "stopped", "reconciles", RUN_LD(ctx->reconciles), "reconciles_failed",
+            RUN_LD(ctx->reconcile_errors), "writes", RUN_LD(ctx->actions_done), "writes_failed", RUN_LD(ctx->action_errors), NULL);
     code = ctx->stopping ? ctx->exit_code : 1;
 out:
     /* items still in flight after the grace period: cancel their calls */
@@ -2763,6 +2908,7 @@ out:
     server_stop(ctx->srv);
     webhook_stop(ctx->wh);
     metrics_registry_free(ctx->reg);
+    clustermetrics_index_free(ctx->cm_index);
     lhost_free(ctx->host);
     json_decref(ctx->flink);
     json_decref(ctx->emitted);

@@ -5,7 +5,7 @@
  * framework (lua/fc/reconcile.lua through core/lhost) on one libev loop (docs/contracts.md,
  * "Reconcile" and "Transport"):
  *   - one reflector per kind (FlinkCluster; ConfigMap, StatefulSet, Service, Ingress, Job and
- *     Pod labelled RUN_CHILD_SELECTOR; ControllerRevision unselected, fc.kinds any_labels, those
+ *     Pod labelled fc.names.selector(); ControllerRevision unselected, fc.kinds any_labels, those
  *     a FlinkCluster controls kept) per --namespace, or over all namespaces; every event enqueues the owner key "namespace/name" (reflector_owner_key);
  *   - once every cache synced (and, with --leader-elect, while leading) up to --workers keys are
  *     in flight: expectations met (the caches show the key's own last writes, or
@@ -61,9 +61,6 @@
  * and been restarted by the reflector (relist), so one minute bounds the stall a lost event can
  * cause without letting a healthy watch's lag through. */
 #define RUN_EXPECT_TTL_S 60.0
-/* The children the controller watches: the labels every object the policies make carries
- * (policies/lib/names.lua cluster_labels); pods are watched for the same labels. */
-#define RUN_CHILD_SELECTOR "app=flink,cluster"
 
 /* 1 when resourceVersion `have` is `want` or newer. Resource versions are opaque strings to
  * clients (Kubernetes API concepts, "Resource versions"), but an etcd-backed API server hands out
@@ -125,6 +122,9 @@ typedef struct run_flink_env {
     const char *base_url;
     kube_client *kc;
     http_client *hc;
+    /* NULL, or where each call's end is counted (clustermetrics_flink_request: method, route
+     * template of the action's path, status, seconds from start to answer) */
+    const struct metrics_controller *metrics;
 } run_flink_env;
 
 typedef struct run_flink_call run_flink_call;

@@ -3,12 +3,14 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void util_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -179,4 +181,26 @@ int util_parse_uint(const char *s, unsigned long min, unsigned long max, unsigne
         return -1;
     *out = x;
     return 0;
+}
+
+int util_tmpfile(char *err, size_t errlen)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/fc-XXXXXX", dir) >= (int)sizeof path) {
+            errno = ENAMETOOLONG;
+        } else if ((fd = mkostemp(path, O_CLOEXEC)) >= 0 && unlink(path) != 0) {
+            int e = errno;
+            close(fd);
+            fd = -1;
+            errno = e;
+        }
+    }
+    if (fd < 0)
+        util_set_err(err, errlen, "temporary file in %s: %s", dir, strerror(errno));
+    return fd;
 }

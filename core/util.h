@@ -68,4 +68,12 @@ char *util_memdup(const void *p, size_t n);
  * exponent) into *out (untouched on failure). 0, or -1 when s is anything else. */
 int util_parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
+/* A new empty file without a name, open for reading and writing (mode 0600, close-on-exec),
+ * in $TMPDIR (or /tmp when unset or empty): O_TMPFILE|O_EXCL, so it can never be linked and
+ * nothing else can open it; where the file system has no O_TMPFILE, a mkostemp file (O_EXCL,
+ * a random name) unlinked at once. Its space is freed when the descriptor is closed, even
+ * when the process dies. Returns the descriptor, or -1 with err set to "temporary file in
+ * <dir>: <strerror>". */
+int util_tmpfile(char *err, size_t errlen);
+
 #endif

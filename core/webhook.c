@@ -18,6 +18,7 @@
 
 #include "lhost.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "util.h"
 
@@ -37,6 +38,7 @@ struct webhook {
     wh_daemon *cur, *old;           /* old: quiesced after a reload, finishing its connections */
     ev_timer reload, drain;
     size_t max_body;
+    metrics_family *admissions;     /* or NULL */
     unsigned timeout_s;
     unsigned generation;
     unsigned drain_ticks;           /* seconds the old daemon has been draining */
@@ -61,10 +63,24 @@ static enum MHD_Result wh_text(struct MHD_Connection *conn, unsigned status, con
     return wh_respond(conn, status, "text/plain; charset=utf-8", (char *)text, strlen(text), 0);
 }
 
+/* Counts one review in admissions{operation, result}: the operation from the request body's
+ * request.operation ("" when it has none), result "allowed"/"denied" from `allowed` (1/0) or
+ * "error" (-1: no review answered). */
+static void wh_count(webhook *w, const wh_req *r, int allowed)
+{
+    if (!w->admissions)
+        return;
+    json_t *body = r->body.p ? json_loadb(r->body.p, r->body.len, 0, NULL) : NULL;
+    const char *op = json_string_value(json_object_get(json_object_get(body, "request"), "operation"));
+    const char *v[] = {op ? op : "", allowed < 0 ? "error" : allowed ? "allowed" : "denied"};
+    metrics_inc(w->admissions, v);
+    json_decref(body);
+}
+
 /* The AdmissionReview to send: fc.admission's {review, patch} with `patch` (a list of JSON
- * Patch ops) encoded as JSON, then base64 (OpenSSL), into review.response.patch. NULL with
- * err on a malformed result. */
-static char *wh_finish(const char *result, char *err, size_t errlen)
+ * Patch ops) encoded as JSON, then base64 (OpenSSL), into review.response.patch; *allowed gets
+ * response.allowed (1/0). NULL with err on a malformed result. */
+static char *wh_finish(const char *result, int *allowed, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *root = json_loads(result, JSON_ALLOW_NUL, &je); /* a name "a\u0000b" is refused, not a 500 */
@@ -75,6 +91,7 @@ static char *wh_finish(const char *result, char *err, size_t errlen)
         json_decref(root);
         return NULL;
     }
+    *allowed = json_is_true(json_object_get(response, "allowed"));
     json_t *patch = json_object_get(root, "patch");
     if (json_is_array(patch) && json_array_size(patch) > 0) {
         char *text = json_dumps(patch, JSON_COMPACT);
@@ -128,23 +145,30 @@ static enum MHD_Result wh_on_request(void *cls, struct MHD_Connection *conn, con
         return MHD_YES;
     }
     if (r->too_big) {
+        wh_count(w, r, -1);
         char msg[96];
         snprintf(msg, sizeof msg, "request body over %zu bytes\n", w->max_body);
         return wh_text(conn, MHD_HTTP_CONTENT_TOO_LARGE, msg);
     }
-    if (!r->body.p || !r->body.len) return wh_text(conn, MHD_HTTP_BAD_REQUEST, "empty body: an AdmissionReview was expected\n");
+    if (!r->body.p || !r->body.len) {
+        wh_count(w, r, -1);
+        return wh_text(conn, MHD_HTTP_BAD_REQUEST, "empty body: an AdmissionReview was expected\n");
+    }
     char err[1024];
     char *result = NULL;
     if (lhost_call_json(w->host, "fc.admission", fn, r->body.p, &result, err, sizeof err)) {
         log_warn("admission review failed", "path", url, "error", err, NULL);
+        wh_count(w, r, -1);
         char msg[1100];
         snprintf(msg, sizeof msg, "%s\n", err);
         /* the body is not JSON or not an object: the caller's mistake */
         unsigned code = strstr(err, "JSON") || strstr(err, "json") ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
         return wh_text(conn, code, msg);
     }
-    char *out = wh_finish(result, err, sizeof err);
+    int allowed = 0;
+    char *out = wh_finish(result, &allowed, err, sizeof err);
     free(result);
+    wh_count(w, r, out ? allowed : -1);
     if (!out) {
         log_warn("admission review failed", "path", url, "error", err, NULL);
         return wh_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "admission: malformed result\n");
@@ -361,6 +385,7 @@ webhook *webhook_start(struct ev_loop *loop, const webhook_opts *o, char *err, s
     w->loop = loop;
     w->host = o->host;
     w->max_body = o->max_body ? o->max_body : WEBHOOK_MAX_BODY;
+    w->admissions = o->admissions;
     w->timeout_s = o->timeout_s ? o->timeout_s : WEBHOOK_TIMEOUT_S;
     w->cert_file = files ? strdup(o->cert_file) : NULL;
     w->key_file = files ? strdup(o->key_file) : NULL;
@@ -432,14 +457,21 @@ static void wh_usage(FILE *out)
     fprintf(out,
             "usage: flink-controller webhook --addr A --cert-file F --key-file F [--policy-dir D]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N] [--log-format text|json]\n"
-            "         [--cert-check-seconds N]\n"
+            "         [--cert-check-seconds N] [--metrics-addr A]\n"
             "Serves only the FlinkCluster admission webhook over TLS (POST /validate, /mutate:\n"
             "AdmissionReview v1) with the policies, until SIGTERM; no API server is contacted.\n"
             "The certificate files are re-read when they change. `run --webhook-addr` serves the\n"
-            "same inside the controller.\n");
+            "same inside the controller. --metrics-addr HOST:PORT: also GET /metrics (plain HTTP;\n"
+            "\":9090\" is loopback only, \"0.0.0.0:9090\" every interface).\n");
 }
 
-enum { WO_ADDR = 400, WO_CERT, WO_KEY, WO_POLICY_DIR, WO_TIMEOUT, WO_MEMORY, WO_LOG_FORMAT, WO_CHECK };
+enum { WO_ADDR = 400, WO_CERT, WO_KEY, WO_POLICY_DIR, WO_TIMEOUT, WO_MEMORY, WO_LOG_FORMAT, WO_CHECK, WO_METRICS };
+
+/* The webhook process's own metrics, brought up to date at each scrape. */
+static void wh_on_scrape(void *ud)
+{
+    metrics_process_update(ud);
+}
 
 int webhook_main(int argc, char **argv)
 {
@@ -452,11 +484,13 @@ int webhook_main(int argc, char **argv)
         {"policy-memory-mib", required_argument, NULL, WO_MEMORY},
         {"log-format", required_argument, NULL, WO_LOG_FORMAT},
         {"cert-check-seconds", required_argument, NULL, WO_CHECK},
+        {"metrics-addr", required_argument, NULL, WO_METRICS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     webhook_opts wo = {0};
     struct lhost_opts ho = {0};
     log_format fmt = LOG_FORMAT_TEXT;
+    const char *metrics_addr = NULL;
     unsigned long n;
     int c;
     opterr = 0;
@@ -470,6 +504,7 @@ int webhook_main(int argc, char **argv)
         case WO_CERT: wo.cert_file = optarg; break;
         case WO_KEY: wo.key_file = optarg; break;
         case WO_POLICY_DIR: ho.policy_dir = optarg; break;
+        case WO_METRICS: metrics_addr = optarg; break;
         case WO_TIMEOUT:
         case WO_MEMORY:
             if (util_parse_uint(optarg, 1, c == WO_TIMEOUT ? 3600000 : 65536, &n)) {
@@ -504,7 +539,7 @@ int webhook_main(int argc, char **argv)
     }
     log_configure(fmt, LOG_INFO);
     signal(SIGPIPE, SIG_IGN);
-    char err[1024];
+    char err[1024], port[16];
     struct lhost *h = lhost_new(&ho, err, sizeof err);
     if (!h) {
         log_error("lua host", "error", err, NULL);
@@ -512,13 +547,38 @@ int webhook_main(int argc, char **argv)
     }
     struct ev_loop *loop = ev_default_loop(EVFLAG_AUTO);
     wo.host = h;
-    webhook *w = webhook_start(loop, &wo, err, sizeof err);
-    if (!w) {
-        log_error("cannot serve the webhook", "error", err, NULL);
+    metrics_registry *reg = metrics_registry_new(0, "flink_controller_metrics_dropped_total");
+    metrics_process proc;
+    server *srv = NULL;
+    if (!reg || !metrics_register_build_info(reg, err, sizeof err) ||
+        !(wo.admissions = metrics_register_admissions(reg, err, sizeof err)) ||
+        metrics_register_process(reg, &proc, err, sizeof err)) {
+        log_error("metrics", "error", reg ? err : "out of memory", NULL);
+        metrics_registry_free(reg);
         lhost_free(h);
         return 1;
     }
-    char port[16];
+    if (metrics_addr && *metrics_addr) {
+        server_opts so = {.metrics_addr = metrics_addr, .metrics = reg, .on_scrape = wh_on_scrape, .scrape_ud = &proc};
+        srv = server_start(loop, &so, err, sizeof err);
+        if (!srv) {
+            log_error("cannot serve metrics", "error", err, NULL);
+            metrics_registry_free(reg);
+            lhost_free(h);
+            return 1;
+        }
+        server_set_ready(srv, 1, NULL);
+        snprintf(port, sizeof port, "%d", server_metrics_port(srv));
+        log_info("serving metrics", "port", port, NULL);
+    }
+    webhook *w = webhook_start(loop, &wo, err, sizeof err);
+    if (!w) {
+        log_error("cannot serve the webhook", "error", err, NULL);
+        server_stop(srv);
+        metrics_registry_free(reg);
+        lhost_free(h);
+        return 1;
+    }
     snprintf(port, sizeof port, "%d", webhook_port(w));
     log_info("serving the admission webhook", "port", port, "policies", lhost_policy_dir(h), NULL);
     ev_signal sterm, sint;
@@ -530,6 +590,8 @@ int webhook_main(int argc, char **argv)
     ev_signal_stop(loop, &sterm);
     ev_signal_stop(loop, &sint);
     webhook_stop(w);
+    server_stop(srv);
+    metrics_registry_free(reg);
     lhost_free(h);
     log_info("webhook stopped", NULL);
     return 0;

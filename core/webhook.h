@@ -33,6 +33,7 @@
 #include <ev.h>
 
 struct lhost;
+struct metrics_family;
 
 #define WEBHOOK_MAX_BODY ((size_t)8 << 20) /* bytes: object + oldObject of 3 MiB each, and more */
 #define WEBHOOK_TIMEOUT_S 10u               /* idle connection timeout */
@@ -54,6 +55,9 @@ typedef struct webhook_opts {
     size_t max_body;        /* 0: WEBHOOK_MAX_BODY */
     unsigned timeout_s;     /* 0: WEBHOOK_TIMEOUT_S */
     double reload_s;        /* 0: WEBHOOK_RELOAD_S */
+    /* NULL, or flink_controller_webhook_admissions_total (metrics_register_admissions): each
+     * review of /validate and /mutate counted by request.operation and response.allowed */
+    struct metrics_family *admissions;
 } webhook_opts;
 
 /* Binds, loads the certificate pair and starts serving on `loop`. NULL with err filled
@@ -77,10 +81,12 @@ unsigned webhook_generation(const webhook *w);
 void webhook_stop(webhook *w);
 
 /* `flink-controller webhook --addr A --cert-file F --key-file F [--policy-dir D]
- * [--policy-timeout-ms N] [--policy-memory-mib N] [--log-format text|json] [--cert-check-seconds N]`:
- * serves only the
+ * [--policy-timeout-ms N] [--policy-memory-mib N] [--log-format text|json] [--cert-check-seconds N]
+ * [--metrics-addr A]`: serves only the
  * webhook (no API server connection) until SIGTERM/SIGINT; exit 0, 1 when it cannot start,
- * 2 for usage errors. The controller serves the same with `run --webhook-addr ...`. */
+ * 2 for usage errors. --metrics-addr (core/server.h's address forms) also serves GET /metrics
+ * over plain HTTP: build_info, webhook_admissions_total and process_*. The controller serves the
+ * same with `run --webhook-addr ...`. */
 int webhook_main(int argc, char **argv);
 
 #endif

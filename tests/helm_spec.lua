@@ -101,6 +101,8 @@ describe("helm lint and helm template of the chart", function()
     ["webhook self"] = { webhook = { enabled = true } },
     ["webhook cert-manager"] = { webhook = { enabled = true, certificates = "cert-manager" } },
     serviceMonitor = { metrics = { serviceMonitor = { enabled = true } } },
+    monitoring = { metrics = { serviceMonitor = { enabled = true }, prometheusRule = { enabled = true },
+      dashboard = { enabled = true } } },
     policyOverride = { policyOverride = { configMap = "flink-controller-policies" } },
     everything = { watchNamespaces = { "a" }, webhook = { enabled = true }, policyOverride = { configMap = "p" },
       metrics = { serviceMonitor = { enabled = true } } },
@@ -264,11 +266,49 @@ describe("helm lint and helm template of the chart", function()
     for k, v in pairs(svc.spec.selector) do assert.are.equal(v, d.spec.template.metadata.labels[k], k) end
     local sm = find(objs, "ServiceMonitor", "flink-controller", "flink-system")
     assert.are.equal("monitoring.coreos.com/v1", sm.apiVersion)
-    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s" } }, sm.spec.endpoints)
+    assert.are.same({ { port = "metrics", path = "/metrics", interval = "30s", honorLabels = true } },
+      sm.spec.endpoints)
     for k, v in pairs(sm.spec.selector.matchLabels) do assert.are.equal(v, svc.metadata.labels[k], k) end
     assert.are.same({ matchNames = { "flink-system" } }, sm.spec.namespaceSelector)
     -- off by default
     assert.is_nil(find(template(), "Service", "flink-controller-metrics"))
+  end)
+
+  it("monitoring: deploy/monitoring's Service, ServiceMonitor, alerts (for the release's job) and dashboard", function()
+    local mon = mf.objects(fx.read(fx.path("deploy/monitoring/metrics-service.yaml")) .. "\n---\n"
+      .. fx.read(fx.path("deploy/monitoring/servicemonitor.yaml")) .. "\n---\n"
+      .. fx.read(fx.path("deploy/monitoring/prometheusrule.yaml")))
+    local objs = template(SETS.monitoring)
+    -- the Service and ServiceMonitor as deploy/monitoring's but for the selector labels
+    local svc, want_svc = find(objs, "Service", "flink-controller-metrics", "flink-system"), by_kind(mon, "Service")[1]
+    assert.are.same(want_svc.spec.ports, svc.spec.ports)
+    local sm = find(objs, "ServiceMonitor", "flink-controller", "flink-system")
+    local want_sm = by_kind(mon, "ServiceMonitor")[1]
+    assert.are.same(want_sm.spec.endpoints, sm.spec.endpoints)
+    assert.are.same(want_sm.spec.namespaceSelector, sm.spec.namespaceSelector)
+    -- the rule's groups as deploy/monitoring's for the release flink-controller
+    local rule = find(objs, "PrometheusRule", "flink-controller", "flink-system")
+    assert.are.equal("monitoring.coreos.com/v1", rule.apiVersion)
+    assert.are.same(by_kind(mon, "PrometheusRule")[1].spec, rule.spec)
+    local cm = find(objs, "ConfigMap", "flink-controller-dashboard", "flink-system")
+    assert.are.equal("1", cm.metadata.labels.grafana_dashboard)
+    assert.is_true(cm.data["flink-controller.json"] .. "\n" == fx.read(fx.path("deploy/monitoring/dashboard.json")))
+    -- another release: the alerts select its metrics Service's job, which its ServiceMonitor scrapes
+    local out, ok = run("template fc --namespace mon", SETS.monitoring)
+    assert(ok, out)
+    objs = mf.objects(out)
+    assert.is_not_nil(find(objs, "Service", "fc-flink-controller-metrics", "mon"))
+    rule = find(objs, "PrometheusRule", "fc-flink-controller", "mon")
+    for _, g in ipairs(rule.spec.groups) do
+      for _, r in ipairs(g.rules) do
+        assert.matches('job="fc-flink-controller-metrics"', r.expr, 1, true, r.alert)
+        assert.is_nil(r.expr:find('job="flink-controller-metrics"', 1, true), r.alert)
+      end
+    end
+    -- off by default
+    objs = template()
+    assert.is_nil(find(objs, "PrometheusRule", "flink-controller"))
+    assert.is_nil(find(objs, "ConfigMap", "flink-controller-dashboard"))
   end)
 
   it("policyOverride.configMap: deploy/policy-override's flags and Role", function()

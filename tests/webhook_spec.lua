@@ -148,7 +148,7 @@ describe("flink-controller webhook #bin", function()
   setup(function()
     dir = fx.tmpdir()
     assert.is_true(os.execute(ROOT .. "/scripts/webhook-certs.sh " .. dir .. " >/dev/null"))
-    start("--cert-check-seconds 1")
+    start("--cert-check-seconds 1 --metrics-addr 127.0.0.1:0")
   end)
   teardown(function()
     if pid then os.execute("kill " .. pid .. " 2>/dev/null; sleep 0.3") end
@@ -204,6 +204,45 @@ describe("flink-controller webhook #bin", function()
     assert.is_true(r.allowed)
     assert.is_nil(r.patch)
     assert.is_nil(r.patchType)
+  end)
+
+  it("counts admissions by operation and result on --metrics-addr's /metrics, with build and process", function()
+    local mport = (fx.read(log, true) or ""):match("serving metrics\" port=(%d+)")
+    assert.is_not_nil(mport, fx.read(log, true))
+    local function scrape()
+      local p = assert(io.popen("curl -s -m 5 http://127.0.0.1:" .. mport .. "/metrics"))
+      local text = p:read("a")
+      p:close()
+      return text
+    end
+    local function value(text, series)
+      for line in text:gmatch("[^\n]+") do
+        local name, v = line:match("^(%S+) (%S+)$")
+        if name == series then return tonumber(v) end
+      end
+      return 0
+    end
+    local denied = 'flink_controller_webhook_admissions_total{operation="CREATE",result="denied"}'
+    local allowed = 'flink_controller_webhook_admissions_total{operation="UPDATE",result="allowed"}'
+    local errors = 'flink_controller_webhook_admissions_total{operation="",result="error"}'
+    local before = scrape()
+    local bad = cluster("small")
+    bad.spec.taskManager.resources = { limits = { memory = "512Mi" } }
+    assert.are.equal(200, (post("/validate", review("CREATE", bad, nil, "m1"))))
+    local defaulted = require("defaults").apply(cluster("m"))
+    assert.are.equal(200, (post("/mutate", review("UPDATE", defaulted, defaulted))))
+    local f = os.tmpname()
+    fx.write(f, "not json")
+    assert.are.equal(400, (curl("/validate", f)))
+    os.remove(f)
+    local after = scrape()
+    assert.are.equal(value(before, denied) + 1, value(after, denied), after)
+    assert.are.equal(value(before, allowed) + 1, value(after, allowed), after)
+    assert.are.equal(value(before, errors) + 1, value(after, errors), after)
+    local build = '\nflink_controller_build_info{version="[^"]+",commit="[^"]+",lua="Lua 5.4[^"]*"} 1\n'
+    assert.is_not_nil(after:find(build), after)
+    assert.is_true(value(after, "process_resident_memory_bytes") > 1e6, after)
+    assert.is_true(value(after, "process_open_fds") > 3, after)
   end)
 
   it("answers 404, 405, 400, 413 and /healthz", function()
@@ -327,7 +366,7 @@ describe("flink-controller run --webhook-addr #testenv #bin", function()
     p:close()
     local port
     for _ = 1, 100 do
-      port = (fx.read(log, true) or ""):match("serving the admission webhook on port (%d+)")
+      port = (fx.read(log, true) or ""):match("serving the admission webhook\" port=(%d+)")
       if port then break end
       os.execute("sleep 0.1")
     end

@@ -50,9 +50,10 @@ local flink = {}
 flink.EXCEPTION_MAX = 8192
 --- Bytes of the first line of a savepoint's failure cause kept for the policies.
 flink.FAILURE_MAX = 400
---- Largest jar an upload_jar intent downloads (bytes; the download fails beyond it) and how
--- long the download may take (seconds), unless the intent says otherwise.
-flink.JAR_MAX_BYTES = 256 * 1024 * 1024
+--- Largest jar an upload_jar intent downloads (bytes on disk: the core writes it to a
+-- temporary file and uploads it from there; the download fails beyond it) and how long the
+-- download may take (seconds), unless the intent says otherwise.
+flink.JAR_MAX_BYTES = 1024 * 1024 * 1024
 flink.JAR_TIMEOUT_SECONDS = 120
 --- Seconds a /jars/<id>/run may take (Flink runs the job's main() to build its graph).
 flink.RUN_TIMEOUT_SECONDS = 60

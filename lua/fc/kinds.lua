@@ -19,14 +19,14 @@
 --   create_only = true: applied only when absent (immutable after creation in Kubernetes:
 --     batch/v1 Job's pod template, apps/v1 ControllerRevision's data);
 --   pods = true: its pod template runs the Flink processes (recreateOnUpdate, held templates);
---   by_label = true: found by the `cluster` label rather than by ownerReference (pods belong to
---     their StatefulSet or Job);
+--   by_label = true: found by the cluster label (fc.names.CLUSTER_LABEL) rather than by
+--     ownerReference (pods belong to their StatefulSet or Job);
 --   native = true: the framework itself creates (server-side apply) and deletes them: Native
 --     TaskManager pods (lua/fc/taskmanagers.lua); policies still may not produce them;
---   any_labels = true: watched without the children's label selector (`app=flink,cluster`): the
---     original operator labelled its ControllerRevisions with the FlinkCluster's own labels, and
---     a cluster it made is adopted by its revision (fc.revision); the core's cache keeps only
---     the ones a FlinkCluster controls (core/run.c, run_transform).
+--   any_labels = true: watched without the children's label selector (fc.names.selector(),
+--     `app=flink,cluster`): the original operator labelled its ControllerRevisions with the
+--     FlinkCluster's own labels, and a cluster it made is adopted by its revision (fc.revision);
+--     the core's cache keeps only the ones a FlinkCluster controls (core/run.c, run_transform).
 local kinds = {}
 
 kinds.CHILDREN = {

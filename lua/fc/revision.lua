@@ -23,6 +23,7 @@
 --     "$patch": "replace"}}` without spec.job's cleanupPolicy, restartPolicy, cancelRequested
 --     and savepointGeneration, and the FlinkCluster's status names it `<name>-<revision number>`.
 local cjson = require("cjson")
+local names = require("fc.names")
 local util = require("fc.util")
 local has_quantity, quantity = pcall(require, "fc.quantity")
 
@@ -264,15 +265,15 @@ end
 --- revision.object(cluster, number) -> ControllerRevision (apps/v1) for the cluster's spec:
 -- `cluster` as observed (the user's spec, not defaulted); `data` = its stripped spec,
 -- `revision` = number (an integer >= 1, one more than the highest observed), labels
--- `app: flink`, `cluster: <n>`, controller ownerReference to the cluster with
+-- fc.names.cluster_labels (`app: flink`, `cluster: <n>`), controller ownerReference to the cluster with
 -- blockOwnerDeletion false, like the policies' children (lib.names.owner_reference): true would
 -- need update permission on flinkclusters/finalizers under the OwnerReferencesPermissionEnforcement
 -- admission plugin, which deploy/rbac.yaml does not grant, so the apply would be refused.
 function revision.object(cluster, number)
   local md = cluster.metadata
   local owner = {
-    apiVersion = cluster.apiVersion or "flinkoperator.k8s.io/v1beta1",
-    kind = cluster.kind or "FlinkCluster",
+    apiVersion = cluster.apiVersion or names.OWNER_API_VERSION,
+    kind = cluster.kind or names.OWNER_KIND,
     name = md.name,
     uid = md.uid,
     controller = true,
@@ -284,7 +285,7 @@ function revision.object(cluster, number)
     metadata = {
       name = revision.name(cluster),
       namespace = md.namespace,
-      labels = { app = "flink", cluster = md.name },
+      labels = names.cluster_labels(md.name),
       ownerReferences = { owner },
     },
     data = revision.strip(cluster.spec),

@@ -18,6 +18,7 @@
 -- apply, out.delete the pod names to delete, out.events Warning events, out.requeue_after
 -- seconds. Pod names are <cluster>-taskmanager-<id>; ids are never reused.
 local codec = require("fc.codec")
+local names = require("fc.names")
 local profile = require("fc.profile")
 local slots = require("fc.slots")
 local util = require("fc.util")
@@ -55,8 +56,9 @@ end
 
 local function prefix_of(name) return name .. "-taskmanager-" end
 
--- The Native TaskManager pods among the children: Pods labelled component=taskmanager that no
--- StatefulSet owns (a StatefulSet's pods are mode StatefulSet's, going away after a switch).
+-- The Native TaskManager pods among the children: Pods labelled component=taskmanager
+-- (fc.names.COMPONENT_LABEL) that no StatefulSet owns (a StatefulSet's pods are mode
+-- StatefulSet's, going away after a switch).
 local function listed_pods(children)
   local out = {}
   for name, pod in pairs(children.Pod or {}) do
@@ -65,7 +67,9 @@ local function listed_pods(children)
     for _, ref in ipairs(md.ownerReferences or {}) do
       if ref.kind == "StatefulSet" then owned_by_sts = true end
     end
-    if (md.labels or {}).component == "taskmanager" and not owned_by_sts then out[#out + 1] = { name, pod } end
+    if (md.labels or {})[names.COMPONENT_LABEL] == "taskmanager" and not owned_by_sts then
+      out[#out + 1] = { name, pod }
+    end
   end
   table.sort(out, function(a, b) return a[1] < b[1] end)
   return out

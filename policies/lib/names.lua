@@ -1,13 +1,17 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- lib.names: names, labels and metadata of the objects generated for a FlinkCluster.
 -- Pure functions of the (defaulted) FlinkCluster; used by policies/cluster.lua.
+-- The label keys and values the controller finds the children by (app=flink, cluster=<n>,
+-- component) are the framework's, fc.names: the watches, the cache and the framework's own
+-- objects use them too, so they are renamed there, in one place, never here.
+local fcnames = require("fc.names")
 local util = require("fc.util")
 
 local names = {}
 
---- API group/version and kind of the owner, as in the CRD.
-names.OWNER_API_VERSION = "flinkoperator.k8s.io/v1beta1"
-names.OWNER_KIND = "FlinkCluster"
+--- API group/version and kind of the owner, as in the CRD (fc.names).
+names.OWNER_API_VERSION = fcnames.OWNER_API_VERSION
+names.OWNER_KIND = fcnames.OWNER_KIND
 
 --- Object names generated for cluster name `n` (strings). Kubernetes limits these to 253
 -- characters (DNS subdomain) and Service names to 63 (DNS label); validate.lua rejects
@@ -20,17 +24,14 @@ function names.job_submitter(n) return n .. "-job-submitter" end
 -- last-state without spec.serviceAccountName; policies/cluster.lua).
 function names.ha_account(n) return n .. "-flink-ha" end
 
---- Labels every child carries: {app = "flink", cluster = n}. A fresh table each call.
-function names.cluster_labels(n)
-  return { app = "flink", cluster = n }
-end
+--- Labels every child carries: {app = "flink", cluster = n} (fc.names.cluster_labels). A
+-- fresh table each call.
+names.cluster_labels = fcnames.cluster_labels
 
 --- Labels that select the pods of one component ("jobmanager" or "taskmanager"). They are
 -- also the StatefulSet selector, which Kubernetes makes immutable, so they never include
--- user podLabels.
-function names.component_labels(n, component)
-  return { app = "flink", cluster = n, component = component }
-end
+-- user podLabels. {app = "flink", cluster = n, component = component} (fc.names).
+names.component_labels = fcnames.component_labels
 
 --- Label naming the revision (a ControllerRevision, fc.revision) an object was rendered from,
 -- on the metadata of every child but the pods (the original operator's label of the same name,

@@ -32,9 +32,10 @@ local function failed(text)
   return "submission failed: " .. (failure.cause(text, restsubmit.REASON_MAX - 19) or "no reason given")
 end
 
---- The jar download: at most JAR_MAX_BYTES (a bigger jar fails the submission, the controller
--- holds the jar in memory while it uploads it) within JAR_TIMEOUT_SECONDS.
-restsubmit.JAR_MAX_BYTES = 256 * 1024 * 1024
+--- The jar download: at most JAR_MAX_BYTES (a bigger jar fails the submission) within
+-- JAR_TIMEOUT_SECONDS. The controller keeps the jar in a temporary file in $TMPDIR (/tmp, the
+-- Deployment's emptyDir, sizeLimit 2Gi), not in memory, while it uploads it.
+restsubmit.JAR_MAX_BYTES = 1024 * 1024 * 1024
 restsubmit.JAR_TIMEOUT_SECONDS = 120
 
 --- Seconds to wait for the upload's answer before checking and uploading again.

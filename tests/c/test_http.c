@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/http against tests/c/fake_apiserver.py over TLS on 127.0.0.1:
  * verification, CA/client cert from files and blobs, bearer token, bodies,
- * streaming across arbitrary chunk splits, cancel, timeouts, body cap. */
+ * streaming across arbitrary chunk splits, cancel, timeouts, body cap, a body saved to a
+ * file and a multipart part read from one (util_tmpfile). */
 #include "transport_tap.h"
 #include "transport_server.h"
 #include "http.h"
 #include "loop.h"
 
+#include "util.h"
+
+#include <fcntl.h>
 #include <jansson.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct ev_loop *loop;
 static http_client *hc;
@@ -238,6 +245,134 @@ int main(void)
         http_request_start(hc, &o2, NULL, 0);
         run(&r);
         OK(r.curl_code == 23 && strstr(r.error, "over 1000 bytes"), "body cap: %s", r.error);
+    }
+
+    /* util_tmpfile: a file without a name; a missing $TMPDIR is a clear error */
+    {
+        int fd = util_tmpfile(err, sizeof err);
+        OK(fd >= 0, "util_tmpfile: a descriptor (%s)", fd < 0 ? err : "");
+        struct stat st;
+        OK(fd >= 0 && fstat(fd, &st) == 0 && st.st_nlink == 0 && (st.st_mode & 0777) == 0600,
+           "util_tmpfile: no link to it anywhere, mode 0600");
+        if (fd >= 0)
+            close(fd);
+        const char *old = getenv("TMPDIR");
+        char *keep = old ? strdup(old) : NULL;
+        setenv("TMPDIR", "/nonexistent-fc-dir", 1);
+        fd = util_tmpfile(err, sizeof err);
+        OK(fd < 0, "util_tmpfile in a missing directory fails");
+        IS_STR(err, "temporary file in /nonexistent-fc-dir: No such file or directory", "with the directory and why");
+        if (keep)
+            setenv("TMPDIR", keep, 1);
+        else
+            unsetenv("TMPDIR");
+        free(keep);
+    }
+
+    /* save: a 2xx body written to a file as it arrives, capped; other statuses buffered */
+    {
+        char u[256];
+        url(u, sizeof u, "/big");
+        int fd = util_tmpfile(err, sizeof err);
+        memset(&r, 0, sizeof r);
+        http_opts o = {.url = u, .tls = &tls_ca, .save = 1, .save_fd = fd, .on_done = on_done, .ud = &r};
+        OK(http_request_start(hc, &o, err, sizeof err) != NULL, "save: started (%s)", err);
+        run(&r);
+        IS_INT(r.status, 200, "save: 200 (%s)", r.error);
+        struct stat st;
+        fstat(fd, &st);
+        OK(r.body_len > 200000 && (size_t)st.st_size == r.body_len, "save: body_len %zu = the file's %lld bytes",
+           r.body_len, (long long)st.st_size);
+        IS_STR(r.body, "", "save: nothing buffered");
+        char head[16] = "", tail[8] = "";
+        pread(fd, head, 10, 0);
+        pread(fd, tail, 4, st.st_size - 4);
+        IS_STR(head, "{\"x\": \"yyy", "save: the body's first bytes in the file");
+        IS_STR(tail, "yy\"}", "save: and its last");
+        close(fd);
+
+        fd = util_tmpfile(err, sizeof err);
+        memset(&r, 0, sizeof r);
+        o.save_fd = fd;
+        o.max_body = 1000;
+        http_request_start(hc, &o, NULL, 0);
+        run(&r);
+        fstat(fd, &st);
+        OK(r.curl_code == 23 && strcmp(r.error, "response body over 1000 bytes") == 0,
+           "save: the cap on the file: %s", r.error);
+        OK(st.st_size <= 1000, "save: no more than the cap written (%lld bytes)", (long long)st.st_size);
+        close(fd);
+
+        int ro = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        memset(&r, 0, sizeof r);
+        o.save_fd = ro;
+        o.max_body = 0;
+        http_request_start(hc, &o, NULL, 0);
+        run(&r);
+        OK(r.curl_code == 23 && strcmp(r.error, "writing the body: Bad file descriptor") == 0,
+           "save: a failed write fails the transfer with why: %s", r.error);
+        close(ro);
+
+        fd = util_tmpfile(err, sizeof err);
+        url(u, sizeof u, "/retry429?id=save");
+        memset(&r, 0, sizeof r);
+        o.save_fd = fd;
+        http_request_start(hc, &o, NULL, 0);
+        run(&r);
+        fstat(fd, &st);
+        OK(r.status == 429 && r.body_len > 0 && st.st_size == 0, "save: a 429's body is buffered (%zu bytes), "
+           "the file stays empty", r.body_len);
+        close(fd);
+
+        http_opts both = {.url = u, .stream = 1, .on_data = on_data, .save = 1, .save_fd = 1, .on_done = on_done};
+        OK(http_request_start(hc, &both, err, sizeof err) == NULL && strstr(err, "stream and save exclude"),
+           "stream and save together refused: %s", err);
+        http_opts nofd = {.url = u, .save = 1, .save_fd = -1, .on_done = on_done};
+        OK(http_request_start(hc, &nofd, err, sizeof err) == NULL, "save to fd -1 refused");
+    }
+
+    /* a multipart part read from a file: the bytes at offsets 0..len-1, whatever the
+     * descriptor's own offset; a file shorter than len fails the transfer */
+    {
+        char u[256], text[3000];
+        url(u, sizeof u, "/echo");
+        for (size_t i = 0; i < sizeof text; i++)
+            text[i] = (char)('a' + i % 26);
+        int fd = util_tmpfile(err, sizeof err);
+        OK(fd >= 0 && write(fd, text, sizeof text) == (ssize_t)sizeof text, "part: file written");
+        http_part part = {.name = "jarfile", .filename = "app.jar", .type = "application/x-java-archive",
+                          .from_fd = 1, .fd = fd, .len = sizeof text};
+        memset(&r, 0, sizeof r);
+        http_opts o = {.method = "POST", .url = u, .tls = &tls_ca, .part = &part, .on_done = on_done, .ud = &r};
+        OK(http_request_start(hc, &o, err, sizeof err) != NULL, "part from a file: started (%s)", err);
+        run(&r);
+        IS_INT(r.status, 200, "part from a file: 200 (%s)", r.error);
+        j = body_json(&r);
+        const char *ct = json_string_value(json_object_get(j, "contentType"));
+        const char *sent = json_string_value(json_object_get(j, "body"));
+        OK(ct && strncmp(ct, "multipart/form-data; boundary=", 30) == 0, "part from a file: multipart (%s)", ct);
+        char want[sizeof text + 1];
+        memcpy(want, text, sizeof text);
+        want[sizeof text] = '\0';
+        OK(sent && strstr(sent, "Content-Disposition: form-data; name=\"jarfile\"; filename=\"app.jar\"") &&
+               strstr(sent, "Content-Type: application/x-java-archive"),
+           "part from a file: its name, file name (not the descriptor's) and type");
+        const char *at = sent ? strstr(sent, "\r\n\r\n") : NULL;
+        OK(at && strncmp(at + 4, want, sizeof text) == 0 && strncmp(at + 4 + sizeof text, "\r\n--", 4) == 0,
+           "part from a file: exactly the file's %zu bytes", sizeof text);
+        json_decref(j);
+
+        memset(&r, 0, sizeof r);
+        part.len = sizeof text + 100;
+        http_request_start(hc, &o, NULL, 0);
+        run(&r);
+        OK(r.status != 200 && r.curl_code == 42 &&
+               strcmp(r.error, "reading the part: the file ends at 3000 of 3100 bytes") == 0,
+           "part from a file shorter than len: the transfer fails with why (curl %d: %s)", r.curl_code, r.error);
+        close(fd);
+        part.fd = -1;
+        OK(http_request_start(hc, &o, err, sizeof err) == NULL && strstr(err, "open descriptors"),
+           "a part from fd -1 refused: %s", err);
     }
 
     get(&r, "/retry429?id=http", &tls_ca);

@@ -188,8 +188,8 @@ int main(void)
     IS_INT(o.status, 201, "namespace created by server-side apply (%s)", o.message);
     json_decref(o.body);
 
-    reflector_opts ro = {.namespace = ns, .label_selector = "test=transport", .page_limit = 2,
-                         .on_synced = on_synced};
+    reflector_opts ro = {.namespace = ns, .label_selector = "test=transport", .cluster_label = "cluster",
+                         .page_limit = 2, .on_synced = on_synced};
     reflector *r = reflector_start(c, &kube_kind_configmap, &ro, on_event, NULL, err, sizeof err);
     loop_run_until(loop, &synced, 30);
     OK(synced && reflector_len(r) == 0, "reflector synced on an empty namespace");

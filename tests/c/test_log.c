@@ -30,6 +30,7 @@ int main(void)
     /* 2026-11-30T07:00:42.123Z */
     double t = 1796022042.1234;
     char *line;
+    json_t *o;
 
     line = log_format_line(LOG_FORMAT_TEXT, t, LOG_INFO, "reconciled", 2,
                            (const char *[]){ "cluster", "default/wc", "duration_ms", "12" });
@@ -61,14 +62,50 @@ int main(void)
                            (const char *[]){ "cluster", "default/wc", "duration_ms", "12" });
     IS_STR(line,
            "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"info\",\"msg\":\"reconciled\","
-           "\"cluster\":\"default/wc\",\"duration_ms\":\"12\"}\n",
-           "json: one compact object per line, keys in order");
+           "\"cluster\":\"default/wc\",\"duration_ms\":12}\n",
+           "json: one compact object per line, keys in order, duration_ms a number");
+    free(line);
+
+    /* the stable keys (log.h, "Keys"): numeric ones are JSON numbers when the value is one whole
+     * decimal number, strings otherwise; every other key stays a string */
+    OK(log_key_numeric("duration_ms") && log_key_numeric("retry_in_ms") && log_key_numeric("wait_ms") &&
+           log_key_numeric("http_code") && log_key_numeric("attempt") && log_key_numeric("count"),
+       "numeric keys: duration_ms retry_in_ms wait_ms http_code attempt count");
+    OK(!log_key_numeric("cluster") && !log_key_numeric("namespace") && !log_key_numeric("job") &&
+           !log_key_numeric("reason") && !log_key_numeric("error") && !log_key_numeric("msg") &&
+           !log_key_numeric(NULL),
+       "string keys: cluster namespace job reason error msg (and NULL)");
+    line = log_format_line(LOG_FORMAT_JSON, t, LOG_WARN, "flink request failed", 9,
+                           (const char *[]){ "cluster", "wc", "namespace", "team-a", "job",
+                                             "0123456789abcdef0123456789abcdef", "http_code", "503",
+                                             "retry_in_ms", "12.5", "duration_ms", "-0.5", "attempt", "3x",
+                                             "count", " 4", "wait_ms", "nan" });
+    IS_STR(line,
+           "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"warn\",\"msg\":\"flink request failed\","
+           "\"cluster\":\"wc\",\"namespace\":\"team-a\",\"job\":\"0123456789abcdef0123456789abcdef\","
+           "\"http_code\":503,\"retry_in_ms\":12.5,\"duration_ms\":-0.5,\"attempt\":\"3x\",\"count\":\" 4\","
+           "\"wait_ms\":\"nan\"}\n",
+           "json: numeric keys as numbers (integer, real, negative), strings when not one whole number");
+    free(line);
+    line = log_format_line(LOG_FORMAT_JSON, t, LOG_INFO, "m", 3,
+                           (const char *[]){ "http_code", "99999999999999999999999", "duration_ms", "",
+                                             "count", NULL });
+    o = line ? json_loads(line, 0, NULL) : NULL;
+    OK(json_is_real(json_object_get(o, "http_code")), "json: an integer past json_int_t is a real");
+    IS_STR(json_string_value(json_object_get(o, "duration_ms")), "", "json: an empty numeric value is \"\"");
+    OK(json_is_null(json_object_get(o, "count")), "json: a NULL numeric value is null");
+    json_decref(o);
+    free(line);
+    line = log_format_line(LOG_FORMAT_TEXT, t, LOG_INFO, "reconciled", 3,
+                           (const char *[]){ "cluster", "wc", "namespace", "team-a", "duration_ms", "1.5" });
+    IS_STR(line, "2026-11-30T07:00:42.123Z info reconciled cluster=wc namespace=team-a duration_ms=1.5\n",
+           "text: the same keys, msg then key=value");
     free(line);
 
     line = log_format_line(LOG_FORMAT_JSON, t, LOG_ERROR, "quote \" and \n", 3,
                            (const char *[]){ "level", "x", "bad", "\xff\xfe ok", "nil", NULL });
     json_error_t jerr;
-    json_t *o = line ? json_loads(line, 0, &jerr) : NULL;
+    o = line ? json_loads(line, 0, &jerr) : NULL;
     OK(o != NULL, "json: line parses back");
     IS_STR(json_string_value(json_object_get(o, "msg")), "quote \" and \n", "json: msg round-trips");
     IS_STR(json_string_value(json_object_get(o, "level")), "error", "json: level not clobbered");

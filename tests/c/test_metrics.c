@@ -84,6 +84,21 @@ int main(void)
     IS_INT(metrics_inc(req, (const char *[]){ "501", "GET" }), -1, "fifth series refused");
     IS_INT(metrics_inc(req, (const char *[]){ "200", "GET" }), 0, "existing series still counts");
     IS_INT(metrics_dropped(req), 2, "two refused updates counted");
+    /* a family's own cap, and series set without a lookup */
+    metrics_family *own = metrics_register(r, METRICS_GAUGE, "test_own_cap", "Own cap.", 1, res, NULL, 0,
+                                           err, sizeof err);
+    metrics_set_max_series(own, 5);
+    for (int i = 0; i < 6; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "k%d", i);
+        IS_INT(metrics_set_new(own, (const char *[]){ v }, i), i < 5 ? 0 : -1,
+               "metrics_set_new %s under a family cap of 5 (registry's: 3)", v);
+    }
+    OK(metrics_get(own, (const char *[]){ "k4" }) == 4.0, "metrics_set_new's value reads back");
+    IS_INT(metrics_set_new(req, (const char *[]){ "1", "GET" }, 1), -1, "metrics_set_new on a counter refused");
+    IS_INT(metrics_set_new(own, (const char *[]){ NULL }, 1), -1, "metrics_set_new: NULL label refused");
+    metrics_clear(own);
+    IS_INT(metrics_series(own), 0, "cleared");
 
     size_t len = 0;
     char *text = metrics_render(r, &len);
@@ -92,6 +107,7 @@ int main(void)
         "reached its series cap.\n"
         "# TYPE test_dropped_series_total counter\n"
         "test_dropped_series_total{family=\"test_requests_total\"} 2\n"
+        "test_dropped_series_total{family=\"test_own_cap\"} 1\n"
         "# HELP test_requests_total Requests.\\nBy code \\\\ verb.\n"
         "# TYPE test_requests_total counter\n"
         "test_requests_total{code=\"200\",verb=\"GET\"} 4\n"
@@ -113,7 +129,9 @@ int main(void)
         "test_duration_seconds_bucket{result=\"error\",le=\"2.5\"} 1\n"
         "test_duration_seconds_bucket{result=\"error\",le=\"+Inf\"} 1\n"
         "test_duration_seconds_sum{result=\"error\"} 0.05\n"
-        "test_duration_seconds_count{result=\"error\"} 1\n";
+        "test_duration_seconds_count{result=\"error\"} 1\n"
+        "# HELP test_own_cap Own cap.\n"
+        "# TYPE test_own_cap gauge\n";
     IS_STR(text, want, "exposition text");
     IS_INT(len, strlen(want), "reported length");
     free(text);

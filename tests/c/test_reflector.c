@@ -155,8 +155,9 @@ static void refl_scenario(int compact)
     OK(c != NULL, "client");
     events[0] = errors[0] = '\0';
     synced_count = synced3 = managed_fields_seen = 0;
-    reflector_opts o = {.namespace = "refl", .page_limit = 2, .backoff_initial_s = 0.05, .backoff_max_s = 0.2,
-                        .watch_timeout_min_s = 60, .watch_timeout_max_s = 90, .on_synced = on_synced,
+    reflector_opts o = {.namespace = "refl", .cluster_label = "cluster", .page_limit = 2,
+                        .backoff_initial_s = 0.05, .backoff_max_s = 0.2, .watch_timeout_min_s = 60,
+                        .watch_timeout_max_s = 90, .on_synced = on_synced,
                         .on_error = on_error};
     o.compact = compact;
     reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
@@ -217,13 +218,17 @@ static void refl_scenario(int compact)
     IS_INT(reflector_foreach(r, collect, NULL), 3, "foreach visits 3");
 
     char key[128];
-    IS_INT(reflector_owner_key(a, "FlinkCluster", key, sizeof key), 1, "a has an owner key");
+    IS_INT(reflector_owner_key(a, "FlinkCluster", "cluster", key, sizeof key), 1, "a has an owner key");
     IS_STR(key, "refl/fc1", "owner key from the controller ownerReference");
-    IS_INT(reflector_owner_key(get(r, "refl", "d"), "FlinkCluster", key, sizeof key), 1, "d has one");
+    IS_INT(reflector_owner_key(get(r, "refl", "d"), "FlinkCluster", "cluster", key, sizeof key), 1, "d has one");
     IS_STR(key, "refl/fc2", "owner key from the cluster label");
-    IS_INT(reflector_owner_key(get(r, "refl", "e"), "FlinkCluster", key, sizeof key), 0, "e has none");
+    IS_INT(reflector_owner_key(get(r, "refl", "d"), "FlinkCluster", "example.com/cluster", key, sizeof key), 0,
+           "d has none by another cluster label key");
+    IS_INT(reflector_owner_key(get(r, "refl", "d"), "FlinkCluster", NULL, key, sizeof key), 0,
+           "d has none without a cluster label key");
+    IS_INT(reflector_owner_key(get(r, "refl", "e"), "FlinkCluster", "cluster", key, sizeof key), 0, "e has none");
     json_t *fc = json_pack("{s:s,s:{s:s,s:s}}", "kind", "FlinkCluster", "metadata", "name", "fc9", "namespace", "n");
-    IS_INT(reflector_owner_key(fc, "FlinkCluster", key, sizeof key), 1, "a FlinkCluster keys itself");
+    IS_INT(reflector_owner_key(fc, "FlinkCluster", "cluster", key, sizeof key), 1, "a FlinkCluster keys itself");
     IS_STR(key, "n/fc9", "its own namespace/name");
     json_decref(fc);
 

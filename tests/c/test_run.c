@@ -4,13 +4,18 @@
  * against tests/c/fake_apiserver.py (path form, credentials, POST body, error mapping). The
  * controller itself is tested against the real test environment (tests/integration/). */
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
+#include "log.h"
 #include "loop.h"
 #include "run.h"
 #include "transport_tap.h"
 #include "transport_server.h"
+#include "util.h"
+
+#include <unistd.h>
 
 static char *dump(json_t *v)
 {
@@ -208,7 +213,6 @@ static void proxy_tests(int port)
         OK(up != NULL, "run_flink_start with a part (%s)", err);
         if (up)
             loop_run_until(loop, &a.done, 20);
-        json_decref(act);
         IS_INT(a.status, 200, "upload: the JobManager's answer");
         OK(strncmp(jstr(a.body, "contentType"), "multipart/form-data; boundary=", 30) == 0,
            "upload: multipart/form-data with libcurl's boundary (got %s)", jstr(a.body, "contentType"));
@@ -217,6 +221,23 @@ static void proxy_tests(int port)
                strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
                !strstr(sent, "ignored"),
            "upload: the part's name, file name, type and bytes, no JSON body");
+        /* the same from a file (as core/run.c sends a downloaded jar), through the proxy */
+        int fd = util_tmpfile(err, sizeof err);
+        OK(fd >= 0 && write(fd, jar, sizeof jar - 1) == (ssize_t)(sizeof jar - 1), "a jar in a temporary file");
+        http_part fpart = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
+                           .from_fd = 1, .fd = fd, .len = sizeof jar - 1};
+        json_decref(a.body);
+        memset(&a, 0, sizeof a);
+        up = run_flink_start(&env, act, &fpart, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "run_flink_start with a part from a file (%s)", err);
+        if (up)
+            loop_run_until(loop, &a.done, 20);
+        IS_INT(a.status, 200, "upload from a file: the JobManager's answer");
+        sent = jstr(a.body, "body");
+        OK(strstr(sent, "filename=\"testenv-jobs.jar\"") && strstr(sent, "\r\n\r\nPK\x03\x04 not really a jar\r\n--"),
+           "upload from a file: the file's bytes as the part");
+        close(fd);
+        json_decref(act);
     }
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/ab12/savepoints/1\"," TARGET("flinkerr") "}", &a);
     IS_INT(a.status, 404, "Flink's own 404 passes as Flink's answer");
@@ -340,6 +361,32 @@ int main(void)
     IS_INT(run_main(3, a9), 2, "--policy-configmap without NAMESPACE/ is a usage error");
     char *a10[] = {"run", "--policy-configmap", "ns/a/b", NULL};
     IS_INT(run_main(3, a10), 2, "--policy-configmap with two slashes is a usage error");
+
+    /* --log-format json: a startup failure is one JSON line with the constant msg and the
+     * step and error as keys (log.h, "Keys") */
+    FILE *lf = tmpfile();
+    log_set_output(lf);
+    setenv("KUBECONFIG", "/nonexistent/kubeconfig", 1);
+    char *a11[] = {"run", "--log-format", "json", NULL};
+    IS_INT(run_main(3, a11), 1, "a kubeconfig that does not exist: exit 1");
+    unsetenv("KUBECONFIG");
+    log_set_output(NULL);
+    log_configure(LOG_FORMAT_TEXT, LOG_INFO);
+    char lbuf[4096] = "";
+    rewind(lf);
+    size_t ln = fread(lbuf, 1, sizeof lbuf - 1, lf);
+    lbuf[ln] = '\0';
+    fclose(lf);
+    char *nl = strchr(lbuf, '\n');
+    OK(nl && nl[1] == '\0', "one line written: %s", lbuf);
+    json_t *rec = json_loads(lbuf, 0, NULL);
+    IS_STR(json_string_value(json_object_get(rec, "msg")), "startup failed", "msg: a constant phrase");
+    IS_STR(json_string_value(json_object_get(rec, "level")), "error", "level error");
+    IS_STR(json_string_value(json_object_get(rec, "step")), "kubernetes config", "step: the part that failed");
+    OK(strstr(json_string_value(json_object_get(rec, "error")) ?: "", "/nonexistent/kubeconfig") != NULL,
+       "error: names the file");
+    OK(json_is_string(json_object_get(rec, "ts")) && json_object_size(rec) == 5, "ts, level, msg, step, error");
+    json_decref(rec);
 
     location_tests();
     loop = ev_loop_new(EVFLAG_AUTO);

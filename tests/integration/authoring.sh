@@ -79,10 +79,7 @@ case_livediff() {
 
 # policy_hash CONTROLLER: the hash label of the controller's flink_controller_policy_set_info
 policy_hash() {
-  local mp
-  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
-  [ -n "$mp" ] || return 1
-  curl -sf "http://127.0.0.1:$mp/metrics" | sed -n 's/^flink_controller_policy_set_info{hash="\([0-9a-f]*\)"} 1$/\1/p'
+  scrape_metrics "$1" | sed -n 's/^flink_controller_policy_set_info{hash="\([0-9a-f]*\)"} 1$/\1/p'
 }
 # override_cm NS NAME create|replace KEY=FILE...: the ConfigMap of those keys (kubectl create
 # configmap --from-file, replaced whole on an update)

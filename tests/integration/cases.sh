@@ -50,8 +50,8 @@ case_example() {
     t_running
   t_endpoints() {
     local line hp mp m
-    line=$(grep -o 'serving health on port [0-9]*, metrics on port [0-9]*' "$WORK/main.log" | head -n1)
-    hp=$(echo "$line" | awk '{print $5}' | tr -d ,) mp=$(echo "$line" | awk '{print $NF}')
+    line=$(grep -o 'health_port=[0-9]* metrics_port=[0-9]*' "$WORK/main.log" | head -n1)
+    hp=$(echo "$line" | sed -n 's/^health_port=\([0-9]*\) .*/\1/p') mp=${line##*=}
     if [ -z "$hp" ] || [ -z "$mp" ]; then echo "no 'serving health' line in the log"; return 1; fi
     expect "/healthz" "$(curl -s "http://127.0.0.1:$hp/healthz")" ok || return 1
     expect "/readyz" "$(curl -s "http://127.0.0.1:$hp/readyz")" ok || return 1
@@ -61,11 +61,11 @@ case_example() {
     echo "$m" | grep -qE '^flink_controller_watch_events_total\{kind="StatefulSet",type="(ADDED|MODIFIED)"\} [1-9]' ||
       { echo "$m"; return 1; }
     echo "$m" | grep -qE '^flink_controller_loop_iterations_total [1-9]' || { echo "$m"; return 1; }
-    # every line the controller wrote about the cluster carries its key
-    ! grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | grep -q . ||
-      { grep 'wordcount' "$WORK/main.log" | grep -v "cluster=$ns/wordcount" | head -5; return 1; }
+    # every line the controller wrote about the cluster carries its name and namespace
+    ! grep 'wordcount' "$WORK/main.log" | grep -vE "cluster=wordcount namespace=$ns( |\$)" | grep -q . ||
+      { grep 'wordcount' "$WORK/main.log" | grep -vE "cluster=wordcount namespace=$ns( |\$)" | head -5; return 1; }
   }
-  check "/healthz and /readyz ok, /metrics counts reconciles, API writes, watch events and loop turns; log lines carry cluster=" t_endpoints
+  check "/healthz and /readyz ok, /metrics counts reconciles, API writes, watch events and loop turns; log lines carry cluster= and namespace=" t_endpoints
 }
 
 case_scale() {
@@ -156,14 +156,20 @@ case_policy() {
 # The API server refuses an object of one cluster (a policy copy gives its ConfigMap an invalid
 # label key): that key is retried with growing backoff and says why; its other objects and a
 # cluster beside it are applied.
+# policies_rejecting NAME DIR: a copy of policies/ in DIR whose first object of the cluster NAME
+# carries a label key the API server refuses (422 on apply)
+policies_rejecting() {
+  cp -r "$ROOT/policies" "$2"
+  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  if c.metadata.name == "'"$1"'" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
+    "$2/cluster.lua"
+  grep -q 'bad key!' "$2/cluster.lua" || echo "# could not patch cluster.lua"
+}
+
 case_reject() {
   local ns pdir
   ns=$(new_ns reject)
   pdir=$WORK/policies-reject
-  cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  if c.metadata.name == "rejected" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
-    "$pdir/cluster.lua"
-  grep -q 'bad key!' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
+  policies_rejecting rejected "$pdir"
   start_controller reject --namespace "$ns" --policy-dir "$pdir"
   session_cluster rejected | kc -n "$ns" apply -f - >/dev/null
   session_cluster accepted | kc -n "$ns" apply -f - >/dev/null
@@ -174,10 +180,10 @@ case_reject() {
       -o jsonpath='{.items[0].message}' | grep -q 'apply ConfigMap rejected-configmap: HTTP 422' ||
       { echo "event message does not name the object and the 422"; return 1; }
     [ -n "$(jp "$ns" statefulset/rejected-jobmanager '{.metadata.name}')" ] || { echo "its StatefulSet was not applied"; return 1; }
-    retries() { [ "$(grep "cluster=$ns/rejected" "$WORK/reject.log" | grep -c 'retry in [0-9]')" -ge 4 ]; }
+    retries() { [ "$(grep "cluster=rejected namespace=$ns " "$WORK/reject.log" | grep -c 'retry_in_ms=[0-9]')" -ge 4 ]; }
     poll 60 retries || { echo "fewer than 4 retries in 60 s"; return 1; }
     local delays
-    delays=$(grep "cluster=$ns/rejected" "$WORK/reject.log" | grep -o 'retry in [0-9.]*' | awk '{print $3}' | head -n 4)
+    delays=$(grep "cluster=rejected namespace=$ns " "$WORK/reject.log" | grep -o 'retry_in_ms=[0-9.]*' | cut -d= -f2 | head -n 4)
     echo "retry delays: $(echo "$delays" | paste -sd' ')"
     [ "$(echo "$delays" | wc -l)" -ge 3 ] || { echo "fewer than 3 retries"; return 1; }
     # each retry waits at least as long as the one before (per-key exponential backoff)
@@ -192,6 +198,60 @@ case_reject() {
     ctl_alive reject || { echo "controller exited"; return 1; }
   }
   check "an object the API server refuses (422): ApplyFailed event counted per retry, growing backoff, the rest applied, the other cluster Running" t_reject
+}
+
+# Case jsonlogs (issue 31): `--log-format json --log-level debug` with one cluster that reaches
+# Running and one whose ConfigMap the API server refuses (422, retried): every line is one JSON
+# object with ts, level and msg; a line about a cluster carries cluster and namespace apart; a pass
+# its duration_ms, a refused write its http_code, a retry its retry_in_ms (numbers); msg is a
+# constant phrase: a small set, no digits, no names.
+case_jsonlogs() {
+  local ns pdir log=$WORK/jsonlogs.log
+  ns=$(new_ns jsonlogs)
+  pdir=$WORK/policies-jsonlogs
+  policies_rejecting jlbad "$pdir"
+  FC_LOG_LEVEL=debug start_controller jsonlogs --log-format json --namespace "$ns" --policy-dir "$pdir"
+  session_cluster jlgood | kc -n "$ns" apply -f - >/dev/null
+  session_cluster jlbad | kc -n "$ns" apply -f - >/dev/null
+  # q FILTER: FILTER over all the log's records (an array)
+  q() { jq -s -r --arg ns "$ns" "$1" "$log"; }
+  t_jsonlogs() {
+    poll 60 is_state "$ns" jlgood Running || { echo "jlgood: $(state "$ns" jlgood)"; return 1; }
+    retried() { [ "$(jq -R 'fromjson? | select(.msg == "reconcile failed" and .cluster == "jlbad")' "$log" | grep -c retry_in_ms)" -ge 2 ]; }
+    poll 60 retried || { echo "jlbad: fewer than 2 failed passes in 60 s"; tail -n 5 "$log"; return 1; }
+    expect "exit status" "$(stop_controller jsonlogs)" 0 || return 1
+    local bad
+    # each line one JSON object with the string keys ts, level, msg
+    bad=$(jq -R -r '. as $l | try (fromjson | if type == "object" and (.ts | type) == "string" and
+      (.level | type) == "string" and (.msg | type) == "string" then empty else $l end) catch $l' "$log" | head -n 3)
+    [ -z "$bad" ] || { echo "not a JSON record with ts, level, msg: $bad"; return 1; }
+    expect "ts RFC 3339 UTC with ms, level a known one (lines that are not)" "$(q '[.[] | select((.ts | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{3}Z$") | not)
+      or (.level | IN("debug", "info", "warn", "error") | not))] | length')" 0 || return 1
+    echo "$(wc -l <"$log") lines, levels: $(q 'group_by(.level) | map("\(.[0].level) \(length)") | join(", ")')"
+    # a line that names a cluster anywhere carries it as cluster (the name alone) and namespace
+    expect "lines naming a cluster without cluster=<name>, namespace=<ns>" "$(q '[.[] | select(tostring | test("jlgood|jlbad"))
+      | select((.cluster | IN("jlgood", "jlbad") | not) or .namespace != $ns)] | length')" 0 || return 1
+    expect "lines with cluster but no namespace" "$(q '[.[] | select(has("cluster") and (has("namespace") | not))] | length')" 0 || return 1
+    # a pass: duration_ms (a number); a refused write: http_code 422, its action and error; a retry: retry_in_ms
+    expect "passes of jlgood (> 0) without a numeric duration_ms" "$(q '[.[] | select(.msg == "reconciled" and .cluster == "jlgood")]
+      | "\(length > 0) \(map(select(.duration_ms | type != "number")) | length)"')" "true 0" || return 1
+    expect "refused writes of jlbad (> 0) without http_code 422, action, error" "$(q '[.[] | select(.msg == "write failed" and .cluster == "jlbad")]
+      | "\(length > 0) \(map(select(.http_code != 422 or (.action | type) != "string" or (.error | type) != "string")) | length)"')" "true 0" || return 1
+    expect "failed passes of jlbad without a numeric retry_in_ms" "$(q '[.[] | select(.msg == "reconcile failed" and .cluster == "jlbad")
+      | select(.retry_in_ms | type != "number")] | length')" 0 || return 1
+    expect "its Warning Event's line" "$(q '[.[] | select(.msg == "event" and .cluster == "jlbad" and .event_type == "Warning"
+      and .reason == "ApplyFailed")] | length > 0')" true || return 1
+    expect "Flink calls without method, path, http_code" "$(q '[.[] | select(.msg | startswith("flink request"))
+      | select((.method | type) != "string" or (.path | type) != "string")] | length')" 0 || return 1
+    expect "the stop line's counts" "$(q '[.[] | select(.msg == "stopped") | (.reconciles | type)] | join(",")')" number || return 1
+    # msg: a constant phrase
+    local msgs
+    msgs=$(q '[.[].msg] | unique | join("|")')
+    echo "msg values: $msgs"
+    expect "distinct msg values <= 30" "$(q '[.[].msg] | unique | length <= 30')" true || return 1
+    expect "msg values with digits, a cluster's or the namespace's name" "$(q '[.[].msg | select(test("[0-9]|jlgood|jlbad|int-"))] | unique | join("|")')" "" || return 1
+  }
+  check "jsonlogs: every line a JSON object (ts, level, msg); cluster and namespace apart; duration_ms, http_code, retry_in_ms numbers; msg a small set of constant phrases" t_jsonlogs
 }
 
 # Flink REST against the test environment's real JobManager (--flink-base-url): a Ticker job
@@ -241,9 +301,9 @@ case_flink() {
     # the Succeeded status (its Event, sent after the status write) come within a second, not
     # one poll (5 s while a savepoint is in flight) later
     local log=$WORK/flink.log ev ans
-    ev=$(grep -m1 'event Normal SavepointStateChanged: "*savepoint Succeeded' "$log" | cut -d' ' -f1)
+    ev=$(grep -m1 'event_type=Normal reason=SavepointStateChanged message="*savepoint Succeeded' "$log" | cut -d' ' -f1)
     [ -n "$ev" ] || { echo "no SavepointStateChanged Succeeded in the log"; return 1; }
-    ans=$(grep "flink GET /jobs/$jid/savepoints/[^ ]*: HTTP 200" "$log" | awk -v ev="$ev" '$1 <= ev' | tail -n1 | cut -d' ' -f1)
+    ans=$(grep "method=GET path=/jobs/$jid/savepoints/[^ ]* job=$jid http_code=200" "$log" | awk -v ev="$ev" '$1 <= ev' | tail -n1 | cut -d' ' -f1)
     [ -n "$ans" ] || { echo "no savepoint status answer before $ev"; return 1; }
     local ms=$(( $(date -d "$ev" +%s%3N) - $(date -d "$ans" +%s%3N) ))
     echo "answer $ans -> Succeeded $ev: $ms ms"
@@ -252,7 +312,7 @@ case_flink() {
   check "flink: the savepoint's COMPLETED answer is used in the pass it starts (status Succeeded < 1 s after it)" t_flink_fresh
   ann() { jp "$ns" flinkcluster/ticker '{.metadata.annotations.flinkclusters\.flinkoperator\.k8s\.io/user-control}'; }
   ctl() { jp "$ns" flinkcluster/ticker '{.status.control.name} {.status.control.state} {.status.control.acknowledged}'; }
-  sp_posts() { grep -c "flink POST /jobs/$jid/savepoints: HTTP" "$WORK/flink.log"; }
+  sp_posts() { grep -c "method=POST path=/jobs/$jid/savepoints job=$jid http_code=" "$WORK/flink.log"; }
   t_flink_control() {
     local first
     first=$(job savepointLocation)
@@ -440,10 +500,7 @@ case_apiserver() {
 
 # codes403 CONTROLLER: the controller's API requests answered 403 (all verbs), from /metrics.
 codes403() {
-  local mp
-  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
-  [ -n "$mp" ] || return 1
-  curl -sf "http://127.0.0.1:$mp/metrics" |
+  scrape_metrics "$1" |
     awk 'index($1, "flink_controller_api_requests_total{code=\"403\"") == 1 { s += $2 } END { print s + 0 }'
 }
 
@@ -461,7 +518,7 @@ case_terminating() {
     kc delete namespace "$ns" --wait=false >/dev/null || return 1
     kc -n "$ns" delete configmap t1-configmap --wait=true >/dev/null || return 1
     # the controller's re-create is refused (403, cause NamespaceTerminating) ...
-    poll 30 grep -q "namespace $ns is being terminated" "$WORK/terminating.log" ||
+    poll 30 grep -qE "namespace terminating, pass not written\" cluster=[^ ]* namespace=$ns " "$WORK/terminating.log" ||
       { echo "no 'being terminated' line"; tail -n 20 "$WORK/terminating.log"; return 1; }
     local n0 n1
     n0=$(codes403 terminating) || { echo "no /metrics"; return 1; }
@@ -594,8 +651,8 @@ sa_runs() {
   kc -n "$ns" apply -f "$ROOT/deploy/examples/wordcount.yaml" >/dev/null || return 1
   poll 90 is_state "$ns" wordcount Running || { echo "state: $(state "$ns" wordcount)"; tail -n 20 "$WORK/$name.log"; return 1; }
   poll 10 has_event "$ns" wordcount StateChanged || { echo "no StateChanged event"; return 1; }
-  if grep -E 'HTTP 403|forbidden' "$WORK/$name.log"; then return 1; fi
-  grep -q 'leading as' "$WORK/$name.log" || { echo "never led"; return 1; }
+  if grep -E 'http_code=403|forbidden' "$WORK/$name.log"; then return 1; fi
+  grep -q ' leading identity=' "$WORK/$name.log" || { echo "never led"; return 1; }
   expect "exit status" "$(stop_controller "$name")" 0
 }
 case_rbac() {
@@ -658,7 +715,7 @@ users:
       installHint: "the test writes exec-plugin.sh beside this kubeconfig"
 KUBECONFIG
     sa_runs execcred "$ekc" "$ns" || return 1
-    grep -q 'context execcred' "$WORK/execcred.log" || { echo "not the exec kubeconfig's context"; return 1; }
+    grep -q 'context=execcred' "$WORK/execcred.log" || { echo "not the exec kubeconfig's context"; return 1; }
     expect "plugin runs (start, then once after the 401s)" "$(wc -l <"$runs")" 2 || return 1
     grep -q 'exec plugin credential refreshed' "$WORK/execcred.log" || { echo "no refresh logged"; return 1; }
     grep -q 'exec plugin run 1' "$WORK/execcred.log" || { echo "plugin stderr not logged"; return 1; }
@@ -793,10 +850,7 @@ quiet() {
   return 1
 }
 metric_sum() {
-  local mp
-  mp=$(grep -o 'metrics on port [0-9]*' "$WORK/$1.log" | head -n1 | awk '{print $4}')
-  [ -n "$mp" ] || return 1
-  curl -sf "http://127.0.0.1:$mp/metrics" | awk -v f="$2" '$1 == f || index($1, f "{") == 1 { s += $2 } END { print s + 0 }'
+  scrape_metrics "$1" | awk -v f="$2" '$1 == f || index($1, f "{") == 1 { s += $2 } END { print s + 0 }'
 }
 CONFIG_HASH='{.spec.template.metadata.annotations.flinkoperator\.k8s\.io/config-hash}'
 
@@ -1185,8 +1239,8 @@ PY
     both() { [ "$(wh_served_serial "$port")" = "$s" ] && [ "$(wh_served_serial "$port2")" = "$s" ]; }
     poll 10 both || { echo "served $(wh_served_serial "$port") and $(wh_served_serial "$port2"), Secret $s"; return 1; }
     local leader other
-    if grep -q 'leading as' "$WORK/wha.log"; then leader=wha other=whb; else leader=whb other=wha; fi
-    grep -q 'leading as' "$WORK/$leader.log" || { echo "no replica leads"; return 1; }
+    if grep -q ' leading identity=' "$WORK/wha.log"; then leader=wha other=whb; else leader=whb other=wha; fi
+    grep -q ' leading identity=' "$WORK/$leader.log" || { echo "no replica leads"; return 1; }
     grep -q 'webhook certificates written' "$WORK/$leader.log" || { echo "the leader $leader wrote nothing"; return 1; }
     ! grep -q 'webhook certificates written\|webhook caBundle patched' "$WORK/$other.log" ||
       { echo "the standby $other wrote"; return 1; }

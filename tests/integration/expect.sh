@@ -7,7 +7,7 @@
 CRD_NAME=flinkclusters.flinkoperator.k8s.io
 
 # status_writes CONTROLLER: how many status patches the controller logged (--log-level debug)
-status_writes() { grep -c 'patch status: HTTP' "$WORK/$1.log"; }
+status_writes() { grep -c 'action="patch status" http_code=' "$WORK/$1.log"; }
 
 # The FlinkCluster CRD with a status schema that lacks `components` and keeps no unknown field
 # (as a CRD of another version or fork would): the API server prunes what the controller
@@ -150,7 +150,7 @@ EOF
     done
     # both clusters' calls in flight at once (each cluster has at most one)
     hanging() { [ "$(cat "$WORK/hung.open" 2>/dev/null || echo 0)" -ge 2 ]; }
-    poll 90 hanging || { echo "the hung JobManagers were not called: $(grep 'flink GET' "$WORK/stall.log" | tail -3)"; return 1; }
+    poll 90 hanging || { echo "the hung JobManagers were not called: $(grep 'method=GET' "$WORK/stall.log" | tail -3)"; return 1; }
   }
   check "stall: two job clusters whose /jobs/overview hangs (a listener on $ip that never answers)" t_stall_setup
   t_stall_other() {
@@ -192,9 +192,9 @@ case_fence() {
   t_fence() {
     local now after rc i
     FC_LOG_LEVEL=debug start_controller fence --namespace "$ns" --leader-elect --leader-election-namespace "$ns"
-    poll 30 grep -q 'leading as' "$WORK/fence.log" || { echo "never led"; return 1; }
+    poll 30 grep -q ' leading identity=' "$WORK/fence.log" || { echo "never led"; return 1; }
     for i in $(seq 1 20); do small_cluster "f$i"; echo ---; done | kc -n "$ns" apply -f - >/dev/null || return 1
-    poll 30 grep -q 'apply .*: HTTP 2' "$WORK/fence.log" || { echo "no write"; return 1; }
+    poll 30 grep -q 'action="apply [^"]*" http_code=2' "$WORK/fence.log" || { echo "no write"; return 1; }
     now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
     kc -n "$ns" patch lease flink-controller --type merge \
       -p "{\"spec\":{\"holderIdentity\":\"another-replica\",\"renewTime\":\"$now\",\"leaseDurationSeconds\":60}}" \
@@ -203,9 +203,9 @@ case_fence() {
     # it stops by itself (no signal: a signal would cut short what it still writes)
     poll 15 test -f "$WORK/fence.rc" || { echo "still running 15 s after the loss"; return 1; }
     rc=$(stop_controller fence)
-    # every write logs "<what>: HTTP <code>" at debug; none may follow the loss
+    # every write logs action="<what>" http_code=<code> at debug; none may follow the loss
     after=$(sed -n '/leader election stopped/,$p' "$WORK/fence.log" |
-      grep -E '"(apply|delete|patch status|patch annotations|create event)[^"]*: HTTP [0-9]+"' | head -3)
+      grep -E 'action="(apply|delete|patch status|patch annotation|create event|count event)[^"]*" http_code=[0-9]+' | head -3)
     echo "exit $rc; writes after the loss: ${after:-none}"
     expect "exit status after the loss" "$rc" 1 || return 1
     expect "writes after the loss" "$after" ""

@@ -199,12 +199,12 @@ case_stale() {
     poll 30 acked || { echo "control: $(jp "$ns" flinkcluster/stale '{.status.control}')"; return 1; }
     sleep 5
     local log=$WORK/stale.log
-    echo "passes that waited for their own writes: $(grep -c 'waiting for the cache to show' "$log")"
-    [ "$(grep -c 'waiting for the cache to show' "$log")" -ge 1 ] || { echo "no pass waited: the lag did not bite"; return 1; }
-    expect "applies of the submitter Job" "$(grep -c 'apply Job stale-job-submitter: HTTP 2' "$log")" 1 || return 1
+    echo "passes that waited for their own writes: $(grep -c 'waiting for own writes in the cache' "$log")"
+    [ "$(grep -c 'waiting for own writes in the cache' "$log")" -ge 1 ] || { echo "no pass waited: the lag did not bite"; return 1; }
+    expect "applies of the submitter Job" "$(grep -c 'action="apply Job stale-job-submitter" http_code=2' "$log")" 1 || return 1
     expect "deletes of Jobs" "$(grep -c 'delete Job ' "$log")" 0 || return 1
-    expect "savepoint triggers" "$(grep -c "flink POST /jobs/$jid/savepoints: HTTP 2" "$log")" 1 || return 1
-    expect "409 answers to applies, patches and deletes" "$(grep -c 'HTTP 409' "$log")" 0 || return 1
+    expect "savepoint triggers" "$(grep -c "method=POST path=/jobs/$jid/savepoints job=$jid http_code=2" "$log")" 1 || return 1
+    expect "409 answers to applies, patches and deletes" "$(grep -c 'http_code=409' "$log")" 0 || return 1
     # the user's annotation is a write the lagging watch shows 3 s late: a status written in
     # between may meet one 409 ("status conflict"), after which the pass waits for the cache to
     # show another version of the FlinkCluster instead of retrying against the stale one

@@ -70,6 +70,13 @@ start_controller() {
 }
 ctl_pid() { cat "$WORK/$1.pid" 2>/dev/null; }
 ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && [ ! -f "$WORK/$1.rc" ] && kill -0 "$p" 2>/dev/null; }
+# scrape_metrics CONTROLLER: its /metrics text (the port from the start line of its log, key
+# metrics_port); status 1 when the port is not logged yet or the scrape fails
+scrape_metrics() {
+  local mp
+  mp=$(grep -o 'metrics_port=[0-9]*' "$WORK/$1.log" | head -n1 | cut -d= -f2)
+  [ -n "$mp" ] && curl -sf "http://127.0.0.1:$mp/metrics"
+}
 # stop_controller NAME [SIGNAL]: signals it (TERM default) and waits for its exit status (at
 # most 15 s, then SIGKILL); prints the status.
 stop_controller() {

@@ -58,8 +58,8 @@ case_triggerfind() {
     sleep 3
     after=$(savepoint_dirs | wc -l)
     expect "savepoints written" "$((after - before))" 1 || return 1
-    grep -q "GET /jobs/$jid/savepoints/$tid" "$WORK/tf2.log" || { echo "no lookup by the trigger id in the log"; return 1; }
-    ! grep -q "POST /jobs/$jid/savepoints" "$WORK/tf2.log" || { echo "triggered again"; return 1; }
+    grep -q "method=GET path=/jobs/$jid/savepoints/$tid" "$WORK/tf2.log" || { echo "no lookup by the trigger id in the log"; return 1; }
+    ! grep -q "method=POST path=/jobs/$jid/savepoints" "$WORK/tf2.log" || { echo "triggered again"; return 1; }
     stop_controller tf2 >/dev/null
   }
   check "triggerfind: died after Flink took the trigger: the next controller looks the id up and reports that savepoint Succeeded, none triggered again" t_tf_found
@@ -135,6 +135,36 @@ case_restsubmit() {
     expect "Flink job state" "$(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)" FINISHED
   }
   check "restsubmit: cancelRequested stops the REST-submitted job with a savepoint (FINISHED, Cancelled)" t_rest_cancel
+  # a jar near Flink's upload limit (rest.server.max-content-length, 100 MiB): the test jobs jar
+  # with 90 MiB of random bytes stored in it. The controller writes it to a temporary file and
+  # uploads it from there: its peak RSS (VmHWM) grows by far less than the jar (the three copies
+  # in memory it took before: about 270 MiB)
+  python3 - "$TESTENV_FLINK_JOBS_JAR" "$dir/testenv-large.jar" <<'PY'
+import os, shutil, sys, zipfile
+shutil.copy(sys.argv[1], sys.argv[2])
+with zipfile.ZipFile(sys.argv[2], "a") as z, z.open("padding.bin", "w", force_zip64=True) as f:
+    for _ in range(90):
+        f.write(os.urandom(1 << 20))
+PY
+  hwm() { awk '$1 == "VmHWM:" { print $2 }' "/proc/$(ctl_pid restsubmit)/status"; }
+  local hwm0
+  hwm0=$(hwm)
+  rest_cluster restlarge testenv-large.jar
+  t_rest_large() {
+    local hwm1 kib
+    kib=$(( $(stat -c %s "$dir/testenv-large.jar") / 1024 ))
+    poll 90 eval '[ "$(job restlarge state)" = Running ]' ||
+      { echo "job: $(job restlarge state) $(job restlarge failureReason)"; return 1; }
+    hwm1=$(hwm)
+    echo "jar $kib KiB; controller VmHWM $hwm0 KiB before, $hwm1 KiB after: +$((hwm1 - hwm0)) KiB" |
+      tee "$WORK/restlarge.rss"
+    [ -n "$hwm0" ] && [ -n "$hwm1" ] && [ $((hwm1 - hwm0)) -lt 65536 ] ||
+      { echo "peak RSS grew by 64 MiB or more"; return 1; }
+    kc -n "$ns" patch flinkcluster restlarge --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null &&
+      poll 60 is_state "$ns" restlarge Stopped || { echo "not stopped: $(state "$ns" restlarge)"; return 1; }
+  }
+  check "restsubmit: a 90 MiB jar (near Flink's 100 MiB upload limit) is downloaded to a file and uploaded from it: Running, the controller's peak RSS grows by less than 64 MiB" t_rest_large
+  [ -f "$WORK/restlarge.rss" ] && sed 's/^/# /' "$WORK/restlarge.rss"
   rest_cluster restbad missing.jar
   t_rest_missing() {
     poll 60 eval '[ "$(job restbad state)" = Failed ]' || { echo "job: $(job restbad state)"; return 1; }
@@ -250,7 +280,7 @@ EOF2
     expect "Flink job state" "$(flink_state "$jid")" RUNNING || return 1
     expect "savepoint state" "$(jp "$ns" flinkcluster/upg '{.status.savepoint.state}')" NotTriggered || return 1
     expect "savepoints written" "$(savepoint_dirs | wc -l)" "$sps" || return 1
-    grep -q 'flink GET /jobs/overview: HTTP 200' "$WORK/upgrade2.log" || { echo "the job was not polled"; return 1; }
+    grep -q 'method=GET path=/jobs/overview http_code=200' "$WORK/upgrade2.log" || { echo "the job was not polled"; return 1; }
     if grep -E 'flink (POST|PATCH) ' "$WORK/upgrade2.log"; then echo "a savepoint, stop or cancel request"; return 1; fi
     echo "revision $old adopted as $rev; uids: $(echo "$before" | tr '\n' ' ')"
   }

@@ -85,7 +85,7 @@ case_native() {
     uids_before=$(kc -n "$ns" get pods -l cluster=tm,component=taskmanager -o jsonpath='{.items[*].metadata.uid}')
     expect "controller stopped" "$(stop_controller native)" 0 || return 1
     FC_LOG_LEVEL=debug start_controller native2 --namespace "$ns"
-    poll 30 grep -q "reconcile: .*cluster=$ns/tm" "$WORK/native2.log" || { echo "no pass of the new controller"; return 1; }
+    poll 30 grep -q "debug reconciled cluster=tm namespace=$ns " "$WORK/native2.log" || { echo "no pass of the new controller"; return 1; }
     sleep 5
     expect "pods after the restart" "$(tm_pods "$ns" tm)" "$before" || return 1
     expect "the same pods (uids)" \
@@ -110,9 +110,9 @@ case_nativequota() {
     poll 60 tm_count_is "$ns" tq 2 || { echo "pods: $(tm_pods "$ns" tq)"; return 1; }
     poll 30 has_event "$ns" tq TaskManagerStartFailed || { echo "no TaskManagerStartFailed event"; return 1; }
     local t0 refused
-    t0=$(grep -c 'apply Pod tq-taskmanager-[0-9]*: HTTP 403' "$WORK/nquota.log")
+    t0=$(grep -c 'action="apply Pod tq-taskmanager-[0-9]*" http_code=403' "$WORK/nquota.log")
     sleep 30
-    refused=$(($(grep -c 'apply Pod tq-taskmanager-[0-9]*: HTTP 403' "$WORK/nquota.log") - t0))
+    refused=$(($(grep -c 'action="apply Pod tq-taskmanager-[0-9]*" http_code=403' "$WORK/nquota.log") - t0))
     # cool-downs of 10, 20, 40 s after the first two: at most 2 rounds of 2 refused creates in 30 s
     [ "$refused" -ge 1 ] && [ "$refused" -le 6 ] || { echo "$refused refused creates in 30 s"; return 1; }
     tm_count_is "$ns" tq 2 || { echo "pods: $(tm_pods "$ns" tq)"; return 1; }
@@ -158,13 +158,14 @@ case_nativescale() {
     uids=$(kc -n "$ns" get pods -l cluster=big,component=taskmanager -o jsonpath='{.items[*].metadata.uid}' |
       tr ' ' '\n' | sort | tr '\n' ' ')
     FC_LOG_LEVEL=debug start_controller nscale2 --namespace "$ns" --qps 200 --burst 400
-    poll 60 grep -q "reconcile: .*cluster=$ns/big" "$WORK/nscale2.log" || { echo "no pass of the new controller"; return 1; }
+    poll 60 grep -q "debug reconciled cluster=big namespace=$ns " "$WORK/nscale2.log" || { echo "no pass of the new controller"; return 1; }
     sleep 10
     expect "the same $pods pods (uids)" "$(kc -n "$ns" get pods -l cluster=big,component=taskmanager \
       -o jsonpath='{.items[*].metadata.uid}' | tr ' ' '\n' | sort | tr '\n' ' ')" "$uids" || return 1
     ! grep -q 'apply Pod' "$WORK/nscale2.log" || { grep 'apply Pod' "$WORK/nscale2.log" | head -3; return 1; }
     # the first pass of the new process rebuilds the accounting from the pods
-    grep -o "reconcile: .*cluster=$ns/big" "$WORK/nscale2.log" | head -n1 | grep -o '([0-9.]* ms)' |
+    grep -o "debug reconciled cluster=big namespace=$ns duration_ms=[0-9.]*" "$WORK/nscale2.log" | head -n1 |
+      sed 's/.*duration_ms=\([0-9.]*\)/(\1 ms)/' |
       sed "s/^/first pass after the restart (state rebuilt from $pods pods): /" >>"$WORK/nscale.figures"
     kc -n "$ns" delete pod big-taskmanager-17 --wait=false >/dev/null
     poll 60 tm_count_is "$ns" big "$pods" || return 1

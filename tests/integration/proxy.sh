@@ -199,7 +199,7 @@ EOF
     poll 60 job_running "$ns" pf "$jid" || { echo "job: $(job id) $(job state)"; return 1; }
     sleep 12 # one more /jobs/overview poll through the API server: still Running, not Lost
     expect "job state after a poll" "$(job state)" Running || return 1
-    grep -q "Flink REST: the API server's service proxy" "$WORK/proxy.log" || { echo "no route log line"; return 1; }
+    grep -q "flink_rest=\"the API server's service proxy\"" "$WORK/proxy.log" || { echo "no route log line"; return 1; }
     ! tail -n +"$((from + 1))" "$WORK/proxy.log" | grep -q "unreachable" ||
       { tail -n +"$((from + 1))" "$WORK/proxy.log" | grep unreachable | tail -3; return 1; }
   }
@@ -214,10 +214,10 @@ EOF
     # 404 naming the Service (kube-apiserver 1.34)
     endpoints notReadyAddresses || return 1
     poll 30 unreachable 503 "no endpoints available for service .*http:pf-jobmanager:$port" ||
-      { echo "log: $(grep 'flink GET' "$WORK/proxy.log" | tail -3)"; return 1; }
+      { echo "log: $(grep 'method=GET' "$WORK/proxy.log" | tail -3)"; return 1; }
     kc -n "$ns" delete endpoints pf-jobmanager >/dev/null 2>&1 || return 1
     poll 30 unreachable 404 "services .*pf-jobmanager.* not found" ||
-      { echo "log: $(grep 'flink GET' "$WORK/proxy.log" | tail -3)"; return 1; }
+      { echo "log: $(grep 'method=GET' "$WORK/proxy.log" | tail -3)"; return 1; }
     expect "job state while the JobManager is unreachable" "$(job state)" Running || return 1
     ctl_alive proxy || { echo "controller exited"; return 1; }
   }
@@ -229,7 +229,7 @@ EOF
     poll 60 stopped || { echo "state $(state "$ns" pf), job $(job state)"; return 1; }
     expect "Flink job state (stop-with-savepoint)" "$(curl -sf "$FLINK_REST_URL/jobs/$jid" | jget state)" FINISHED || return 1
     expect "job state" "$(job state)" Cancelled || return 1
-    if grep -E 'HTTP 403|forbidden' "$WORK/proxy.log"; then return 1; fi
+    if grep -E 'http_code=403|forbidden' "$WORK/proxy.log"; then return 1; fi
   }
   check "proxy: Endpoints back, cancelRequested -> POST /jobs/<id>/stop through the proxy: Flink FINISHED, job Cancelled, cluster Stopped; nothing forbidden to the deploy/ ServiceAccount" t_proxy_cancel
   stop_controller proxy >/dev/null

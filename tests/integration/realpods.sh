@@ -16,7 +16,7 @@
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
 #   incluster    the controller image built here, `kubectl apply -k deploy/crds` then
 #                `kubectl apply -k deploy/`, its pod Ready, reconciling a FlinkCluster with its own
-#                ServiceAccount
+#                ServiceAccount; deploy/monitoring's metrics Service in front of both replicas' /metrics
 #   helm         the same image installed by the Helm chart (deploy/helm/flink-controller) into a
 #                namespace of its own, watching the case's namespace: wordcount job Succeeded with
 #                no request refused; `helm uninstall` removes the controller and its RBAC, not the CRD
@@ -461,6 +461,26 @@ EOK
     no_403 flink-system
   }
   check "$desc: the in-cluster controller brings a session cluster to Running on real pods, with no request refused" t_incluster_reconciles
+  # deploy/monitoring's metrics Service (docs/alerts.md; its ServiceMonitor and PrometheusRule need
+  # the Prometheus operator's CRDs, which this environment has not): it selects both replicas and
+  # its port `metrics` serves their /metrics, read through the API server's service proxy
+  t_incluster_metrics_service() {
+    local eps raw
+    kc apply -f "$ROOT/deploy/monitoring/metrics-service.yaml" >/dev/null || return 1
+    two_endpoints() {
+      eps=$(jp flink-system endpoints/flink-controller-metrics '{range .subsets[*].addresses[*]}{.targetRef.name}{" "}{end}')
+      [ "$(wc -w <<<"$eps")" -eq 2 ]
+    }
+    poll 30 two_endpoints || { echo "endpoints of flink-controller-metrics: '$eps'"; return 1; }
+    expect "endpoint port" "$(jp flink-system endpoints/flink-controller-metrics '{.subsets[0].ports[0].name}:{.subsets[0].ports[0].port}')" \
+      metrics:8080 || return 1
+    raw=$(kc get --raw /api/v1/namespaces/flink-system/services/flink-controller-metrics:metrics/proxy/metrics) ||
+      { echo "GET /metrics through the Service: $raw"; return 1; }
+    grep -q '^flink_controller_build_info{version="' <<<"$raw" || { echo "no build_info in: ${raw:0:400}"; return 1; }
+    grep -qE '^flink_controller_leader [01]$' <<<"$raw" || { echo "no leader gauge in: ${raw:0:400}"; return 1; }
+    grep -qE '^flink_controller_workqueue_depth [0-9]+$' <<<"$raw" || { echo "no workqueue_depth in: ${raw:0:400}"; return 1; }
+  }
+  check "$desc: deploy/monitoring's metrics Service selects both replicas and serves /metrics" t_incluster_metrics_service
   kc -n flink-system delete deployment flink-controller --wait=true --timeout=60s >/dev/null 2>&1
   kc delete namespace flink-system --wait=false >/dev/null 2>&1
   kc delete clusterrolebinding,clusterrole flink-controller >/dev/null 2>&1

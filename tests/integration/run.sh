@@ -5,12 +5,12 @@
 # own, because one case stops the API server for 10 s) or brings one up with tests/env/up.sh
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
-#   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject
+#   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject jsonlogs
 #                                        flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale livediff override render restart
-#                                        lost triggerfind restsubmit upgrade (lifecycle.sh), native nativequota nativescale
-#                                        (native.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
+#                                        lost triggerfind restsubmit upgrade (lifecycle.sh), metrics (metrics.sh), native nativequota nativescale
+#                                        (native.sh), labelrename (names.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 realrest flinkoptions realconfig
 #                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail,
 #                                        (laststate.sh) laststate laststate2 (upgradeMode last-state on Flink HA, Flink 1.20
@@ -97,17 +97,25 @@ trap cleanup EXIT
 . "$HERE/adopt.sh"
 # shellcheck source=native.sh
 . "$HERE/native.sh"
+# shellcheck source=names.sh
+. "$HERE/names.sh"
 # shellcheck source=faults.sh
 . "$HERE/faults.sh"
 # shellcheck source=churn.sh
 . "$HERE/churn.sh"
 # shellcheck source=gitops.sh
 . "$HERE/gitops.sh"
+# shellcheck source=metrics.sh
+. "$HERE/metrics.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade native nativequota nativescale faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+# each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
+# durations are taken from
 for c in "${cases[@]}"; do
+  t0=$SECONDS
   "case_$c"
+  echo "# case $c: $((SECONDS - t0)) s"
 done
 echo "1..$n"
 [ "$failed" -eq 0 ]
