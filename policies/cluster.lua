@@ -13,6 +13,11 @@
 --   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management (mode
 --                                   StatefulSet; mode Native has none: see taskmanager_pod)
 --   Job         <n>-job-submitter   only with spec.job: runs `flink run` once
+--   ServiceAccount, Role, RoleBinding <n>-flink-ha
+--                                   only with Flink's Kubernetes HA services (upgradeMode
+--                                   last-state) and no spec.serviceAccountName: the pods' account,
+--                                   allowed what the HA services do with the namespace's
+--                                   ConfigMaps (HA_RULES); placed before the pods that use it
 -- Every object: labels app=flink, cluster=<n> (and flinkoperator.k8s.io/revision-name with
 -- REVISION_LABEL, below), the cluster's namespace (when it has one) and a controller
 -- ownerReference to the FlinkCluster, so Kubernetes deletes them with it. The objects are the
@@ -35,6 +40,7 @@ local flinkversion = require("lib.flinkversion")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
 local submit = require("lib.submit")
+local upgrade = require("lib.upgrade")
 local values = require("lib.values")
 
 local cluster_policy = {}
@@ -306,6 +312,34 @@ local function flink_config_hash(cm)
   return confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
 end
 
+--- What Flink's Kubernetes HA services do with ConfigMaps (leader election, job graphs,
+-- checkpoint pointers: Flink docs, "Kubernetes HA Services"), the rules of the Role
+-- <n>-flink-ha. The controller can grant only what it holds itself: deploy/rbac.yaml gives it
+-- these verbs on configmaps.
+cluster_policy.HA_RULES = {
+  { apiGroups = { "" }, resources = { "configmaps" },
+    verbs = { "get", "list", "watch", "create", "update", "patch", "delete" } },
+}
+
+--- with_ha_account(c) -> c, objects: with HA on (lib.upgrade.ha_enabled) and no
+-- spec.serviceAccountName, `c` with serviceAccountName <n>-flink-ha (c is the hook's own copy)
+-- and that ServiceAccount with its Role and RoleBinding; else `c` and {}.
+local function with_ha_account(c, rev)
+  if not upgrade.ha_enabled(c.spec) or values.is_text(c.spec.serviceAccountName) then return c, {} end
+  local n = c.metadata.name
+  local account = names.ha_account(n)
+  c.spec.serviceAccountName = account
+  local function meta() return names.metadata(c, account, names.object_labels(names.cluster_labels(n), nil, rev)) end
+  local rbac = "rbac.authorization.k8s.io"
+  return c, {
+    { apiVersion = "v1", kind = "ServiceAccount", metadata = meta() },
+    { apiVersion = rbac .. "/v1", kind = "Role", metadata = meta(), rules = util.deepcopy(cluster_policy.HA_RULES) },
+    { apiVersion = rbac .. "/v1", kind = "RoleBinding", metadata = meta(),
+      roleRef = { apiGroup = rbac, kind = "Role", name = account },
+      subjects = { { kind = "ServiceAccount", name = account, namespace = c.metadata.namespace } } },
+  }
+end
+
 --- Label every child with the revision it was rendered from, as the original operator did
 -- (`flinkoperator.k8s.io/revision-name: <revision name>` on each object's own metadata, never on
 -- a pod template, so a new revision alone restarts no pod). Off by default: with it, every spec
@@ -324,16 +358,15 @@ cluster_policy.REVISION_LABEL = false
 -- session cluster; a job cluster's comes from job.observe).
 function cluster_policy.desired(input)
   -- explicit nulls mean unset (`ingress: null` makes no Ingress)
-  local c = values.without_nulls(input.cluster)
   local rev = cluster_policy.REVISION_LABEL and input.revision or nil
+  local c, ha_objects = with_ha_account(values.without_nulls(input.cluster), rev)
   local spec = c.spec
   local cm = configmap(c, rev)
   local flink_hash = flink_config_hash(cm)
-  local objects = {
-    cm,
-    component_statefulset(c, "jobmanager", spec.jobManager, flink_hash, rev),
-    jobmanager_service(c, rev),
-  }
+  local objects = { cm }
+  for _, o in ipairs(ha_objects) do objects[#objects + 1] = o end
+  objects[#objects + 1] = component_statefulset(c, "jobmanager", spec.jobManager, flink_hash, rev)
+  objects[#objects + 1] = jobmanager_service(c, rev)
   if spec.jobManager.ingress then objects[#objects + 1] = jobmanager_ingress(c, rev) end
   if spec.taskManager.mode ~= "Native" then
     objects[#objects + 1] = component_statefulset(c, "taskmanager", spec.taskManager, flink_hash, rev)
@@ -368,7 +401,7 @@ cluster_policy.POD_NAME_ENV = "FLINK_POD_NAME"
 --     counts and replaces (as Flink's native Kubernetes mode does);
 -- labels app, cluster, component=taskmanager, owned by the FlinkCluster.
 function cluster_policy.taskmanager_pod(input)
-  local c = values.without_nulls(input.cluster)
+  local c = with_ha_account(values.without_nulls(input.cluster))
   local n, tm = c.metadata.name, c.spec.taskManager
   local slots, res = input.slots, input.resource
   local function adjust(container)

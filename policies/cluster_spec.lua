@@ -75,7 +75,7 @@ describe("cluster policy fixtures", function()
       "access-vpc", "access-external", "access-nodeport", "access-headless",
       "ingress-plain", "ingress-tls",
       "memory-1gi-defaults", "memory-4gi-25", "flink-1.9-keys", "flink-1.10-keys", "flink-1.17-keys",
-      "flinkproperties-memory", "config-hash",
+      "flinkproperties-memory", "config-hash", "last-state-ha", "last-state-ha-account",
     })
   end)
 

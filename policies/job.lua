@@ -13,6 +13,7 @@ local names = require("lib.names")
 local user_control = require("lib.control")
 local failure = require("lib.failure")
 local restsubmit = require("lib.restsubmit")
+local upgrade = require("lib.upgrade")
 
 local job = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
@@ -31,6 +32,10 @@ job.POLL_SECONDS = 10
 -- over several polls"), and a Lost job is resubmitted by FromSavepointOnFailure, which would then
 -- run it twice. 3 polls. Fixtures: job/observe-missing-grace, observe-lost, observe-never-listed-lost.
 job.LOST_AFTER_SECONDS = 3 * job.POLL_SECONDS
+--- The same with Flink's Kubernetes HA services (upgradeMode last-state): a new JobManager first
+-- wins the leader election (Flink's lease, 15 s by default) and then recovers the job graph from
+-- the HA storage before it lists the job again. Fixture: job/observe-missing-grace-ha.
+job.LOST_AFTER_SECONDS_HA = 12 * job.POLL_SECONDS
 
 --- Restart schedule of restartPolicy FromSavepointOnFailure. Change these to change how often
 -- and how fast a failed job is resubmitted, e.g. "restart at most 3 times, 30 s apart":
@@ -262,7 +267,8 @@ function job.observe(input)
       restsubmit.again(out, input.now)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
-      if input.now - since >= job.LOST_AFTER_SECONDS then
+      local grace = upgrade.ha_enabled(cluster.spec) and job.LOST_AFTER_SECONDS_HA or job.LOST_AFTER_SECONDS
+      if input.now - since >= grace then
         out.state = "Lost"
         out.failureReason = "job " .. out.id .. " not listed by the JobManager for "
           .. math.floor(input.now - since) .. " s"
@@ -299,12 +305,13 @@ end
 --   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool
---   (spec.job.fromSavepoint differs from the current revision's)}, now=<unix s>}.
+--   (spec.job.fromSavepoint differs from the current revision's), old_job=<the current revision's
+--   spec.job>}, now=<unix s>}.
 -- decision: {job=<status.components.job>, submit=bool (apply the submitter Job now),
 --   resubmit=bool (delete the observed submitter so that a new one is submitted; its uid is kept
 --   in job.staleSubmitterUID (ours) until it is gone, so that a cache that still shows it cannot
 --   bring back the old job id),
---   from_savepoint=<path or nil> (what the next submission restores from),
+--   from_savepoint=<path, "" (none: a stateless update) or nil> (what the next submission restores from),
 --   cleanup=<"DeleteCluster"|"DeleteTaskManager"|nil> (components to remove as the job ended),
 --   hold=bool (do not change the running components yet: update waits for savepoint/cancel),
 --   update_done=bool (the new revision's job is submitted: current := next),
@@ -314,7 +321,7 @@ end
 --   remove_annotation=<the user-control annotation key: remove it (lib.control.REMOVE_WHEN_DONE)>,
 --   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
---   number, RestartLimitReached)}.
+--   number, RestartLimitReached, LastStateUpgrade, UpgradeModeFallback)}.
 function job.decide(input)
   local cluster = input.cluster
   local spec = cluster.spec.job
@@ -431,10 +438,28 @@ function job.decide(input)
     end
   end
 
-  -- Update: when the revision changes, a running job is stopped (after a savepoint) before the
-  -- components change, then resubmitted from that savepoint.
+  -- Update: when the revision changes, by the upgrade mode (lib.upgrade.effective):
+  --   savepoint   a running job is stopped with a savepoint before the components change, then
+  --               resubmitted from that savepoint;
+  --   stateless   it is cancelled, then resubmitted without state (a fromSavepoint changed by
+  --               this update excepted);
+  --   last-state  it keeps running while the components are replaced (update_done at once): the
+  --               new JobManager recovers the same job from its latest checkpoint through
+  --               Flink's Kubernetes HA services, with no savepoint and no submission.
   local update = input.update
-  if update.pending then
+  local mode, fallback = nil, nil
+  if update.pending then mode, fallback = upgrade.effective(spec, update.old_job) end
+  if update.pending and running and fallback and status.nextRevision ~= update.next then
+    -- told once, on the update's first pass (the status then names the next revision)
+    d.events[#d.events + 1] = { type = "Normal", reason = "UpgradeModeFallback",
+      message = "last-state update of job " .. j.id .. " goes as " .. mode .. ": " .. fallback }
+  end
+  if update.pending and mode == upgrade.LAST_STATE and running and not cancel_wanted then
+    d.update_done = true
+    d.events[#d.events + 1] = { type = "Normal", reason = "LastStateUpgrade",
+      message = "revision " .. tostring(update.current) .. " -> " .. tostring(update.next) .. ": job " .. j.id
+        .. " keeps its id and resumes from its latest checkpoint (Flink HA), no savepoint" }
+  elseif update.pending then
     if running then
       d.hold = true
       local sp = outcome["update"]
@@ -452,9 +477,15 @@ function job.decide(input)
       retire_submitter()
       j.state = "Updating"
       j.id = nil
-      -- a fromSavepoint the user just changed wins (ours: resume a cancelled job from it)
-      d.from_savepoint = update.from_savepoint_changed and spec.fromSavepoint
-        or j.savepointLocation or spec.fromSavepoint
+      -- a fromSavepoint the user just changed wins (ours: resume a cancelled job from it);
+      -- stateless: nothing else ("": no --fromSavepoint)
+      if update.from_savepoint_changed and spec.fromSavepoint then
+        d.from_savepoint = spec.fromSavepoint
+      elseif mode == upgrade.STATELESS then
+        d.from_savepoint = ""
+      else
+        d.from_savepoint = j.savepointLocation or spec.fromSavepoint
+      end
     end
   end
 
@@ -507,8 +538,9 @@ function job.decide(input)
     local submitted = true
     if job.SUBMIT_WITH_REST(spec) then
       -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
+      local from = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
       local step = restsubmit.step({ job = j, spec = spec, flink = input.flink,
-        from_savepoint = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint, now = now })
+        from_savepoint = from ~= "" and from or nil, now = now })
       for _, i in ipairs(step.intents) do d.intents[#d.intents + 1] = i end
       d.requeue_after = step.requeue_after
       submitted = step.submitted == true

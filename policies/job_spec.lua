@@ -22,7 +22,8 @@ describe("policies/job.lua", function()
         "decide-update-resubmit", "observe-failed-asks-exceptions", "observe-failed-cause",
         "observe-finished-after-stop", "observe-id-from-pod", "observe-lost", "observe-missing-grace",
         "observe-never-listed-lost", "observe-rest-run-failed", "observe-submit-failed",
-        "observe-submit-failed-message",
+        "observe-submit-failed-message", "decide-update-last-state", "decide-update-last-state-job-changed",
+        "decide-update-stateless-resubmit", "observe-missing-grace-ha",
       })
     end)
     for _, case in ipairs(all) do

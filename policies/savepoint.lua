@@ -37,6 +37,7 @@ local clock = require("lib.clock")
 local user_control = require("lib.control")
 local trigger = require("lib.trigger")
 local retention = require("lib.retention")
+local upgrade = require("lib.upgrade")
 
 local savepoint = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
@@ -92,10 +93,11 @@ end
 --   job started in Flink, 0 unknown>, flink={operations={<trigger id>={phase=, status=, location=,
 --   failure=, error=, not_found=, time=}}, disposals={<trigger id>={...}}} (fc.flink.view),
 --   components=<status.components(): the JobManager's readiness gates disposal>,
---   update={pending=bool}, now=<unix seconds>}.
+--   update={pending=bool, old_job=<the current revision's spec.job>}, now=<unix seconds>}.
 -- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
 -- of this job succeeded (status.savepoint.stop says whether it also stopped the job), "skipped"
--- when no savepoint applies (no savepointsDir, takeSavepointOnUpgrade false), "failed" when the
+-- when no savepoint applies (no savepointsDir, takeSavepointOnUpgrade false, an update whose
+-- upgrade mode is not savepoint: lib.upgrade.effective), "failed" when the
 -- last one failed (retried after RETRY_SECONDS for update and cancelRequested); a failed stop is
 -- "pending": a plain savepoint is triggered at once instead (then job.lua cancels).
 function savepoint.decide(input)
@@ -200,7 +202,9 @@ function savepoint.decide(input)
     asked["job cancel"] = { since = 0, retry = true }
   end
   if (input.update or {}).pending then
-    if spec.takeSavepointOnUpgrade == false then
+    if spec.takeSavepointOnUpgrade == false
+        or upgrade.effective(spec, input.update.old_job) ~= upgrade.SAVEPOINT then
+      -- stateless and last-state updates take none (lib.upgrade)
       out.outcome["update"] = "skipped"
     else
       asked["update"] = { since = 0, retry = true }

@@ -25,6 +25,7 @@ describe("policies/savepoint.lua", function()
         "retention-age", "retention-count", "retention-failed-dropped", "retention-none-keeps", "retention-protected",
         "retention-waits-no-jobmanager",
         "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
+        "update-last-state-none", "update-last-state-job-changed",
       })
     end)
     for _, case in ipairs(all) do

@@ -21,6 +21,7 @@ local user_control = require("lib.control")
 local flinkversion = require("lib.flinkversion")
 local flinkconf = require("lib.flinkconf")
 local flinkremoved = require("lib.flinkremoved")
+local upgrade = require("lib.upgrade")
 
 local validate = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
@@ -341,6 +342,27 @@ local function check_job(job, creating, add)
   end
 end
 
+-- The upgrade mode's needs (lib.upgrade; the CRD's CEL rules on spec say the same): savepoint
+-- needs savepointsDir; last-state needs an HA storage directory; more than one JobManager
+-- needs the HA services, which only last-state turns on.
+local function check_upgrade(spec, add)
+  local job = obj(spec.job)
+  local mode = job and job.upgradeMode
+  if mode == upgrade.SAVEPOINT and not values.is_text(job.savepointsDir) then
+    add("spec.job.savepointsDir", "is required with upgradeMode savepoint")
+  end
+  if mode == upgrade.LAST_STATE and not values.is_text(values.get(job, "highAvailability", "storageDir"))
+      and not values.is_text(values.get(spec, "flinkProperties", upgrade.STORAGE_KEY)) then
+    add("spec.job.highAvailability.storageDir", "is required with upgradeMode last-state (or flinkProperties "
+      .. upgrade.STORAGE_KEY .. ")")
+  end
+  local replicas = values.get(spec, "jobManager", "replicas")
+  if type(replicas) == "number" and replicas > 1 and mode ~= upgrade.LAST_STATE then
+    add("spec.jobManager.replicas",
+      "more than 1 JobManager needs Flink's HA services (spec.job.upgradeMode last-state)")
+  end
+end
+
 -- Mode Native: the slot demand (spec.taskManager.slots for a session cluster; a job cluster's
 -- is spec.job.parallelism) and resource shapes fc.profile can read; extended resources must
 -- come out whole per pod (Kubernetes takes no fractional extended resources). Types, the mode's
@@ -437,6 +459,7 @@ local function check_spec(spec, creating, add, warn)
 
   local job = obj(spec.job)
   if job then check_job(job, creating, add) end
+  check_upgrade(spec, add)
   -- GCP: mountPath is the directory the key Secret is mounted at (the original operator refuses
   -- a mountPath ending with keyFile; the CRD's CEL rule too)
   local sa = values.get(spec, "gcpConfig", "serviceAccount")

@@ -31,8 +31,8 @@ describe("validate fixtures", function()
       "update-cancel-still-requested", "update-job-to-session", "update-savepoint-generation",
       "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
       "gcp-mount-path-key-file", "memory-min-equals-limit", "volume-mount-types",
-      "rarely-used-fields",
-      "savepoint-retention" })
+      "rarely-used-fields", "savepoint-retention", "upgrade-mode-needs", "upgrade-mode-last-state-no-dir",
+      "upgrade-mode-last-state-ha" })
   end)
   for _, case in ipairs(dirs) do
     local dir = fx.cases_dir("validate") .. "/" .. case

@@ -64,7 +64,7 @@ describe("deploy/rbac.yaml", function()
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(63, #want)
+    assert.are.equal(84, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 

@@ -41,7 +41,7 @@ local function policy_dir(overrides)
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua",
     "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
-    "lib/restsubmit.lua" }) do
+    "lib/restsubmit.lua", "lib/upgrade.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -614,6 +614,47 @@ describe("reconcile.run with policies-min", function()
     assert.equal(rev2, r.status.nextRevision)
   end)
 
+  it("replaces the pods of a running job at once in upgradeMode last-state: no savepoint, same job", function()
+    local c0 = wordcount()
+    c0.spec.job.upgradeMode = "last-state"
+    c0.spec.job.highAvailability = { storageDir = "file:///ha" }
+    local c, st, objs = running_job(c0)
+    local ch = children_of(objs, true)
+    local c2 = with_status(c, st)
+    c2.metadata.generation = 2
+    c2.spec.image.name = "flink:1.20.6" -- a new pod template for both StatefulSets
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } } }
+    local r = run_answered({ cluster = c2, children = ch, flink = flink, now = T0 + 90 })
+    local rev2 = r.status.nextRevision
+    assert.are_not.equal(st.currentRevision, rev2)
+    -- no stop, no cancel: the StatefulSets go (recreateOnUpdate), the revision is current at once
+    local got = ops(r)
+    table.sort(got)
+    assert.same({ "apply ControllerRevision " .. rev2,
+      "delete StatefulSet wordcount-jobmanager", "delete StatefulSet wordcount-taskmanager",
+      "flink GET /jobs/overview" }, got)
+    assert.equal(rev2, r.status.currentRevision)
+    assert.equal(ID, r.status.components.job.id)
+    assert.equal("Running", r.status.components.job.state)
+    assert.is_nil(r.status.savepoint and r.status.savepoint.triggerID)
+    local reasons = {}
+    for _, e in ipairs(r.events) do reasons[#reasons + 1] = e.reason end
+    assert.truthy(table.concat(reasons, " "):find("LastStateUpgrade", 1, true))
+    -- the next pass, the StatefulSets gone: created again with the new template, not held
+    local left = util.deepcopy(ch)
+    left.StatefulSet = {}
+    local r2 = run({ cluster = with_status(c2, r.status), children = left, flink = flink, now = T0 + 95 })
+    got = ops(r2)
+    table.sort(got)
+    assert.same({ "apply ControllerRevision " .. rev2, -- (not in these children)
+      "apply StatefulSet wordcount-jobmanager", "apply StatefulSet wordcount-taskmanager",
+      "flink GET /jobs/overview" }, got)
+    for _, o in ipairs(applied(r2)) do
+      if o.kind == "StatefulSet" then assert.equal("flink:1.20.6", o.spec.template.spec.containers[1].image) end
+    end
+    assert.equal(ID, r2.status.components.job.id)
+  end)
+
   it("does not start an update the API server refuses in a dry run: no stop, the job runs, UpdateRefused", function()
     local c2, objs, flink = edited_running_job(nil, 2)
     local snap = { cluster = c2, children = children_of(objs, true), flink = flink, now = T0 + 90, dry_runs = {} }
@@ -758,7 +799,8 @@ describe("reconcile.run with policies-min", function()
       "apply ControllerRevision " .. rev }, ops(r))
     local msg = "cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget wordcount-pdb): kind not "
       .. "declared in lua/fc/kinds.lua (the controller may create networking.k8s.io/v1 Ingress, v1 Service, "
-      .. "apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, apps/v1 ControllerRevision); left out"
+      .. "apps/v1 StatefulSet, v1 ConfigMap, v1 ServiceAccount, rbac.authorization.k8s.io/v1 Role, "
+      .. "rbac.authorization.k8s.io/v1 RoleBinding, batch/v1 Job, apps/v1 ControllerRevision); left out"
     local pe = condition(r.status, "PolicyError")
     assert.same({ "True", "UndeclaredKind", msg }, { pe.status, pe.reason, pe.message })
     local pe_events = {}

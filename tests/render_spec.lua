@@ -494,7 +494,8 @@ describe("flink-controller render with the project's policies #bin", function()
     assert.equal("", r.stdout)
     assert.equal("wordcount: policy: cluster.lua: desired: objects[5] (policy/v1 PodDisruptionBudget "
       .. "wordcount-pdb): kind not declared in lua/fc/kinds.lua (the controller may create "
-      .. "networking.k8s.io/v1 Ingress, v1 Service, apps/v1 StatefulSet, v1 ConfigMap, batch/v1 Job, "
+      .. "networking.k8s.io/v1 Ingress, v1 Service, apps/v1 StatefulSet, v1 ConfigMap, v1 ServiceAccount, "
+      .. "rbac.authorization.k8s.io/v1 Role, rbac.authorization.k8s.io/v1 RoleBinding, batch/v1 Job, "
       .. "apps/v1 ControllerRevision)\n", r.stderr)
   end)
 

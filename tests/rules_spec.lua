@@ -57,6 +57,8 @@ local CASES = {
   ["name-length"] = { function() local c = session(); c.metadata.name = string.rep("a", 41); return c end },
   ["savepoint-generation"] = { function()
     local c = job_cluster(); c.spec.job.savepointGeneration = 2; return c, job_cluster() end },
+  ["jm-replicas-ha"] = { function() local c = job_cluster(); c.spec.jobManager = { replicas = 2 }; return c end },
+  ["last-state-storage"] = { function() local c = job_cluster(); c.spec.job.upgradeMode = "last-state"; return c end },
   ["job-added-removed"] = { function() return job_cluster(), session() end,
     function() return session(), job_cluster() end },
   ["native-slots"] = { function() local c = native(job_cluster()); return c end,

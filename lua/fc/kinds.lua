@@ -35,6 +35,11 @@ kinds.CHILDREN = {
   { kind = "StatefulSet", apiVersion = "apps/v1", resource = "statefulsets", apply = true, delete = true,
     pods = true },
   { kind = "ConfigMap", apiVersion = "v1", resource = "configmaps", apply = true, delete = true },
+  -- the pods' account for Flink's Kubernetes HA services (policies/cluster.lua, upgradeMode last-state)
+  { kind = "ServiceAccount", apiVersion = "v1", resource = "serviceaccounts", apply = true, delete = true },
+  { kind = "Role", apiVersion = "rbac.authorization.k8s.io/v1", resource = "roles", apply = true, delete = true },
+  { kind = "RoleBinding", apiVersion = "rbac.authorization.k8s.io/v1", resource = "rolebindings", apply = true,
+    delete = true },
   { kind = "Job", apiVersion = "batch/v1", resource = "jobs", apply = true, delete = true, create_only = true },
   { kind = "ControllerRevision", apiVersion = "apps/v1", resource = "controllerrevisions", apply = true,
     create_only = true, any_labels = true },

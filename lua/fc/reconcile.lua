@@ -571,8 +571,10 @@ function run(host, snapshot, hold)
     end
   end
   if not (is_table(adopted) and adopted.to == current) then adopted = nil end
+  -- old_job: the current revision's spec.job (what the running job was submitted with), for
+  -- the policies' upgrade mode (lib.upgrade.effective)
   local update = { pending = current ~= next_rev, current = current, next = next_rev,
-    from_savepoint_changed = false }
+    from_savepoint_changed = false, old_job = is_table(old.spec) and old.spec.job or nil }
   if update.pending and not hold then
     local gated = gate_update(host, snapshot, defaulted, next_rev, current)
     if gated then return gated end

@@ -47,6 +47,22 @@ rules.list = {
       -- names the value it may take
       messages = { "may only change to status + 1 (1)" } },
   },
+  { id = "jm-replicas-ha", at = "spec", fieldPath = ".jobManager.replicas", reason = "FieldValueForbidden",
+    rule = "!has(self.jobManager) || !has(self.jobManager.replicas) || self.jobManager.replicas <= 1 || "
+      .. "(has(self.job) && has(self.job.upgradeMode) && self.job.upgradeMode == 'last-state')",
+    message = "more than 1 JobManager needs Flink's HA services (spec.job.upgradeMode last-state)",
+    twin = { check = "validate.check_upgrade", path = "spec.jobManager.replicas" },
+  },
+  { id = "last-state-storage", at = "spec", fieldPath = ".job.highAvailability.storageDir",
+    reason = "FieldValueRequired",
+    rule = "!has(self.job) || !has(self.job.upgradeMode) || self.job.upgradeMode != 'last-state' || "
+      .. "(has(self.job.highAvailability) && has(self.job.highAvailability.storageDir)) || "
+      .. "(has(self.flinkProperties) && 'high-availability.storageDir' in self.flinkProperties)",
+    message = "upgradeMode last-state needs spec.job.highAvailability.storageDir (or flinkProperties "
+      .. "high-availability.storageDir)",
+    twin = { check = "validate.check_upgrade", path = "spec.job.highAvailability.storageDir",
+      messages = { "is required with upgradeMode last-state (or flinkProperties high-availability.storageDir)" } },
+  },
   { id = "job-added-removed", at = "spec", fieldPath = ".job", reason = "FieldValueForbidden",
     rule = "has(self.job) == has(oldSelf.job)",
     messageExpression = "has(self.job) ? 'cannot be added: a session cluster cannot become a job cluster' : "

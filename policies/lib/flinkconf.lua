@@ -9,6 +9,7 @@ local yaml = require("fc.yaml")
 local names = require("lib.names")
 local flinkversion = require("lib.flinkversion")
 local flinkremoved = require("lib.flinkremoved")
+local upgrade = require("lib.upgrade")
 
 local flinkconf = {}
 
@@ -151,8 +152,39 @@ flinkconf.FIXED = {
   ["rest.port"] = "spec.jobManager.ports.ui",
 }
 
+--- flinkconf.ha_properties(cluster) -> {key = string}: Flink's Kubernetes HA options of the
+-- (defaulted) FlinkCluster, {} when HA is off (lib.upgrade.ha_enabled: upgradeMode last-state).
+-- The HA type is `high-availability.type: kubernetes` from Flink 1.17 on (and for an unknown
+-- version: 1.20 and 2.x read it), before that `high-availability: <the factory class>`; the
+-- storage directory comes from spec.job.highAvailability.storageDir (a flinkProperties entry
+-- of the same key overrides it, as any option); kubernetes.cluster-id is the cluster's name
+-- (unique in its namespace: Flink's HA ConfigMaps are <name>-cluster-config-map and
+-- <name>-<job id>-config-map, labelled app=<name>, configmap-type=high-availability).
+function flinkconf.ha_properties(cluster)
+  local spec = cluster.spec
+  if not upgrade.ha_enabled(spec) then return {} end
+  local md = cluster.metadata or {}
+  local props = {
+    ["kubernetes.cluster-id"] = md.name,
+    ["kubernetes.namespace"] = md.namespace or "default",
+    -- with HA the JobManager's RPC listens on this option (default 0: a random port), not on
+    -- jobmanager.rpc.port: the Service, the probes and the TaskManagers use the spec's rpc port
+    ["high-availability.jobmanager.port"] = spec.jobManager.ports.rpc,
+  }
+  local version = flinkversion.of(spec)
+  if flinkversion.at_least(version, 1, 17) then
+    props["high-availability.type"] = "kubernetes"
+  else
+    props["high-availability"] = "org.apache.flink.kubernetes.highavailability.KubernetesHaServicesFactory"
+  end
+  local dir = (spec.job.highAvailability or {}).storageDir
+  if type(dir) == "string" and dir ~= "" then props[upgrade.STORAGE_KEY] = dir end
+  return props
+end
+
 --- All options of the (defaulted) FlinkCluster `cluster`, a {key = string} map: the fixed
--- addresses and ports, the memory options, then spec.flinkProperties, which override any of
+-- addresses and ports, the memory options, the HA options of upgradeMode last-state
+-- (flinkconf.ha_properties), then spec.flinkProperties, which override any of
 -- ours but those of flinkconf.FIXED. For Flink 2 (a known version >= 2.0) an option Flink 2
 -- no longer knows is left out, the user's too (validate.lua warns about each);
 -- `query.server.port`, which the original operator wrote, is not a Flink option in any version
@@ -179,6 +211,8 @@ function flinkconf.properties(cluster)
   for _, c in ipairs({ { jm, "jobmanager" }, { flinkconf.taskmanager_memory_spec(tm), "taskmanager" } }) do
     for k, v in pairs(flinkconf.memory_properties(c[1], c[2], version, user)) do props[k] = v end
   end
+  -- Flink's Kubernetes HA services for upgradeMode last-state (lib.upgrade)
+  for k, v in pairs(flinkconf.ha_properties(cluster)) do props[k] = v end
   for k, v in pairs(user) do props[k] = v end
   for k, v in pairs(props) do props[k] = as_string(v) end
   return props

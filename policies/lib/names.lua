@@ -20,6 +20,9 @@ function names.configmap(n) return n .. "-configmap" end
 function names.jobmanager(n) return n .. "-jobmanager" end
 function names.taskmanager(n) return n .. "-taskmanager" end
 function names.job_submitter(n) return n .. "-job-submitter" end
+--- The ServiceAccount, Role and RoleBinding of Flink's Kubernetes HA services (upgradeMode
+-- last-state without spec.serviceAccountName; policies/cluster.lua).
+function names.ha_account(n) return n .. "-flink-ha" end
 
 --- Labels every child carries: {app = "flink", cluster = n} (fc.names.cluster_labels). A
 -- fresh table each call.

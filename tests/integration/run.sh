@@ -89,6 +89,8 @@ trap cleanup EXIT
 . "$HERE/lifecycle.sh"
 # shellcheck source=reallifecycle.sh
 . "$HERE/reallifecycle.sh"
+# shellcheck source=laststate.sh
+. "$HERE/laststate.sh"
 # shellcheck source=adopt.sh
 . "$HERE/adopt.sh"
 # shellcheck source=native.sh
@@ -105,7 +107,7 @@ trap cleanup EXIT
 . "$HERE/metrics.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 # each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
 # durations are taken from
 for c in "${cases[@]}"; do

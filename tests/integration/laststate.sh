@@ -1,0 +1,197 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
+# upgradeMode last-state on the real node (issue 29 item 1; sourced by tests/integration/run.sh
+# after realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why,
+# all_vertices_running, config_value, real_done):
+#   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second, upgradeMode
+#                last-state (the HA storage and the checkpoints on a hostPath volume every
+#                JobManager pod of the one node sees; the pods run as the ServiceAccount the
+#                controller renders with a Role for Flink's HA ConfigMaps, no
+#                spec.serviceAccountName). The test environment's Flink classpath
+#                (tests/env/flink/pom.xml) has no flink-kubernetes, so Flink's Kubernetes HA
+#                services cannot start here: flinkProperties switch the HA type to ZooKeeper (a
+#                ZooKeeper server from the image's flink-shaded-zookeeper jar in a pod of the
+#                namespace), which keeps the job graph and checkpoint pointer the same way; the
+#                controller's part is the same. A Flink option changed -> the pods are
+#                replaced with no savepoint, the same job id resumes from a checkpoint (restored
+#                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
+#                (--force) -> the same job resumes from a checkpoint, not resubmitted.
+#   laststate2   the same on flink:2.3.0
+
+# laststate_cluster NAME HOSTDIR VERSION SLOTS: the Ticker job cluster in upgradeMode last-state,
+# HA storage and checkpoints under HOSTDIR (mounted at /state), no savepointsDir.
+laststate_cluster() {
+  local vol="
+    volumes: [{name: state, hostPath: {path: $2, type: DirectoryOrCreate}}]
+    volumeMounts: [{name: state, mountPath: /state}]"
+  local ckdir=execution.checkpointing.dir
+  case $3 in 1.*) ckdir=state.checkpoints.dir ;; esac
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkCluster
+metadata:
+  name: $1
+spec:
+  image: {name: "flink:$3"}
+  jobManager:
+    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+  taskManager:
+    replicas: 1
+    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+  job:
+    jarFile: /opt/flink/usrlib/testenv-jobs.jar
+    className: testenv.Ticker
+    parallelism: 1
+    upgradeMode: last-state
+    highAvailability: {storageDir: "file:///state/ha"}
+    restartPolicy: FromSavepointOnFailure
+  flinkProperties:
+    taskmanager.numberOfTaskSlots: "$4"
+    execution.checkpointing.interval: "1s"
+    $ckdir: "file:///state/checkpoints"
+    high-availability.type: zookeeper
+    high-availability.zookeeper.quorum: "zk:2181"
+    high-availability.cluster-id: /$1
+EOF
+}
+
+# laststate_zk VERSION: a ZooKeeper server (the flink image's shaded ZooKeeper) as Pod and Service zk
+laststate_zk() {
+  cat <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: zk, labels: {app: laststate-zk}}
+spec:
+  containers:
+    - name: zk
+      image: "flink:$1"
+      command: ["java", "-Dzookeeper.admin.enableServer=false", "-cp", "/opt/flink/lib/*",
+        "org.apache.flink.shaded.zookeeper3.org.apache.zookeeper.server.ZooKeeperServerMain", "2181", "/tmp/zk"]
+      ports: [{containerPort: 2181}]
+      readinessProbe: {tcpSocket: {port: 2181}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: zk}
+spec:
+  selector: {app: laststate-zk}
+  ports: [{port: 2181, targetPort: 2181}]
+EOF
+}
+
+# ckpt NS NAME ID FIELD: a field of GET /jobs/ID/checkpoints (json.lua path)
+ckpt() { jm_get "$1" "$2" "/jobs/$3/checkpoints" | jget "$4"; }
+# no_savepoint: true when the GET /jobs/<id>/checkpoints answer on stdin has a history and no
+# entry of it is a savepoint
+no_savepoint() {
+  lua5.4 -e 'local h = require("cjson").decode(io.read("a")).history or {}
+    for _, e in ipairs(h) do if e.is_savepoint == true then os.exit(1) end end
+    os.exit(#h > 0 and 0 or 1)' /dev/null
+}
+
+laststate_case() {
+  local c=$1 version=$2
+  local desc="real pods, Flink $version: upgradeMode last-state"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  local ns dir
+  ns=$(new_ns "$c" real)
+  dir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$dir" && chmod 0777 "$dir"
+  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  laststate_cluster ls "$dir" "$version" 2 | kc -n "$ns" apply -f - >/dev/null
+  # tasks RUNNING and at least N completed checkpoints of job $id
+  checkpointed() {
+    jm_get "$ns" ls "/jobs/$id" | all_vertices_running &&
+      [ "$(ckpt "$ns" ls "$id" counts.completed)" -ge "$1" ]
+  }
+  t_ls_running() {
+    local id
+    poll 240 is_job "$ns" ls Running || { why "$ns" ls; tail -n 15 "$WORK/$c.log"; return 1; }
+    id=$(job_field "$ns" ls id)
+    poll 90 checkpointed 2 || { echo "job $id: no 2 completed checkpoints: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; return 1; }
+    local conf
+    conf=$(jm_get "$ns" ls /jobmanager/config) || return 1
+    # the policy's HA options, the type overridden by flinkProperties (see the top)
+    expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" zookeeper || return 1
+    expect "high-availability.storageDir" "$(printf '%s' "$conf" | config_value high-availability.storageDir)" \
+      file:///state/ha || return 1
+    expect "kubernetes.cluster-id" "$(printf '%s' "$conf" | config_value kubernetes.cluster-id)" ls || return 1
+    # the pods run as the account the controller made for the HA services, owned by the cluster
+    expect "JobManager pod's ServiceAccount" "$(jp "$ns" pod/ls-jobmanager-0 '{.spec.serviceAccountName}')" ls-flink-ha ||
+      return 1
+    local kind
+    for kind in serviceaccount role rolebinding; do
+      expect "$kind ls-flink-ha owner" "$(jp "$ns" "$kind/ls-flink-ha" '{.metadata.ownerReferences[0].name}')" ls ||
+        return 1
+    done
+    # the HA services keep the job graph in the storage directory
+    [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
+  }
+  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made" t_ls_running
+  # each check runs in a subshell (check): the job id is read again in each
+  t_ls_upgrade() {
+    local old_jm old_rev before restored id
+    id=$(job_field "$ns" ls id)
+    old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
+    old_rev=$(jp "$ns" flinkcluster/ls '{.status.currentRevision}')
+    before=$(ckpt "$ns" ls "$id" latest.completed.id)
+    # a Flink option: every pod is replaced (the configuration's hash), the job is not touched
+    kc -n "$ns" patch flinkcluster ls --type merge \
+      -p '{"spec":{"flinkProperties":{"taskmanager.numberOfTaskSlots":"3"}}}' >/dev/null || return 1
+    replaced() {
+      local u; u=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
+      [ -n "$u" ] && [ "$u" != "$old_jm" ]
+    }
+    poll 120 replaced || { echo "the JobManager pod was not replaced"; why "$ns" ls; return 1; }
+    # the new JobManager lists the same job again (HA recovery), restored from a checkpoint
+    restored_ckpt() {
+      restored=$(ckpt "$ns" ls "$id" latest.restored.id)
+      [ -n "$restored" ] && [ "$restored" -gt 0 ]
+    }
+    poll 150 restored_ckpt || { echo "job $id not restored: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; why "$ns" ls
+      tail -n 20 "$WORK/$c.log"; return 1; }
+    expect "restored from a savepoint" "$(ckpt "$ns" ls "$id" latest.restored.is_savepoint)" false || return 1
+    [ "$restored" -ge "$before" ] || { echo "restored checkpoint $restored is older than $before, the latest before"; return 1; }
+    expect "the new JobManager's slots option" "$(jm_get "$ns" ls /jobmanager/config | config_value taskmanager.numberOfTaskSlots)" 3 ||
+      return 1
+    poll 60 checkpointed 1 || { echo "job $id takes no checkpoint after its recovery"; return 1; }
+    local after; after=$(ckpt "$ns" ls "$id" latest.completed.id)
+    [ "$after" -gt "$restored" ] || { echo "checkpoint ids do not go on: latest $after, restored $restored"; return 1; }
+    poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
+    expect "job id after the upgrade" "$(job_field "$ns" ls id)" "$id" || return 1
+    [ "$(jp "$ns" flinkcluster/ls '{.status.currentRevision}')" != "$old_rev" ] || { echo "currentRevision unchanged"; return 1; }
+    # no savepoint: none in the status, none in Flink's checkpoint history
+    expect "savepoint state" "$(jp "$ns" flinkcluster/ls '{.status.savepoint.state}')" NotTriggered || return 1
+    jm_get "$ns" ls "/jobs/$id/checkpoints" | no_savepoint ||
+      { echo "a savepoint in Flink's checkpoint history of $id"; return 1; }
+    expect "restartCount" "$(job_field "$ns" ls restartCount)" 0 || return 1
+    kc -n "$ns" get events --field-selector reason=LastStateUpgrade -o name | grep -q . ||
+      { echo "no LastStateUpgrade Event"; return 1; }
+  }
+  check "$desc: a Flink option changed -> pods replaced with no savepoint, the same job restored from checkpoint > 0, checkpoint ids go on" t_ls_upgrade
+  t_ls_jm_killed() {
+    local old_jm before restored id
+    id=$(job_field "$ns" ls id)
+    old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
+    before=$(ckpt "$ns" ls "$id" latest.completed.id)
+    kc -n "$ns" delete pod ls-jobmanager-0 --grace-period=0 --force >/dev/null 2>&1
+    back() { local u; u=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}'); [ -n "$u" ] && [ "$u" != "$old_jm" ]; }
+    poll 60 back || { echo "the StatefulSet did not bring the JobManager back"; return 1; }
+    resumed() {
+      restored=$(ckpt "$ns" ls "$id" latest.restored.id)
+      [ -n "$restored" ] && [ "$restored" -ge "$before" ] && jm_get "$ns" ls "/jobs/$id" | all_vertices_running
+    }
+    poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; why "$ns" ls
+      tail -n 20 "$WORK/$c.log"; return 1; }
+    expect "restored from a savepoint" "$(ckpt "$ns" ls "$id" latest.restored.is_savepoint)" false || return 1
+    poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
+    expect "job id after the JobManager's loss" "$(job_field "$ns" ls id)" "$id" || return 1
+    expect "restartCount (not resubmitted)" "$(job_field "$ns" ls restartCount)" 0 || return 1
+  }
+  check "$desc: JobManager pod killed -> the same job resumes from its latest checkpoint, not resubmitted" t_ls_jm_killed
+  real_done "$c" "$ns" ls "$dir"
+}
+case_laststate() { laststate_case laststate 1.20.5; }
+case_laststate2() { laststate_case laststate2 2.3.0; }
