@@ -115,13 +115,13 @@ int events_start(struct run_item *it, json_t *ev, kube_done_fn done)
         snprintf(patch, sizeof patch, "{\"count\":%lld,\"lastTimestamp\":\"%s\"}", (long long)count, ts);
         snprintf(it->what, sizeof it->what, "count event %s (%lld)", reason, (long long)count);
         it->verb = "PATCH";
-        it->call = kube_patch(ctx->kc, &kube_kind_event, it->ns, ev_name, NULL, "application/merge-patch+json",
+        it->call = ctx->ops->patch(ctx->kc, &kube_kind_event, it->ns, ev_name, NULL, "application/merge-patch+json",
                               patch, done, it, err, sizeof err);
     } else {
         json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
         snprintf(it->what, sizeof it->what, "create event %s", reason);
         it->verb = "POST";
-        it->call = kube_event_create(ctx->kc, inv, type, reason, message, done, it, err, sizeof err);
+        it->call = ctx->ops->event_create(ctx->kc, inv, type, reason, message, done, it, err, sizeof err);
         json_decref(inv);
     }
     if (it->call)

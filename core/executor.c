@@ -387,7 +387,7 @@ static int executor_start_action(struct run_item *it, json_t *a)
             json_object_set_new(meta, "namespace", json_string(it->ns));
         char *text = json_dumps(obj, JSON_COMPACT);
         if (text)
-            it->call = (dry ? kube_apply_dry_run : kube_apply)(ctx->kc, text, executor_kube_done, it, err, sizeof err);
+            it->call = (dry ? ctx->ops->apply_dry_run : ctx->ops->apply)(ctx->kc, text, executor_kube_done, it, err, sizeof err);
         free(text);
         if (it->call)
             return 1;
@@ -412,7 +412,7 @@ static int executor_start_action(struct run_item *it, json_t *a)
         if (!k || !name)
             snprintf(err, sizeof err, "unknown kind or no name");
         else
-            it->call = kube_delete(ctx->kc, k, it->ns, name, "Background", executor_kube_done, it, err, sizeof err);
+            it->call = ctx->ops->delete(ctx->kc, k, it->ns, name, "Background", executor_kube_done, it, err, sizeof err);
         if (it->call)
             return 1;
     } else if (strcmp(op, "patch_annotations") == 0) {
@@ -430,7 +430,7 @@ static int executor_start_action(struct run_item *it, json_t *a)
         char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
         json_decref(patch);
         if (text)
-            it->call = kube_patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+            it->call = ctx->ops->patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
                                   "application/merge-patch+json", text, executor_kube_done, it, err, sizeof err);
         free(text);
         if (it->call)
@@ -478,7 +478,7 @@ static int executor_start_hash_patch(struct run_item *it)
     it->verb = "PATCH";
     it->write = WRITE_PATCH;
     if (text)
-        it->call = kube_patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+        it->call = ctx->ops->patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
                               "application/merge-patch+json", text, executor_kube_done, it, err, sizeof err);
     free(text);
     if (it->call)

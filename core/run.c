@@ -522,7 +522,7 @@ static void run_stopped_leading(void *ud)
     while (ctx->items) {
         struct run_item *it = ctx->items;
         if (it->call)
-            kube_cancel(it->call);
+            ctx->ops->cancel(it->call);
         it->call = NULL;
         if (!it->fenced)
             run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
@@ -748,6 +748,7 @@ static int run_check_framework(struct run_ctx *ctx)
 int run_main(int argc, char **argv)
 {
     struct run_ctx ctx_ = {0}, *ctx = &ctx_;
+    ctx->ops = &kube_ops_default;
     ctx->o.qps = RUN_DEFAULT_QPS;
     ctx->o.burst = RUN_DEFAULT_BURST;
     ctx->o.workers = RUN_WORKERS_DEFAULT;
@@ -959,7 +960,7 @@ out:
     while (ctx->items) {
         struct run_item *it = ctx->items;
         if (it->call)
-            kube_cancel(it->call);
+            ctx->ops->cancel(it->call);
         executor_item_free(it);
     }
     executor_cancel_fcalls(ctx, NULL);

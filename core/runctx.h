@@ -77,6 +77,7 @@ struct run_ctx {
     struct options o;
     struct lhost *host;
     kube_client *kc;
+    const kube_ops *ops; /* the writes of the passes: kube_ops_default (a fake in tests) */
     http_client *hc;
     flinkcall_env flink_env;
     workqueue *q;
