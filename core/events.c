@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "clusterstate.h"
 #include "events.h"
 #include "run.h"
 #include "runctx.h"
@@ -57,11 +58,12 @@ void events_failure(struct run_item *it, long status, const char *message)
 static json_t *events_entry(struct run_ctx *ctx, const char *key, const char *type, const char *reason,
                                const char *message)
 {
-    json_t *m = json_object_get(ctx->emitted, key);
-    if (!m) {
-        m = json_object();
-        json_object_set_new(ctx->emitted, key, m);
-    }
+    cluster_state *cs = clusterstate_get_or_add(ctx->clusters, key);
+    if (cs && !cs->emitted)
+        cs->emitted = json_object();
+    json_t *m = cs ? cs->emitted : NULL;
+    if (!m)
+        return NULL;
     double now = (double)time(NULL);
     const char *k;
     json_t *v;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/events: a pass's Events about its FlinkCluster and their correlator (as client-go's
  * EventCorrelator): a repeat of the same type, reason and message within RUN_EVENT_DEDUP_S is
- * the same Event object with its count and lastTimestamp raised (ctx->emitted), never a second
+ * the same Event object with its count and lastTimestamp raised (the cluster_state's emitted), never a second
  * object and never dropped. The PolicyError metric is counted here.
  */
 #ifndef FC_EVENTS_H

@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "clusterstate.h"
 #include "events.h"
 #include "executor.h"
 #include "expect.h"
@@ -141,11 +142,10 @@ static void executor_kube_done(const kube_result *res, void *ud)
     if (it->write == WRITE_DRY_RUN) {
         /* the answer is the framework's to judge in the next pass (snapshot.dry_runs), never a
          * failed key: a refusal is what a dry run is for */
-        json_t *d = json_object_get(ctx->dryruns, it->key);
-        if (!d) {
-            d = json_object();
-            json_object_set_new(ctx->dryruns, it->key, d);
-        }
+        cluster_state *cs = clusterstate_get_or_add(ctx->clusters, it->key);
+        if (cs && !cs->dryruns)
+            cs->dryruns = json_object();
+        json_t *d = cs ? cs->dryruns : NULL;
         json_object_set_new(d, it->dry_key,
                             json_pack("{s:s, s:I, s:s}", "hash", it->dry_hash, "status", (json_int_t)res->status,
                                       "message", ok ? "" : (res->message ? res->message : "")));
@@ -209,7 +209,12 @@ static void executor_kube_done(const kube_result *res, void *ud)
             char sent[65], kept[65];
             status_digest(it->sent, 1, sent);
             status_digest(json_object_get(res->body, "status"), 0, kept);
-            json_object_set_new(ctx->kept, it->key, json_pack("{s:s, s:s}", "sent", sent, "kept", kept));
+            cluster_state *cs = clusterstate_get_or_add(ctx->clusters, it->key);
+            if (cs) {
+                cs->has_kept = 1;
+                memcpy(cs->sent, sent, sizeof cs->sent);
+                memcpy(cs->kept, kept, sizeof cs->kept);
+            }
         }
     }
     if (it->event) {
@@ -249,11 +254,10 @@ static void executor_fcall_done(long status, const char *body, const char *error
     else
         executor_log_flink(LOG_DEBUG, c->key, "flink request", c->sig, status, NULL);
     /* the next pass uses this answer at once (and does not ask the same again) */
-    json_t *f = json_object_get(ctx->fresh, c->key);
-    if (!f) {
-        f = json_object();
-        json_object_set_new(ctx->fresh, c->key, f);
-    }
+    cluster_state *cs = clusterstate_get_or_add(ctx->clusters, c->key);
+    if (cs && !cs->fresh)
+        cs->fresh = json_object();
+    json_t *f = cs ? cs->fresh : NULL;
     json_object_set_new(f, c->sig, json_true());
     if (!ctx->stopping)
         workqueue_add(ctx->q, c->key);

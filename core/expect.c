@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "clusterstate.h"
 #include "expect.h"
 #include "run.h"
 #include "runctx.h"
@@ -45,16 +46,16 @@ int expect_kind_of(json_t *obj)
  * key's RUN_EXPECT_TTL_S. */
 void expect_add(struct run_ctx *ctx, const char *key, int k, const char *name, json_t *want)
 {
-    json_t *e = json_object_get(ctx->expect, key);
     char id[320];
-    if (k < 0 || !name || snprintf(id, sizeof id, "%d/%s", k, name) >= (int)sizeof id) {
+    cluster_state *cs = NULL;
+    if (k < 0 || !name || snprintf(id, sizeof id, "%d/%s", k, name) >= (int)sizeof id ||
+        !(cs = clusterstate_get_or_add(ctx->clusters, key))) {
         json_decref(want);
         return;
     }
-    if (!e) {
-        e = json_pack("{s:f, s:{}}", "deadline", 0.0, "objects");
-        json_object_set_new(ctx->expect, key, e);
-    }
+    if (!cs->expect)
+        cs->expect = json_pack("{s:f, s:{}}", "deadline", 0.0, "objects");
+    json_t *e = cs->expect;
     json_object_set_new(e, "deadline", json_real(ev_time() + RUN_EXPECT_TTL_S));
     json_object_set_new(json_object_get(e, "objects"), id, want);
 }
@@ -77,7 +78,8 @@ void expect_written(struct run_ctx *ctx, const char *key, int k, json_t *obj)
  * expired: logged), then forgotten. */
 double expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, const char *ns)
 {
-    json_t *e = json_object_get(ctx->expect, key);
+    cluster_state *cs = clusterstate_get(ctx->clusters, key);
+    json_t *e = cs ? cs->expect : NULL;
     if (!e)
         return 0;
     json_t *objs = json_object_get(e, "objects");
@@ -105,7 +107,8 @@ double expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, c
         run_log(LOG_WARN, key, "cache lacks own writes, pass runs anyway", "objects", RUN_ZU(json_object_size(objs)),
                 "wait_ms", RUN_MS(RUN_EXPECT_TTL_S), NULL);
     if (!json_object_size(objs) || left <= 0) {
-        json_object_del(ctx->expect, key);
+        json_decref(cs->expect);
+        cs->expect = NULL;
         return 0;
     }
     return left;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/expect: expectations, the controller's own writes a key's next pass waits to see in the
  * cache (docs/contracts.md, "Reconcile"; as Kubernetes' ControllerExpectations). Kept per key in
- * ctx->expect: {"deadline": unix s, "objects": {"<kind index>/<name>": want}}; a key whose
+ * the cluster_state's expect: {"deadline": unix s, "objects": {"<kind index>/<name>": want}}; a key whose
  * expectations are unmet waits without a pass, at most RUN_EXPECT_TTL_S after its last write.
  */
 #ifndef FC_EXPECT_H

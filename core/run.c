@@ -16,6 +16,7 @@
 
 #include "certsync.h"
 #include "clustermetrics.h"
+#include "clusterstate.h"
 #include "executor.h"
 #include "expect.h"
 #include "flinkcall.h"
@@ -179,12 +180,7 @@ json_t *run_typed(json_t *obj, const kube_kind *k)
 /* Forgets what was kept for a key whose FlinkCluster is gone. */
 static void run_forget_key(struct run_ctx *ctx, const char *key)
 {
-    json_object_del(ctx->flink, key);
-    json_object_del(ctx->emitted, key);
-    json_object_del(ctx->expect, key);
-    json_object_del(ctx->kept, key);
-    json_object_del(ctx->fresh, key);
-    json_object_del(ctx->dryruns, key);
+    clusterstate_forget(ctx->clusters, key);
     executor_cancel_fcalls(ctx, key);
 }
 
@@ -239,9 +235,10 @@ static void run_process(struct run_ctx *ctx, const char *key)
         executor_step(it);
         return;
     }
-    it->fresh = json_object_get(ctx->fresh, key);
-    json_incref(it->fresh);
-    json_object_del(ctx->fresh, key);
+    cluster_state *cs = clusterstate_get(ctx->clusters, key);
+    it->fresh = cs ? cs->fresh : NULL; /* taken: the next pass starts without */
+    if (cs)
+        cs->fresh = NULL;
     it->cluster = cluster;
     snprintf(it->policy_hash, sizeof it->policy_hash, "%s", ctx->ov.active_hash);
     struct snapshot_parts c = {0};
@@ -777,12 +774,11 @@ int run_main(int argc, char **argv)
     ctx->trim_timer.data = ctx;
     ev_timer_start(ctx->loop, &ctx->trim_timer);
     ev_unref(ctx->loop); /* the trim timer alone does not keep the loop running */
-    ctx->flink = json_object();
-    ctx->emitted = json_object();
-    ctx->expect = json_object();
-    ctx->kept = json_object();
-    ctx->fresh = json_object();
-    ctx->dryruns = json_object();
+    ctx->clusters = clusterstate_new();
+    if (!ctx->clusters) {
+        run_log(LOG_ERROR, NULL, "startup failed", "error", "out of memory", NULL);
+        goto out;
+    }
     ctx->host = lhost_new(&ctx->o.host, err, sizeof err);
     if (!ctx->host) {
         run_log(LOG_ERROR, NULL, "startup failed", "step", "lua host", "error", err, NULL);
@@ -990,12 +986,7 @@ out:
     metrics_registry_free(ctx->reg);
     clustermetrics_index_free(ctx->cm_index);
     lhost_free(ctx->host);
-    json_decref(ctx->flink);
-    json_decref(ctx->emitted);
-    json_decref(ctx->expect);
-    json_decref(ctx->kept);
-    json_decref(ctx->fresh);
-    json_decref(ctx->dryruns);
+    clusterstate_free(ctx->clusters);
     free(ctx->o.namespaces);
     return code;
 }

@@ -15,6 +15,7 @@
 
 #include "certsync.h"
 #include "clustermetrics.h"
+#include "clusterstate.h"
 #include "flinkcall.h"
 #include "http.h"
 #include "kube.h"
@@ -88,15 +89,9 @@ struct run_ctx {
     int synced;
     int leading;
     int exit_code;
-    json_t *flink;   /* "ns/name" -> the cluster's flink snapshot state */
-    json_t *emitted; /* "ns/name" -> {"type reason message": unix time emitted} */
-    /* "ns/name" -> {"deadline": unix s, "objects": {"<kind index>/<name>": {"rv": s} | {"uid": s}}}:
-     * the controller's own writes the cache must show before the key's next pass */
-    json_t *expect;
-    json_t *kept;    /* "ns/name" -> {"sent": digest of the status written, "kept": digest of the status the
-                        server answered with} (status_digest) */
-    json_t *fresh;   /* "ns/name" -> {"<METHOD> <path>": true}: Flink answers for the next pass */
-    json_t *dryruns; /* "ns/name" -> {"<Kind>/<name>": {hash, status, message}}: dry-run answers */
+    /* "ns/name" -> what is kept of that cluster between passes (Flink answers, Event correlator,
+     * expectations, status digests, fresh answers, dry runs: core/clusterstate.h) */
+    clusterstate_map *clusters;
     struct run_fcall *fcalls; /* Flink calls in flight (they hold no worker) */
     struct run_item *items;
     ev_signal sig_term, sig_int;
@@ -154,7 +149,7 @@ struct run_item {
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */
     json_t *fresh;    /* the Flink answers this pass was run for ({"<METHOD> <path>": true}) */
-    json_t *event;    /* the ctx->emitted entry of the Event being written (a reference) */
+    json_t *event;    /* the correlator's entry of the Event being written (a reference) */
     double started; /* ev_time() when taken off the queue */
     char policy_hash[OVERRIDE_HASH_LEN + 1]; /* the set the pass ran with ("" when none ran) */
 };

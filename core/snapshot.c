@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "clusterstate.h"
 #include "runctx.h"
 #include "snapshot.h"
 
@@ -57,12 +58,10 @@ void snapshot_parts_free(struct snapshot_parts *c)
  * answer to come. */
 json_t *snapshot_flink_state(struct run_ctx *ctx, const char *key)
 {
-    json_t *st = json_object_get(ctx->flink, key);
-    if (!st) {
-        st = json_pack("{s:{}, s:I}", "answers", "since", (json_int_t)time(NULL));
-        json_object_set_new(ctx->flink, key, st);
-    }
-    return st;
+    cluster_state *cs = clusterstate_get_or_add(ctx->clusters, key);
+    if (cs && !cs->flink)
+        cs->flink = json_pack("{s:{}, s:I}", "answers", "since", (json_int_t)time(NULL));
+    return cs ? cs->flink : NULL;
 }
 
 /* {cluster, children, flink, now} for the cluster `cluster` (cached) in `rn`, but for the
@@ -90,7 +89,8 @@ json_t *snapshot_build(struct run_ctx *ctx, struct run_ns *rn, const char *key, 
     json_object_set_new(snap, "cluster", run_typed(cluster, &kube_kind_flinkcluster));
     json_object_set_new(snap, "children", children);
     json_object_set(snap, "flink", snapshot_flink_state(ctx, key));
-    json_t *dry = json_object_get(ctx->dryruns, key);
+    cluster_state *cs = clusterstate_get(ctx->clusters, key);
+    json_t *dry = cs ? cs->dryruns : NULL;
     json_object_set_new(snap, "dry_runs", dry ? json_deep_copy(dry) : json_object());
     json_object_set_new(snap, "now", json_integer((json_int_t)time(NULL)));
     return snap;

@@ -11,6 +11,7 @@
 
 #include <openssl/evp.h>
 
+#include "clusterstate.h"
 #include "status.h"
 #include "runctx.h"
 
@@ -43,7 +44,7 @@ json_t *status_merge_patch(json_t *old, json_t *new)
     return patch;
 }
 
-/* A status's digest for ctx->kept: hex SHA-256 of its compact JSON with sorted keys, without
+/* A status's digest for the cluster_state's sent and kept: hex SHA-256 of its compact JSON with sorted keys, without
  * lastUpdateTime (each pass that finds a difference stamps it) when `unstamped`; "" for none.
  * A digest, not the tree: the two statuses per cluster cost ~70 bytes instead of some KiB. */
 void status_digest(json_t *status, int unstamped, char out[65])
@@ -69,15 +70,15 @@ void status_digest(json_t *status, int unstamped, char out[65])
  * only be pruned again (a CRD whose status schema lacks fields). */
 static int status_kept(struct run_ctx *ctx, const char *key, json_t *status, json_t *cached)
 {
-    json_t *last = json_object_get(ctx->kept, key);
-    if (!last)
+    cluster_state *cs = clusterstate_get(ctx->clusters, key);
+    if (!cs || !cs->has_kept)
         return 0;
     char d[65];
     status_digest(cached, 0, d);
-    if (strcmp(d, json_string_value(json_object_get(last, "kept")) ?: "-") != 0)
+    if (strcmp(d, cs->kept) != 0)
         return 0;
     status_digest(status, 1, d);
-    return strcmp(d, json_string_value(json_object_get(last, "sent")) ?: "-") == 0;
+    return strcmp(d, cs->sent) == 0;
 }
 
 int status_start(struct run_item *it, json_t *status, kube_done_fn done)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/status: a pass's FlinkCluster /status write: the merge patch from the cached status to
  * the pass's one with metadata.resourceVersion (a 409 when someone wrote in between), skipped
- * when the server already kept all it keeps of that status (ctx->kept: digests of the status
+ * when the server already kept all it keeps of that status (cluster_state sent and kept: digests of the status
  * sent and of the one the server answered with).
  */
 #ifndef FC_STATUS_H
@@ -21,7 +21,7 @@ struct run_ns;
  * nothing differs; `new` itself (incref'd) when either side is not an object. */
 json_t *status_merge_patch(json_t *old, json_t *new);
 
-/* A status's digest for ctx->kept into `out`: hex SHA-256 (64 digits and NUL) of its compact
+/* A status's digest for the cluster_state's sent and kept into `out`: hex SHA-256 (64 digits and NUL) of its compact
  * JSON with sorted keys, without lastUpdateTime when `unstamped`; "" for NULL. */
 void status_digest(json_t *status, int unstamped, char out[65]);
 

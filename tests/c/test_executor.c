@@ -10,11 +10,13 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "clusterstate.h"
 #include "executor.h"
 #include "kube.h"
 #include "log.h"
 #include "metrics.h"
 #include "runctx.h"
+#include "status.h"
 #include "transport_tap.h"
 
 /* ---- the fake kube client: every write recorded, answered by the test ---------------------- */
@@ -175,24 +177,14 @@ static void ctx_init(void)
     if (metrics_register_controller(reg, &ctx.m, err, sizeof err))
         fprintf(stderr, "metrics: %s\n", err);
     ev_idle_init(&ctx.pump_idle, noop_idle);
-    ctx.flink = json_object();
-    ctx.emitted = json_object();
-    ctx.expect = json_object();
-    ctx.kept = json_object();
-    ctx.fresh = json_object();
-    ctx.dryruns = json_object();
+    ctx.clusters = clusterstate_new();
 }
 
 static void ctx_free(void)
 {
     workqueue_free(ctx.q);
     metrics_registry_free(reg);
-    json_decref(ctx.flink);
-    json_decref(ctx.emitted);
-    json_decref(ctx.expect);
-    json_decref(ctx.kept);
-    json_decref(ctx.fresh);
-    json_decref(ctx.dryruns);
+    clusterstate_free(ctx.clusters);
     ev_loop_destroy(ctx.loop);
 }
 
@@ -227,9 +219,24 @@ static const char *what(int i)
     return i < ncalls ? calls[i].what : "(no call)";
 }
 
+/* the record of ns1/c1 (NULL when none) */
+static cluster_state *c1(void)
+{
+    return clusterstate_get(ctx.clusters, "ns1/c1");
+}
+
 static json_t *expected(const char *id)
 {
-    return json_object_get(json_object_get(json_object_get(ctx.expect, "ns1/c1"), "objects"), id);
+    return json_object_get(json_object_get(c1() ? c1()->expect : NULL, "objects"), id);
+}
+
+/* what is expected of ns1/c1 dropped, as between the cases */
+static void expect_clear(void)
+{
+    if (c1()) {
+        json_decref(c1()->expect);
+        c1()->expect = NULL;
+    }
 }
 
 #define CM_OURS                                                                                                \
@@ -278,12 +285,10 @@ static void test_in_order(void)
            "the applied ConfigMap is expected at the resourceVersion answered");
     IS_STR(json_string_value(json_object_get(expected("0/c1"), "rv")), "203",
            "the FlinkCluster at its last write's resourceVersion");
-    OK(json_object_size(json_object_get(json_object_get(ctx.expect, "ns1/c1"), "objects")) == 2,
+    OK(json_object_size(json_object_get(c1()->expect, "objects")) == 2,
        "a deleted object not watched expects nothing");
-    json_t *kept = json_object_get(ctx.kept, "ns1/c1");
-    OK(json_string_length(json_object_get(kept, "sent")) == 64 && json_string_length(json_object_get(kept, "kept")) == 64,
-       "the status digests are kept");
-    json_t *em = json_object_get(ctx.emitted, "ns1/c1");
+    OK(c1()->has_kept && strlen(c1()->sent) == 64 && strlen(c1()->kept) == 64, "the status digests are kept");
+    json_t *em = c1()->emitted;
     const char *id;
     json_t *e, *first = NULL;
     json_object_foreach(em, id, e) first = e;
@@ -304,7 +309,7 @@ static void test_in_order(void)
 static void test_status_conflict(void)
 {
     fake_reset();
-    json_object_clear(ctx.expect);
+    expect_clear();
     start("{\"actions\":[{\"op\":\"patch_annotations\",\"remove\":[\"a\"]}],\"status\":{\"state\":\"Running\"},"
           "\"events\":[{\"type\":\"Normal\",\"reason\":\"Conflicted\",\"message\":\"x\"}]}");
     IS_STR(what(0), "status FlinkCluster ns1/c1", "the status first (the control action waits for it)");
@@ -334,7 +339,7 @@ static void test_status_gone(void)
 static void test_terminating(void)
 {
     fake_reset();
-    json_object_clear(ctx.expect);
+    expect_clear();
     unsigned long errs = ctx.action_errors;
     start("{\"actions\":[" APPLY_CM ",{\"op\":\"delete\",\"kind\":\"Service\",\"name\":\"s\"}],"
           "\"status\":{\"state\":\"Running\"},\"events\":[{\"type\":\"Normal\",\"reason\":\"R\",\"message\":\"z\"}]}");
@@ -342,7 +347,7 @@ static void test_terminating(void)
     IS_INT(ncalls, 1, "403 NamespaceTerminating: the rest of the pass is dropped (no delete, status, Event)");
     IS_INT(ctx.action_errors, errs + 1, "counted as a failed write");
     IS_INT(workqueue_failures(ctx.q, "ns1/c1"), 0, "not retried");
-    OK(json_object_get(ctx.expect, "ns1/c1") == NULL, "nothing expected");
+    OK(c1()->expect == NULL, "nothing expected");
     OK(ctx.items == NULL, "finished");
 
     /* a 403 without that cause is an ordinary failure */
@@ -358,7 +363,7 @@ static void test_terminating(void)
 static void test_refused(void)
 {
     fake_reset();
-    json_object_clear(ctx.expect);
+    expect_clear();
     unsigned long errs = ctx.action_errors;
     start("{\"actions\":[" APPLY_CM ",{\"op\":\"delete\",\"kind\":\"Service\",\"name\":\"s\"}],"
           "\"status\":{\"state\":\"Running\"}}");
@@ -382,7 +387,7 @@ static void test_refused(void)
           "\"kind\":\"StatefulSet\",\"metadata\":{\"name\":\"c1-tm\"}}}]}");
     IS_STR(what(0), "dry-run StatefulSet c1-tm", "a dry-run apply");
     answer(422, "{\"kind\":\"Status\"}", "spec: Forbidden");
-    json_t *d = json_object_get(json_object_get(ctx.dryruns, "ns1/c1"), "StatefulSet/c1-tm");
+    json_t *d = json_object_get(c1()->dryruns, "StatefulSet/c1-tm");
     IS_INT(json_integer_value(json_object_get(d, "status")), 422, "its status kept for the next pass");
     IS_STR(json_string_value(json_object_get(d, "hash")), "h1", "with the hash it was made for");
     IS_INT(workqueue_failures(ctx.q, "ns1/c1"), 0, "not a failed key");
@@ -397,6 +402,33 @@ static void test_refused(void)
     answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"c1.21\"}}", NULL);
     IS_INT(workqueue_failures(ctx.q, "ns1/c1"), 1, "retried with backoff");
     workqueue_forget(ctx.q, "ns1/c1");
+}
+
+static void test_status_kept(void)
+{
+    /* the server kept {"state":"Creating"} of the last {"state":"Running"} written (a status
+     * schema without that field): writing it again could only be pruned again */
+    fake_reset();
+    json_t *sent = json_pack("{s:s}", "state", "Running"), *kept = json_pack("{s:s}", "state", "Creating");
+    cluster_state *cs = clusterstate_get_or_add(ctx.clusters, "ns1/c1");
+    status_digest(sent, 1, cs->sent);
+    status_digest(kept, 0, cs->kept);
+    cs->has_kept = 1;
+    start("{\"actions\":[],\"status\":{\"state\":\"Running\",\"lastUpdateTime\":\"2026-01-01T00:00:00Z\"}}");
+    IS_INT(ncalls, 0, "the status the server already kept of the same write is not written again");
+    OK(ctx.items == NULL, "finished");
+    char want[65];
+    memcpy(want, cs->sent, sizeof want);
+    c1()->has_kept = 0;
+    memset(c1()->sent, 0, sizeof c1()->sent);
+    start("{\"actions\":[],\"status\":{\"state\":\"Running\",\"lastUpdateTime\":\"2026-01-01T00:00:00Z\"}}");
+    IS_STR(what(0), "status FlinkCluster ns1/c1", "nothing kept: written");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"400\"}}", NULL);
+    OK(c1()->has_kept, "kept again after the write");
+    IS_STR(c1()->sent, want, "the digest of what was sent, without the stamp");
+    IS_STR(c1()->kept, "", "and of the status answered (none here)");
+    json_decref(sent);
+    json_decref(kept);
 }
 
 static void test_fenced(void)
@@ -427,6 +459,7 @@ int main(void)
     test_status_gone();
     test_terminating();
     test_refused();
+    test_status_kept();
     test_fenced();
     fake_reset();
     ctx_free();
