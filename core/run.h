@@ -18,15 +18,16 @@
  *     leader_may_write says no (the Lease lost or its renew deadline passed);
  *   - SIGTERM/SIGINT: no new keys, work in flight finishes, exit 0 within RUN_STOP_GRACE_S.
  *
- * Pure helpers below are exported for the unit tests (tests/c/test_run.c).
+ * The rooms (one header each): core/options (the command line), core/snapshot (a pass's input),
+ * core/executor (a pass's writes, through a kube_ops table), core/status, core/events (with their
+ * correlator), core/expect (expectations), core/flinkcall (Flink REST calls), core/policyset
+ * (--policy-configmap), core/clusterstate (the per-cluster record); core/runctx.h the state they
+ * share. The tunables below are theirs too.
  */
 #ifndef FC_RUN_H
 #define FC_RUN_H
 
-#include <jansson.h>
-
-#include "http.h"
-#include "kube.h"
+#include "kube.h" /* KUBE_DEFAULT_BURST */
 
 /* Keys in flight at once. A key in flight holds only its API writes (Flink calls run apart,
  * the policies run synchronously on the loop), so a worker is a cheap slot: 64 lets a resync of

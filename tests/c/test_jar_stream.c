@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A REST submission's jar of 200 MiB through the transport the controller uses for it
- * (core/run.c run_fcall: GET into util_tmpfile with http_opts.save, then core/flinkcall.c flinkcall_start's
+ * (core/executor.c run_fcall: GET into util_tmpfile with http_opts.save, then core/flinkcall.c flinkcall_start's
  * POST /jars/upload with a part read from that file), between two loopback endpoints of a
  * libmicrohttpd daemon in this process: GET /app.jar generates the bytes, POST /jars/upload
  * checks every byte of the multipart part. The process's peak RSS (VmHWM) must stay far below
@@ -208,7 +208,7 @@ int main(void)
     long dl_hwm = status_kib("VmHWM");
     printf("# after the download: VmHWM %ld KiB (+%ld KiB)\n", dl_hwm, dl_hwm - base_hwm);
 
-    /* the upload, as run_fcall_downloaded sends it */
+    /* the upload, as executor_fcall_downloaded sends it */
     http_part part = {.name = "jarfile", .filename = "app.jar", .type = "application/x-java-archive",
                       .from_fd = 1, .fd = fd, .len = dl.len};
     char base[64];

@@ -224,7 +224,7 @@ static void proxy_tests(int port)
                strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
                !strstr(sent, "ignored"),
            "upload: the part's name, file name, type and bytes, no JSON body");
-        /* the same from a file (as core/run.c sends a downloaded jar), through the proxy */
+        /* the same from a file (as core/executor.c sends a downloaded jar), through the proxy */
         int fd = util_tmpfile(err, sizeof err);
         OK(fd >= 0 && write(fd, jar, sizeof jar - 1) == (ssize_t)(sizeof jar - 1), "a jar in a temporary file");
         http_part fpart = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
