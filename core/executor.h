@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/executor: a pass's result written in order (docs/contracts.md, "Reconcile"): the
- * actions (server-side apply, dry-run apply, delete, patch; Flink calls started detached), the
+ * actions (server-side apply, dry-run apply, delete, patch; Flink calls started detached by
+ * core/flinkcall), the
  * /status merge patch (core/status), the user-control annotation and after_status Flink calls,
  * the policy-hash annotation, the Events (core/events); then the key is forgotten, requeued with
  * backoff or after requeue_after. Each write's answer records what the next pass waits to see
@@ -31,8 +32,5 @@ void executor_finish(struct run_item *it);
 
 /* Unlinks item `it` from ctx->items and frees it (its call, if any, must be cancelled first). */
 void executor_item_free(struct run_item *it);
-
-/* Cancels the Flink calls in flight of `key` (NULL: all); their answers are never used. */
-void executor_cancel_fcalls(struct run_ctx *ctx, const char *key);
 
 #endif

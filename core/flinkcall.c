@@ -4,14 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "clustermetrics.h"
+#include "clusterstate.h"
 #include "flinkcall.h"
 #include "http.h"
 #include "kube.h"
 #include "metrics.h"
+#include "runctx.h"
+#include "snapshot.h"
 #include "util.h"
 
 int flinkcall_record(json_t *st, const char *id, json_t *intent, long status, const char *body,
@@ -246,4 +250,193 @@ void flinkcall_cancel(flinkcall *c)
     if (c->hreq)
         http_request_cancel(c->hreq);
     free(c);
+}
+
+/* ---- the calls in flight per key (the controller's `flink` actions) ------------------------- */
+
+static void flinkcall_inflight_free(struct run_fcall *c);
+
+/* A Flink REST call's record: "method" and "path" from the call's signature "<METHOD> <path>",
+ * "job" when the path names one (/jobs/<32 hex digits>...), "http_code" when `code` >= 0 and
+ * "error" when `error` is not NULL. */
+static void flinkcall_log(log_level level, const char *key, const char *msg, const char *sig, long code,
+                          const char *error)
+{
+    if (!log_enabled(level))
+        return;
+    char method[16], job[33] = "";
+    const char *sp = strchr(sig, ' ');
+    const char *path = sp ? sp + 1 : "?";
+    snprintf(method, sizeof method, "%.*s", sp ? (int)(sp - sig) : 1, sp ? sig : "?");
+    if (strncmp(path, "/jobs/", 6) == 0 && strspn(path + 6, "0123456789abcdef") == 32 &&
+        (path[38] == '\0' || path[38] == '/' || path[38] == '?'))
+        snprintf(job, sizeof job, "%.32s", path + 6);
+    const char *kv[8] = {NULL};
+    size_t n = 0;
+    if (*job) {
+        kv[n++] = "job";
+        kv[n++] = job;
+    }
+    if (code >= 0) {
+        kv[n++] = "http_code";
+        kv[n++] = RUN_LD(code);
+    }
+    if (error) {
+        kv[n++] = "error";
+        kv[n++] = error;
+    }
+    run_log(level, key, msg, "method", method, "path", path, kv[0], kv[1], kv[2], kv[3], kv[4], kv[5], NULL);
+}
+
+/* Cancels the Flink calls in flight of `key` (NULL: all); their answers are never used. */
+void flinkcall_cancel_key(struct run_ctx *ctx, const char *key)
+{
+    for (struct run_fcall **p = &ctx->fcalls; *p;) {
+        struct run_fcall *c = *p;
+        if (!key || strcmp(c->key, key) == 0) {
+            *p = c->next;
+            flinkcall_inflight_free(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+static void flinkcall_inflight_free(struct run_fcall *c)
+{
+    if (c->dl)
+        http_request_cancel(c->dl);
+    flinkcall_cancel(c->call);
+    json_decref(c->intent);
+    json_decref(c->action);
+    if (c->jar_fd >= 0)
+        close(c->jar_fd);
+    free(c->key);
+    free(c);
+}
+
+static void flinkcall_answered(long status, const char *body, const char *error, void *ud)
+{
+    struct run_fcall *c = ud;
+    struct run_ctx *ctx = c->ctx;
+    c->call = NULL; /* it frees itself after this callback */
+    for (struct run_fcall **p = &ctx->fcalls; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    flinkcall_record(snapshot_flink_state(ctx, c->key), c->id, c->intent, status, body, error, (double)time(NULL));
+    if (status < 200 || status >= 300)
+        flinkcall_log(LOG_WARN, c->key, "flink request failed", c->sig, status,
+                      *error ? error : *body ? body : "(an empty answer)");
+    else
+        flinkcall_log(LOG_DEBUG, c->key, "flink request", c->sig, status, NULL);
+    /* the next pass uses this answer at once (and does not ask the same again) */
+    cluster_state *cs = clusterstate_get_or_add(ctx->clusters, c->key);
+    if (cs && !cs->fresh)
+        cs->fresh = json_object();
+    json_t *f = cs ? cs->fresh : NULL;
+    json_object_set_new(f, c->sig, json_true());
+    if (!ctx->stopping)
+        workqueue_add(ctx->q, c->key);
+    flinkcall_inflight_free(c);
+}
+
+/* The jar of an upload action arrived (or not): send it as the multipart part of the action's
+ * request, or record the download's failure as the answer (status 0). */
+static void flinkcall_downloaded(http_request *req, const http_response *resp, void *ud)
+{
+    (void)req;
+    struct run_fcall *c = ud;
+    c->dl = NULL;
+    char err[600] = "";
+    if (resp->status >= 200 && resp->status < 300 && !*resp->error) {
+        /* resp->body_len: the bytes written to jar_fd */
+        c->part = (http_part){.name = "jarfile", .filename = c->filename, .type = "application/x-java-archive",
+                              .from_fd = 1, .fd = c->jar_fd, .len = resp->body_len};
+        char e2[512] = "";
+        c->call = flinkcall_start(&c->ctx->flink_env, c->action, &c->part, flinkcall_answered, c, e2, sizeof e2);
+        if (c->call)
+            return;
+        snprintf(err, sizeof err, "%s", e2);
+    } else {
+        snprintf(err, sizeof err, "download %s: %s", json_string_value(json_object_get(json_object_get(c->action,
+                 "upload"), "url")) ?: "?", *resp->error ? resp->error : "not a 2xx answer");
+        if (!*resp->error)
+            snprintf(err, sizeof err, "download %s: HTTP %ld",
+                     json_string_value(json_object_get(json_object_get(c->action, "upload"), "url")) ?: "?",
+                     resp->status);
+    }
+    flinkcall_answered(0, "", err, c);
+}
+
+/* Starts the Flink call of action `a` on the loop, detached from the item (a hung JobManager
+ * holds no worker). Skipped when the same call of this key is in flight, or when its answer is
+ * what this pass was run for. */
+void flinkcall_for_action(struct run_item *it, json_t *a)
+{
+    struct run_ctx *ctx = it->ctx;
+    const char *method = json_string_value(json_object_get(a, "method"));
+    const char *path = json_string_value(json_object_get(a, "path"));
+    const char *id = json_string_value(json_object_get(a, "id"));
+    struct run_fcall *c = calloc(1, sizeof *c);
+    char err[512] = "out of memory";
+    if (!c || !(c->key = strdup(it->key))) {
+        free(c);
+        run_log(LOG_WARN, it->key, "flink request not started", "method", method ?: "?", "path", path ?: "?", "error", err, NULL);
+        return;
+    }
+    c->ctx = ctx;
+    c->jar_fd = -1;
+    snprintf(c->sig, sizeof c->sig, "%s %s", method ?: "?", path ?: "?");
+    snprintf(c->id, sizeof c->id, "%s", id ? id : "");
+    c->intent = json_incref(json_object_get(a, "intent"));
+    int busy = json_object_get(it->fresh, c->sig) != NULL;
+    for (struct run_fcall *o = ctx->fcalls; o && !busy; o = o->next)
+        busy = strcmp(o->key, c->key) == 0 && strcmp(o->sig, c->sig) == 0;
+    json_t *up = json_object_get(a, "upload");
+    if (!busy && json_is_object(up)) {
+        /* the jar first: GET upload.url with its size cap and timeout (libcurl, TLS verified)
+         * into a temporary file (the cap is on the file; memory stays libcurl's buffers) */
+        const char *url = json_string_value(json_object_get(up, "url"));
+        json_t *mb = json_object_get(up, "max_bytes"), *tm = json_object_get(up, "timeout_ms");
+        const char *base = url ? strrchr(url, '/') : NULL;
+        snprintf(c->filename, sizeof c->filename, "%s", base && base[1] ? base + 1 : "job.jar");
+        c->filename[strcspn(c->filename, "?#")] = '\0';
+        c->action = json_incref(a);
+        http_opts ho = {.method = "GET",
+                        .url = url,
+                        .timeout_ms = json_is_integer(tm) ? (long)json_integer_value(tm) : 60000,
+                        .max_body = json_is_integer(mb) && json_integer_value(mb) > 0 ? (size_t)json_integer_value(mb)
+                                                                                       : (size_t)64 << 20,
+                        .save = 1,
+                        .on_done = flinkcall_downloaded,
+                        .ud = c};
+        char e2[400] = "";
+        if (ctx->flink_env.hc && url && (c->jar_fd = util_tmpfile(e2, sizeof e2)) < 0)
+            snprintf(err, sizeof err, "download %s: %s", url, e2);
+        ho.save_fd = c->jar_fd;
+        c->dl = c->jar_fd >= 0 ? http_request_start(ctx->flink_env.hc, &ho, err, sizeof err) : NULL;
+        if (c->dl) {
+            c->next = ctx->fcalls;
+            ctx->fcalls = c;
+            return;
+        }
+        /* else err is util_tmpfile's or http_request_start's */
+        if (!url || !ctx->flink_env.hc)
+            snprintf(err, sizeof err, "upload needs upload.url and an HTTP client");
+    } else if (!busy) {
+        c->call = flinkcall_start(&ctx->flink_env, a, NULL, flinkcall_answered, c, err, sizeof err);
+    }
+    if (c->call) {
+        c->next = ctx->fcalls;
+        ctx->fcalls = c;
+        return;
+    }
+    if (!busy) {
+        /* a Flink call that cannot start is an unreachable JobManager, not a failed key */
+        flinkcall_record(snapshot_flink_state(ctx, it->key), c->id, c->intent, 0, NULL, err, (double)time(NULL));
+        flinkcall_log(LOG_WARN, it->key, "flink request not started", c->sig, -1, err);
+    }
+    flinkcall_inflight_free(c);
 }

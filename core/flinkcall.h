@@ -3,7 +3,8 @@
  * "Reconcile"): where a call goes (--flink-access), starting and cancelling one (JSON or a
  * multipart jar upload, straight over core/http or through the API server's service proxy with
  * core/kube), and recording an answer in a cluster's `flink` snapshot state for the policies.
- * The controller (core/run) holds the calls in flight per key; nothing here knows keys.
+ * Then the controller's calls in flight per key (the `flink` actions of a pass: one per key and
+ * signature, a jar downloaded first for an upload, the answer kept for the next pass).
  */
 #ifndef FC_FLINKCALL_H
 #define FC_FLINKCALL_H
@@ -88,5 +89,23 @@ flinkcall *flinkcall_start(const flinkcall_env *env, json_t *action, const http_
 
 /* Stops a call that has not reported; its callback will not run. */
 void flinkcall_cancel(flinkcall *call);
+
+/* ---- the calls in flight per key (core/run's `flink` actions) ------------------------------- */
+
+struct run_ctx;
+struct run_item;
+
+/* Starts the Flink call of `flink` action `a` of item `it` on the loop, detached from the item (a
+ * hung JobManager holds no worker): kept in ctx->fcalls, at most one per key and "<METHOD>
+ * <path>"; skipped when that call is in flight or its answer is what this pass was run for
+ * (it->fresh). An action with upload {url, max_bytes, timeout_ms} first downloads the jar into a
+ * temporary file without a name (util_tmpfile), then sends it as the multipart part. The answer
+ * (or the reason there is none: status 0) is recorded with flinkcall_record in the key's
+ * cluster_state flink, marked fresh for the next pass, logged, and enqueues the key. A call that
+ * cannot start is recorded as such at once (an unreachable JobManager, not a failed key). */
+void flinkcall_for_action(struct run_item *it, json_t *a);
+
+/* Cancels the Flink calls in flight of `key` (NULL: all); their answers are never used. */
+void flinkcall_cancel_key(struct run_ctx *ctx, const char *key);
 
 #endif

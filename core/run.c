@@ -181,7 +181,7 @@ json_t *run_typed(json_t *obj, const kube_kind *k)
 static void run_forget_key(struct run_ctx *ctx, const char *key)
 {
     clusterstate_forget(ctx->clusters, key);
-    executor_cancel_fcalls(ctx, key);
+    flinkcall_cancel_key(ctx, key);
 }
 
 /* 1 when this replica may write now: no leader election, or leading with the Lease renewed
@@ -526,7 +526,7 @@ static void run_stopped_leading(void *ud)
         it->fenced = 1;
         executor_finish(it);
     }
-    executor_cancel_fcalls(ctx, NULL);
+    flinkcall_cancel_key(ctx, NULL);
     if (ctx->stopping)
         return;
     /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
@@ -959,7 +959,7 @@ out:
             ctx->ops->cancel(it->call);
         executor_item_free(it);
     }
-    executor_cancel_fcalls(ctx, NULL);
+    flinkcall_cancel_key(ctx, NULL);
     for (size_t i = 0; ctx->nss && i < ctx->nns; i++) {
         for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k])

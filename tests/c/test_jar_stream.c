@@ -208,7 +208,7 @@ int main(void)
     long dl_hwm = status_kib("VmHWM");
     printf("# after the download: VmHWM %ld KiB (+%ld KiB)\n", dl_hwm, dl_hwm - base_hwm);
 
-    /* the upload, as executor_fcall_downloaded sends it */
+    /* the upload, as flinkcall_downloaded sends it */
     http_part part = {.name = "jarfile", .filename = "app.jar", .type = "application/x-java-archive",
                       .from_fd = 1, .fd = fd, .len = dl.len};
     char base[64];
