@@ -177,6 +177,18 @@ static void executor_kube_done(const kube_result *res, void *ud)
     executor_step(it);
 }
 
+/* A merge patch of the item's FlinkCluster (`patch` taken; NULL: out of memory): it->call set
+ * when started, else err (errlen bytes) says why, as given when the patch could not be encoded. */
+static void executor_patch_cluster(struct run_item *it, json_t *patch, char *err, size_t errlen)
+{
+    char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (text)
+        it->call = it->ctx->ops->patch(it->ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+                                       "application/merge-patch+json", text, executor_kube_done, it, err, errlen);
+    free(text);
+}
+
 /* Starts one action; 1 when started (its callback continues the item), 0 when it failed at
  * once (recorded). */
 static int executor_start_action(struct run_item *it, json_t *a)
@@ -244,13 +256,7 @@ static int executor_start_action(struct run_item *it, json_t *a)
             if (json_is_string(k))
                 json_object_set_new(ann, json_string_value(k), json_null());
         }
-        json_t *patch = json_pack("{s:{s:o}}", "metadata", "annotations", ann);
-        char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-        json_decref(patch);
-        if (text)
-            it->call = ctx->ops->patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
-                                  "application/merge-patch+json", text, executor_kube_done, it, err, sizeof err);
-        free(text);
+        executor_patch_cluster(it, json_pack("{s:{s:o}}", "metadata", "annotations", ann), err, sizeof err);
         if (it->call)
             return 1;
     } else if (strcmp(op, "flink") == 0) {
@@ -288,17 +294,13 @@ static int executor_start_hash_patch(struct run_item *it)
     const char *have = json_string_value(json_object_get(ann, RUN_POLICY_HASH_ANNOTATION));
     if (!ctx->ov.ns[0] || !it->policy_hash[0] || (have && strcmp(have, it->policy_hash) == 0))
         return 0;
-    json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", RUN_POLICY_HASH_ANNOTATION, it->policy_hash);
-    char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
     char err[512] = "out of memory";
     snprintf(it->what, sizeof it->what, "patch annotation %s=%s", RUN_POLICY_HASH_ANNOTATION, it->policy_hash);
     it->verb = "PATCH";
     it->write = WRITE_PATCH;
-    if (text)
-        it->call = ctx->ops->patch(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
-                              "application/merge-patch+json", text, executor_kube_done, it, err, sizeof err);
-    free(text);
+    executor_patch_cluster(
+        it, json_pack("{s:{s:{s:s}}}", "metadata", "annotations", RUN_POLICY_HASH_ANNOTATION, it->policy_hash), err,
+        sizeof err);
     if (it->call)
         return 1;
     it->failed = 1;
