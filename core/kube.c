@@ -1922,3 +1922,11 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
     free(body);
     return call;
 }
+
+const kube_ops kube_ops_default = {.apply = kube_apply,
+                                   .apply_dry_run = kube_apply_dry_run,
+                                   .patch = kube_patch,
+                                   .patch_status = kube_patch_status,
+                                   .delete = kube_delete,
+                                   .event_create = kube_event_create,
+                                   .cancel = kube_cancel};

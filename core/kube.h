@@ -360,6 +360,31 @@ kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type,
  * not be called after the callback ran. */
 void kube_cancel(kube_call *call);
 
+/* The writes of a pass as a table of the functions above, for core/executor (and its Events and
+ * status writes): kube_ops_default calls them; a test hands a fake one (tests/c/test_executor.c)
+ * that records the calls and answers them. Same arguments, results and errors as the functions
+ * they stand for. */
+typedef struct kube_ops {
+    kube_call *(*apply)(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err, size_t errlen);
+    kube_call *(*apply_dry_run)(kube_client *c, const char *json, kube_done_fn cb, void *ud, char *err,
+                                size_t errlen);
+    kube_call *(*patch)(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                        const char *subresource, const char *content_type, const char *patch_json,
+                        kube_done_fn cb, void *ud, char *err, size_t errlen);
+    kube_call *(*patch_status)(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                               const char *merge_patch_json, kube_done_fn cb, void *ud, char *err,
+                               size_t errlen);
+    kube_call *(*delete)(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                         const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen);
+    kube_call *(*event_create)(kube_client *c, json_t *involved, const char *type, const char *reason,
+                               const char *message, kube_done_fn cb, void *ud, char *err, size_t errlen);
+    void (*cancel)(kube_call *call);
+} kube_ops;
+
+/* kube_apply, kube_apply_dry_run, kube_patch, kube_patch_status, kube_delete, kube_event_create,
+ * kube_cancel. */
+extern const kube_ops kube_ops_default;
+
 /* 1 when `body` is a metav1.Status whose details.causes hold one with reason `cause`, else 0
  * (NULL or any other JSON: 0). As apimachinery's errors.HasStatusCause; for example
  * "NamespaceTerminating" (k8s.io/api/core/v1 NamespaceTerminatingCause), which the API server

@@ -2,7 +2,7 @@
 -- The Flink REST answers the job lifecycle reads, as real JobManagers of Flink 1.20 and 2.3
 -- sent them (recorded by tests/env/flink/record-rest.sh from session clusters on the test
 -- environment's real node into tests/testdata/flink-rest/<version>/): each field the
--- controller reads (core/run.c run_flink_record, policies/job.lua, policies/savepoint.lua) is
+-- controller reads (core/flinkcall.c flinkcall_record, policies/job.lua, policies/savepoint.lua) is
 -- there, with the same meaning, in both versions. Where the versions differ, the spec says so.
 --
 -- What differs between 1.20 and 2.3 in what the lifecycle uses (Flink 2.3 REST reference,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A REST submission's jar of 200 MiB through the transport the controller uses for it
- * (core/run.c run_fcall: GET into util_tmpfile with http_opts.save, then run_flink_start's
+ * (core/executor.c run_fcall: GET into util_tmpfile with http_opts.save, then core/flinkcall.c flinkcall_start's
  * POST /jars/upload with a part read from that file), between two loopback endpoints of a
  * libmicrohttpd daemon in this process: GET /app.jar generates the bytes, POST /jars/upload
  * checks every byte of the multipart part. The process's peak RSS (VmHWM) must stay far below
@@ -8,6 +8,7 @@
 #include "transport_tap.h"
 #include "http.h"
 #include "loop.h"
+#include "flinkcall.h"
 #include "run.h"
 #include "util.h"
 
@@ -207,15 +208,15 @@ int main(void)
     long dl_hwm = status_kib("VmHWM");
     printf("# after the download: VmHWM %ld KiB (+%ld KiB)\n", dl_hwm, dl_hwm - base_hwm);
 
-    /* the upload, as run_fcall_downloaded sends it */
+    /* the upload, as flinkcall_downloaded sends it */
     http_part part = {.name = "jarfile", .filename = "app.jar", .type = "application/x-java-archive",
                       .from_fd = 1, .fd = fd, .len = dl.len};
     char base[64];
     snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
-    run_flink_env env = {.access = RUN_FLINK_SERVICE, .base_url = base, .hc = hc};
+    flinkcall_env env = {.access = FLINKCALL_SERVICE, .base_url = base, .hc = hc};
     json_t *act = json_pack("{s:s, s:s, s:i}", "method", "POST", "path", "/jars/upload", "timeout_ms", 60000);
     up_result up = {0};
-    run_flink_call *call = run_flink_start(&env, act, &part, up_done, &up, err, sizeof err);
+    flinkcall *call = flinkcall_start(&env, act, &part, up_done, &up, err, sizeof err);
     OK(call != NULL, "upload started (%s)", err);
     if (call)
         loop_run_until(loop, &up.done, 60);

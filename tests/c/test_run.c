@@ -10,7 +10,10 @@
 
 #include "log.h"
 #include "loop.h"
+#include "flinkcall.h"
+#include "expect.h"
 #include "run.h"
+#include "status.h"
 #include "transport_tap.h"
 #include "transport_server.h"
 #include "util.h"
@@ -25,7 +28,7 @@ static char *dump(json_t *v)
 static void is_patch(const char *old, const char *new, const char *want, const char *what)
 {
     json_t *o = old ? json_loads(old, 0, NULL) : NULL, *n = json_loads(new, 0, NULL);
-    json_t *p = run_merge_patch(o, n);
+    json_t *p = status_merge_patch(o, n);
     char *got = dump(p);
     IS_STR(got, want, "merge patch: %s", what);
     free(got);
@@ -39,7 +42,7 @@ static char *record(const char *id, const char *intent, long status, const char 
 {
     json_t *st = json_pack("{s:{s:{s:s, s:I}}}", "answers", "old", "body", "x", "time", (json_int_t)1699990000);
     json_t *in = intent ? json_loads(intent, 0, NULL) : NULL;
-    int rc = run_flink_record(st, id, in, status, body, error, 1700000000.0);
+    int rc = flinkcall_record(st, id, in, status, body, error, 1700000000.0);
     json_decref(in);
     json_t *a = json_object_get(json_object_get(st, "answers"), id ? id : "");
     char *s = rc ? NULL : a ? dump(a) : strdup("none");
@@ -47,12 +50,12 @@ static char *record(const char *id, const char *intent, long status, const char 
     return s;
 }
 
-static void is_location(run_flink_access access, const char *base, const char *target, const char *path,
+static void is_location(flinkcall_access access, const char *base, const char *target, const char *path,
                         const char *want, const char *what)
 {
     json_t *t = target ? json_loads(target, 0, NULL) : NULL;
     char buf[512] = "junk";
-    int rc = run_flink_location(buf, sizeof buf, access, base, t, path);
+    int rc = flinkcall_location(buf, sizeof buf, access, base, t, path);
     IS_INT(rc, *want ? 0 : -1, "location rc: %s", what);
     IS_STR(buf, want, "location: %s", what);
     json_decref(t);
@@ -62,43 +65,43 @@ static void is_location(run_flink_access access, const char *base, const char *t
 
 static void location_tests(void)
 {
-    run_flink_access a = RUN_FLINK_PROXY;
-    IS_INT(run_flink_access_parse("service", &a), 0, "--flink-access service parses");
-    IS_INT(a, RUN_FLINK_SERVICE, "service");
-    IS_INT(run_flink_access_parse("auto", &a), 0, "--flink-access auto parses");
-    IS_INT(a, RUN_FLINK_AUTO, "auto");
-    IS_INT(run_flink_access_parse("direct", &a), -1, "--flink-access direct is refused");
-    IS_INT(run_flink_access_resolve(RUN_FLINK_AUTO, "in-cluster"), RUN_FLINK_SERVICE,
+    flinkcall_access a = FLINKCALL_PROXY;
+    IS_INT(flinkcall_access_parse("service", &a), 0, "--flink-access service parses");
+    IS_INT(a, FLINKCALL_SERVICE, "service");
+    IS_INT(flinkcall_access_parse("auto", &a), 0, "--flink-access auto parses");
+    IS_INT(a, FLINKCALL_AUTO, "auto");
+    IS_INT(flinkcall_access_parse("direct", &a), -1, "--flink-access direct is refused");
+    IS_INT(flinkcall_access_resolve(FLINKCALL_AUTO, "in-cluster"), FLINKCALL_SERVICE,
            "auto with the service-account config: service DNS");
-    IS_INT(run_flink_access_resolve(RUN_FLINK_AUTO, "kind-dev"), RUN_FLINK_PROXY, "auto with a kubeconfig: proxy");
-    IS_INT(run_flink_access_resolve(RUN_FLINK_AUTO, NULL), RUN_FLINK_PROXY, "auto without a context: proxy");
-    IS_INT(run_flink_access_resolve(RUN_FLINK_PROXY, "in-cluster"), RUN_FLINK_PROXY, "proxy stays proxy in a pod");
-    IS_INT(run_flink_access_resolve(RUN_FLINK_SERVICE, "kind-dev"), RUN_FLINK_SERVICE, "service stays service");
+    IS_INT(flinkcall_access_resolve(FLINKCALL_AUTO, "kind-dev"), FLINKCALL_PROXY, "auto with a kubeconfig: proxy");
+    IS_INT(flinkcall_access_resolve(FLINKCALL_AUTO, NULL), FLINKCALL_PROXY, "auto without a context: proxy");
+    IS_INT(flinkcall_access_resolve(FLINKCALL_PROXY, "in-cluster"), FLINKCALL_PROXY, "proxy stays proxy in a pod");
+    IS_INT(flinkcall_access_resolve(FLINKCALL_SERVICE, "kind-dev"), FLINKCALL_SERVICE, "service stays service");
 
-    is_location(RUN_FLINK_SERVICE, NULL, JM, "/jobs/overview", "http://wc-jobmanager.team-a.svc:18081/jobs/overview",
+    is_location(FLINKCALL_SERVICE, NULL, JM, "/jobs/overview", "http://wc-jobmanager.team-a.svc:18081/jobs/overview",
                 "service: cluster DNS name and the ui port");
-    is_location(RUN_FLINK_PROXY, NULL, JM, "/jobs/overview",
+    is_location(FLINKCALL_PROXY, NULL, JM, "/jobs/overview",
                 "/api/v1/namespaces/team-a/services/http:wc-jobmanager:18081/proxy/jobs/overview",
                 "proxy: the API server's service proxy path, port by number");
-    is_location(RUN_FLINK_PROXY, NULL, JM, "/jobs/ab?mode=cancel",
+    is_location(FLINKCALL_PROXY, NULL, JM, "/jobs/ab?mode=cancel",
                 "/api/v1/namespaces/team-a/services/http:wc-jobmanager:18081/proxy/jobs/ab?mode=cancel",
                 "proxy: the query passes");
-    is_location(RUN_FLINK_PROXY, "http://127.0.0.1:8081/", JM, "/jobs/overview", "http://127.0.0.1:8081/jobs/overview",
+    is_location(FLINKCALL_PROXY, "http://127.0.0.1:8081/", JM, "/jobs/overview", "http://127.0.0.1:8081/jobs/overview",
                 "--flink-base-url wins over proxy (trailing / dropped)");
-    is_location(RUN_FLINK_SERVICE, "http://fl:1", NULL, "/x", "http://fl:1/x", "--flink-base-url needs no target");
-    is_location(RUN_FLINK_PROXY, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\",\"port\":8081.0}",
+    is_location(FLINKCALL_SERVICE, "http://fl:1", NULL, "/x", "http://fl:1/x", "--flink-base-url needs no target");
+    is_location(FLINKCALL_PROXY, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\",\"port\":8081.0}",
                 "/x", "/api/v1/namespaces/n/services/http:s:8081/proxy/x", "a whole real port (from Lua) is a port");
-    is_location(RUN_FLINK_SERVICE, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\"}", "/x", "",
+    is_location(FLINKCALL_SERVICE, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\"}", "/x", "",
                 "a target without port is refused");
-    is_location(RUN_FLINK_SERVICE, NULL, "{\"scheme\":\"ftp\",\"namespace\":\"n\",\"service\":\"s\",\"port\":1}",
+    is_location(FLINKCALL_SERVICE, NULL, "{\"scheme\":\"ftp\",\"namespace\":\"n\",\"service\":\"s\",\"port\":1}",
                 "/x", "", "scheme ftp is refused");
-    is_location(RUN_FLINK_SERVICE, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\",\"port\":70000}",
+    is_location(FLINKCALL_SERVICE, NULL, "{\"scheme\":\"http\",\"namespace\":\"n\",\"service\":\"s\",\"port\":70000}",
                 "/x", "", "port 70000 is refused");
-    is_location(RUN_FLINK_AUTO, NULL, JM, "/x", "", "auto must be resolved first");
-    is_location(RUN_FLINK_SERVICE, NULL, JM, "x", "", "a path without / is refused");
+    is_location(FLINKCALL_AUTO, NULL, JM, "/x", "", "auto must be resolved first");
+    is_location(FLINKCALL_SERVICE, NULL, JM, "x", "", "a path without / is refused");
     char small[20];
     json_t *t = json_loads(JM, 0, NULL);
-    IS_INT(run_flink_location(small, sizeof small, RUN_FLINK_SERVICE, NULL, t, "/jobs/overview"), -1,
+    IS_INT(flinkcall_location(small, sizeof small, FLINKCALL_SERVICE, NULL, t, "/jobs/overview"), -1,
            "a location longer than the buffer is refused");
     IS_STR(small, "", "and the buffer left empty");
     json_decref(t);
@@ -131,15 +134,15 @@ static const char *jstr(json_t *o, const char *k)
 }
 
 /* Runs the flink action `action` (JSON) with env; fills *a. */
-static void call(const run_flink_env *env, const char *action, struct answer *a)
+static void call(const flinkcall_env *env, const char *action, struct answer *a)
 {
     json_decref(a->body);
     memset(a, 0, sizeof *a);
     json_t *act = json_loads(action, 0, NULL);
     char err[512] = "";
-    run_flink_call *c = run_flink_start(env, act, NULL, on_flink, a, err, sizeof err);
-    OK(c != NULL, "run_flink_start (%s)", err);
-    OK(!a->done, "the callback does not run inside run_flink_start");
+    flinkcall *c = flinkcall_start(env, act, NULL, on_flink, a, err, sizeof err);
+    OK(c != NULL, "flinkcall_start (%s)", err);
+    OK(!a->done, "the callback does not run inside flinkcall_start");
     if (c)
         loop_run_until(loop, &a->done, 20);
     json_decref(act);
@@ -165,7 +168,7 @@ static void proxy_tests(int port)
     OK(tok && certc && hc, "clients (%s)", err);
     if (!tok || !certc || !hc)
         return;
-    run_flink_env env = {.access = RUN_FLINK_PROXY, .kc = tok, .hc = hc};
+    flinkcall_env env = {.access = FLINKCALL_PROXY, .kc = tok, .hc = hc};
     struct answer a = {0};
 
     call(&env, "{\"method\":\"GET\",\"path\":\"/jobs/overview\"," TARGET("team-a") "}", &a);
@@ -209,8 +212,8 @@ static void proxy_tests(int port)
                                  TARGET("team-a") "}", 0, NULL);
         json_decref(a.body);
         memset(&a, 0, sizeof a);
-        run_flink_call *up = run_flink_start(&env, act, &part, on_flink, &a, err, sizeof err);
-        OK(up != NULL, "run_flink_start with a part (%s)", err);
+        flinkcall *up = flinkcall_start(&env, act, &part, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "flinkcall_start with a part (%s)", err);
         if (up)
             loop_run_until(loop, &a.done, 20);
         IS_INT(a.status, 200, "upload: the JobManager's answer");
@@ -221,15 +224,15 @@ static void proxy_tests(int port)
                strstr(sent, "Content-Type: application/x-java-archive") && strstr(sent, "not really a jar") &&
                !strstr(sent, "ignored"),
            "upload: the part's name, file name, type and bytes, no JSON body");
-        /* the same from a file (as core/run.c sends a downloaded jar), through the proxy */
+        /* the same from a file (as core/executor.c sends a downloaded jar), through the proxy */
         int fd = util_tmpfile(err, sizeof err);
         OK(fd >= 0 && write(fd, jar, sizeof jar - 1) == (ssize_t)(sizeof jar - 1), "a jar in a temporary file");
         http_part fpart = {.name = "jarfile", .filename = "testenv-jobs.jar", .type = "application/x-java-archive",
                            .from_fd = 1, .fd = fd, .len = sizeof jar - 1};
         json_decref(a.body);
         memset(&a, 0, sizeof a);
-        up = run_flink_start(&env, act, &fpart, on_flink, &a, err, sizeof err);
-        OK(up != NULL, "run_flink_start with a part from a file (%s)", err);
+        up = flinkcall_start(&env, act, &fpart, on_flink, &a, err, sizeof err);
+        OK(up != NULL, "flinkcall_start with a part from a file (%s)", err);
         if (up)
             loop_run_until(loop, &a.done, 20);
         IS_INT(a.status, 200, "upload from a file: the JobManager's answer");
@@ -246,20 +249,20 @@ static void proxy_tests(int port)
 
     /* an unreachable JobManager through the proxy is recorded as no answer (status 0) */
     json_t *st = json_object();
-    run_flink_record(st, "list_jobs", NULL, 0, "",
+    flinkcall_record(st, "list_jobs", NULL, 0, "",
                      "JobManager unreachable through the API server: HTTP 503: no endpoints", 1700000000.0);
     IS_INT(json_integer_value(json_object_get(json_object_get(json_object_get(st, "answers"), "list_jobs"), "status")),
            0, "an unreachable JobManager through the proxy: status 0 with the reason");
     json_decref(st);
 
     /* --flink-base-url wins: plain HTTP to it, a refused connection is a transport error */
-    run_flink_env base = {.access = RUN_FLINK_PROXY, .base_url = "http://127.0.0.1:1", .kc = tok, .hc = hc};
+    flinkcall_env base = {.access = FLINKCALL_PROXY, .base_url = "http://127.0.0.1:1", .kc = tok, .hc = hc};
     call(&base, "{\"method\":\"GET\",\"path\":\"/jobs/overview\"}", &a);
     IS_INT(a.status, 0, "base URL, nothing listening: status 0");
     OK(a.error[0] != '\0', "with the transport error (%s)", a.error);
 
     json_t *nopath = json_pack("{s:s}", "method", "GET");
-    OK(run_flink_start(&env, nopath, NULL, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
+    OK(flinkcall_start(&env, nopath, NULL, on_flink, &a, err, sizeof err) == NULL, "an action without path is refused at once");
     IS_STR(err, "flink action needs method and path", "and says why");
     json_decref(nopath);
     json_decref(a.body);
@@ -270,7 +273,7 @@ static void proxy_tests(int port)
 
 int main(void)
 {
-    /* ---- run_merge_patch (RFC 7386) ---- */
+    /* ---- status_merge_patch (RFC 7386) ---- */
     is_patch("{\"a\":1,\"b\":{\"c\":1,\"d\":2}}", "{\"a\":1,\"b\":{\"c\":1,\"d\":2}}", "{}", "equal -> {}");
     is_patch("{\"state\":\"Creating\",\"x\":1}", "{\"state\":\"Running\",\"x\":1}", "{\"state\":\"Running\"}",
              "a changed scalar only");
@@ -283,18 +286,18 @@ int main(void)
     is_patch(NULL, "{\"state\":\"Creating\"}", "{\"state\":\"Creating\"}", "no old status: the whole status");
     is_patch("{\"a\":{\"b\":1}}", "{\"a\":5}", "{\"a\":5}", "object replaced by a scalar");
 
-    /* ---- run_rv_at_least (resourceVersion expectations) ---- */
-    OK(run_rv_at_least("120", "120"), "the same resourceVersion is seen");
-    OK(run_rv_at_least("121", "120"), "a newer one is seen");
-    OK(!run_rv_at_least("119", "120"), "an older one is not");
-    OK(run_rv_at_least("1000", "999"), "compared as numbers, not as text");
-    OK(!run_rv_at_least("999", "1000"), "999 < 1000 although '9' > '1'");
-    OK(run_rv_at_least("0120", "120"), "leading zeros ignored");
-    OK(!run_rv_at_least("abc", "120"), "not a number: only equality counts");
-    OK(run_rv_at_least("x7", "x7"), "equal opaque versions are seen");
-    OK(!run_rv_at_least(NULL, "1"), "nothing cached: not seen");
+    /* ---- expect_rv_at_least (resourceVersion expectations) ---- */
+    OK(expect_rv_at_least("120", "120"), "the same resourceVersion is seen");
+    OK(expect_rv_at_least("121", "120"), "a newer one is seen");
+    OK(!expect_rv_at_least("119", "120"), "an older one is not");
+    OK(expect_rv_at_least("1000", "999"), "compared as numbers, not as text");
+    OK(!expect_rv_at_least("999", "1000"), "999 < 1000 although '9' > '1'");
+    OK(expect_rv_at_least("0120", "120"), "leading zeros ignored");
+    OK(!expect_rv_at_least("abc", "120"), "not a number: only equality counts");
+    OK(expect_rv_at_least("x7", "x7"), "equal opaque versions are seen");
+    OK(!expect_rv_at_least(NULL, "1"), "nothing cached: not seen");
 
-    /* ---- run_flink_record: raw answers under the action's id, nothing parsed ---- */
+    /* ---- flinkcall_record: raw answers under the action's id, nothing parsed ---- */
     char *s;
     s = record("list_jobs", "{\"kind\":\"list_jobs\"}", 200, "{\"jobs\":[]}", "");
     IS_STR(s, "{\"body\":\"{\\\"jobs\\\":[]}\",\"error\":\"\",\"intent\":{\"kind\":\"list_jobs\"},"
@@ -313,13 +316,13 @@ int main(void)
               "\"time\":1700000000}", "a body that is not UTF-8: no answer, with why");
     free(s);
     {
-        size_t n = RUN_FLINK_ANSWER_MAX + 1;
+        size_t n = FLINKCALL_ANSWER_MAX + 1;
         char *big = malloc(n + 1);
         memset(big, 'x', n);
         big[n] = 0;
         s = record("x", NULL, 200, big, "");
         IS_STR(s, "{\"body\":\"\",\"error\":\"answer larger than RUN_FLINK_ANSWER_MAX bytes\",\"intent\":null,"
-                  "\"status\":0,\"time\":1700000000}", "an answer over RUN_FLINK_ANSWER_MAX: not kept");
+                  "\"status\":0,\"time\":1700000000}", "an answer over FLINKCALL_ANSWER_MAX: not kept");
         free(s);
         free(big);
     }
@@ -329,16 +332,16 @@ int main(void)
     {
         json_t *st2 = json_pack("{s:{s:{s:I}, s:{s:I}}}", "answers", "stale", "time", (json_int_t)1700000000 - 3601,
                                 "recent", "time", (json_int_t)1700000000 - 60);
-        run_flink_record(st2, "new", NULL, 200, "{}", "", 1700000000.0);
+        flinkcall_record(st2, "new", NULL, 200, "{}", "", 1700000000.0);
         json_t *ans = json_object_get(st2, "answers");
         OK(!json_object_get(ans, "stale") && json_object_get(ans, "recent") && json_object_get(ans, "new"),
-           "answers older than RUN_FLINK_ANSWER_TTL_S are dropped, newer ones kept");
+           "answers older than FLINKCALL_ANSWER_TTL_S are dropped, newer ones kept");
         json_decref(st2);
     }
     s = record("", NULL, 202, "", "");
     IS_STR(s, "none", "an action without id records nothing");
     free(s);
-    IS_INT(run_flink_record(NULL, "list_jobs", NULL, 200, "{}", "", 0), -1, "NULL state refused");
+    IS_INT(flinkcall_record(NULL, "list_jobs", NULL, 200, "{}", "", 0), -1, "NULL state refused");
 
     /* ---- usage errors (exit 2, before any connection) ---- */
     char *a1[] = {"run", "--workers", "0", NULL};
