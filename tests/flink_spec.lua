@@ -76,8 +76,8 @@ describe("fc.flink.action", function()
 
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
-      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, cancel, "
-      .. "upload_jar, run_jar)")
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, "
+      .. "savepoint_status, cancel, upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -120,7 +120,7 @@ describe("fc.flink.view", function()
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
     assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, exceptions = {}, submissions = {},
-      since = 0 }, flink.view(nil))
+      health = {}, since = 0 }, flink.view(nil))
   end)
 
   it("passes on since: when this controller process began keeping the cluster's answers", function()
