@@ -180,6 +180,35 @@ describe("fc.flink.view", function()
       .. "application.", http = 400, time = 102 }, v.submissions[TID].run)
   end)
 
+  it("asks for the restart counter and the checkpoints, and reads both as Flink 1.20 and 2.x answer", function()
+    local r = flink.action({ kind = "job_restarts", job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/metrics?get=numRestarts", "job_restarts/" .. ID },
+      { r.method, r.path, r.id })
+    local c = flink.action({ kind = "job_checkpoints", job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/checkpoints", "job_checkpoints/" .. ID }, { c.method, c.path, c.id })
+    assert.has_error(function() flink.action({ kind = "job_restarts", job_id = "x" }, JM) end,
+      "job_restarts intent: job_id must be 32 hex digits")
+    local v = flink.view({ answers = {
+      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200, '[{"id":"numRestarts","value":"12"}]',
+        "", 103),
+      ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
+        '{"counts":{"restored":0,"total":5,"in_progress":0,"completed":4,"failed":1},'
+        .. '"latest":{"completed":{"id":4,"latest_ack_timestamp":1764484805123},"failed":null}}', "", 104),
+    } })
+    assert.same({ restarts = 12, restarts_time = 103, checkpoints = { completed = 4, latest_ack = 1764484805123 },
+      checkpoints_time = 104 }, v.health[ID])
+    -- a metric not collected yet ([]), no checkpoint yet (latest.completed null), a 404
+    v = flink.view({ answers = {
+      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200, "[]"),
+      ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
+        '{"counts":{"completed":0},"latest":{"completed":null}}'),
+    } })
+    assert.same({ checkpoints = { completed = 0, latest_ack = 0 }, checkpoints_time = 100 }, v.health[ID])
+    v = flink.view({ answers = { ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 404,
+      '{"errors":["Job could not be found."]}') } })
+    assert.same({}, v.health[ID])
+  end)
+
   it("keeps the newest answer of a trigger id and bounds a failed job's stack trace", function()
     local v = flink.view({ answers = {
       [TID] = answer({ kind = "savepoint_status", id = TID, job_id = ID }, 200, '{"status":{"id":"IN_PROGRESS"}}',

@@ -1027,6 +1027,53 @@ describe("reconcile.run over several passes (policies-min)", function()
     host.configure({ policy_dir = policy_dir() })
   end)
 
+  -- Health (policies/health.lua through fc.health): Flink's restart counter is asked for on each
+  -- pass of a running job; more than RESTART_THRESHOLD (5) restarts within RESTART_WINDOW (5m)
+  -- cancel the job, which is Failed with a JobUnhealthy Event once and stays Failed while Flink
+  -- cancels it. The same passes with a job restarting less leave it alone.
+  it("health: a job restarting in a loop is cancelled and Failed (JobUnhealthy once); a healthy one is untouched", function()
+    local function reasons(r)
+      return pick(r.events, function(e) return e.reason end)
+    end
+    local function play(counts)
+      local w = running_world()
+      local started = w.now
+      for _, n in ipairs(counts) do
+        w.flink.health = { [ID] = { restarts = n } }
+        w.flink.jobs[1].state = n > 0 and "RESTARTING" or "RUNNING"
+        w.pass(30)
+      end
+      return w, started
+    end
+    local healthy = play({ 0, 2, 4 })
+    assert.equal("Running", healthy.cluster.status.components.job.state)
+    assert.same({}, reasons(healthy.last))
+    assert.same({ "flink GET /jobs/overview", "flink GET /jobs/" .. ID .. "/metrics?get=numRestarts" },
+      ops(healthy.last, true))
+    assert.same({ jobID = ID, restarts = { { count = 0, time = T0 + 33 }, { count = 2, time = T0 + 63 },
+      { count = 4, time = T0 + 93 } } }, healthy.cluster.status.components.job.health)
+
+    local w = play({ 0, 3 })
+    assert.equal("Running", w.cluster.status.components.job.state)
+    w.flink.health = { [ID] = { restarts = 7 } }
+    w.pass(30)
+    local reason = "job " .. ID .. " restarted 7 times within 5m (more than 5)"
+    local j = w.cluster.status.components.job
+    assert.same({ "Failed", reason, reason }, { j.state, j.failureReason, j.health.failed.reason })
+    assert.same({ "flink PATCH /jobs/" .. ID .. "?mode=cancel", "flink GET /jobs/overview" }, ops(w.last))
+    local unhealthy = pick(w.last.events, function(e) return e.reason == "JobUnhealthy" and e end)
+    assert.same({ { type = "Warning", reason = "JobUnhealthy", message = reason .. ": cancelled, job Failed" } },
+      unhealthy)
+    -- Flink cancels it: still Failed, nothing sent again but the job list, no second Event
+    w.flink.jobs[1].state = "CANCELLING"
+    assert.same({ "flink GET /jobs/overview" }, w.pass(10))
+    w.flink.jobs[1].state = "CANCELED"
+    assert.same({}, w.pass(10))
+    assert.same({ "Failed", reason }, { w.cluster.status.components.job.state,
+      w.cluster.status.components.job.failureReason })
+    assert.same({}, pick(w.last.events, function(e) return e.reason == "JobUnhealthy" and e end))
+  end)
+
   -- The restart schedule of policies/job.lua (RESTART_* constants: 10 s, x2, at most 3), pass by
   -- pass: a job that fails at once is shown Failed, restarted 10, 20 and 40 s after each failure
   -- with a JobRestarted Event naming the attempt, then stays Failed and afterJobFails applies.
