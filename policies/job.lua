@@ -352,7 +352,8 @@ function job.decide(input)
   -- cancelled in Flink and Failed (a Warning JobUnhealthy once); it stays Failed while Flink
   -- cancels it, and the restart below applies to it as to any failed job.
   local health = input.health
-  if type(health) == "table" and health.action == "fail" and j.id and (j.state == "Running" or j.state == "Cancelled") then
+  if type(health) == "table" and health.action == "fail" and j.id
+      and (j.state == "Running" or j.state == "Cancelled") then
     local fs = input.flink_state or ""
     if fs ~= "" and not job.TERMINAL[job.map_flink_state(fs) or ""] then
       -- still alive in Flink: cancel it and follow the job list until it ended

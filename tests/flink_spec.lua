@@ -189,7 +189,8 @@ describe("fc.flink.view", function()
     assert.has_error(function() flink.action({ kind = "job_restarts", job_id = "x" }, JM) end,
       "job_restarts intent: job_id must be 32 hex digits")
     local v = flink.view({ answers = {
-      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200, '[{"id":"numRestarts","value":"12"}]',
+      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200,
+        '[{"id":"numRestarts","value":"12"}]',
         "", 103),
       ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
         '{"counts":{"restored":0,"total":5,"in_progress":0,"completed":4,"failed":1},'

@@ -875,7 +875,8 @@ describe("reconcile.run with policies-min", function()
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
-      .. "job_restarts, job_checkpoints, savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", r.events[1].message)
+      .. "job_restarts, job_checkpoints, savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)",
+      r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
     host.configure({ policy_dir = policy_dir({ ["status.lua"] = bad_status }) })
@@ -1031,7 +1032,7 @@ describe("reconcile.run over several passes (policies-min)", function()
   -- pass of a running job; more than RESTART_THRESHOLD (5) restarts within RESTART_WINDOW (5m)
   -- cancel the job, which is Failed with a JobUnhealthy Event once and stays Failed while Flink
   -- cancels it. The same passes with a job restarting less leave it alone.
-  it("health: a job restarting in a loop is cancelled and Failed (JobUnhealthy once); a healthy one is untouched", function()
+  it("health: a job restarting in a loop is cancelled, Failed (JobUnhealthy once); a healthy one untouched", function()
     local function reasons(r)
       return pick(r.events, function(e) return e.reason end)
     end

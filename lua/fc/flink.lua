@@ -167,7 +167,8 @@ for k in pairs(REQUEST) do flink.KINDS[k] = true end
 function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
-      .. " (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, savepoint_status, cancel, upload_jar, run_jar)", 0)
+      .. " (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, savepoint_status, "
+      .. "cancel, upload_jar, run_jar)", 0)
   end
   local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
@@ -315,7 +316,8 @@ function flink.view(raw)
           if n then h.restarts, h.restarts_time = n, time end
         end
       elseif ok and type(doc) == "table" and type(doc.counts) == "table" then
-        local latest = type(doc.latest) == "table" and type(doc.latest.completed) == "table" and doc.latest.completed or {}
+        local latest = type(doc.latest) == "table" and doc.latest.completed
+        latest = type(latest) == "table" and latest or {}
         h.checkpoints = { completed = math.tointeger(tonumber(doc.counts.completed)) or 0,
           latest_ack = math.tointeger(tonumber(latest.latest_ack_timestamp)) or 0 }
         h.checkpoints_time = time

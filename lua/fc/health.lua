@@ -45,7 +45,8 @@ function health.observe(job, flink_state, start_time, flink, spec, now)
   end
   local old = health.kept(job) or {}
   local seen = (type(flink) == "table" and type(flink.health) == "table" and flink.health[job.id]) or {}
-  local h = { jobID = job.id, failed = util.deepcopy(old.failed), restarts = util.deepcopy(type(old.restarts) == "table" and old.restarts or {}),
+  local h = { jobID = job.id, failed = util.deepcopy(old.failed),
+    restarts = util.deepcopy(type(old.restarts) == "table" and old.restarts or {}),
     checkpoints = util.deepcopy(type(old.checkpoints) == "table" and old.checkpoints or nil) }
   local count = seen.restarts
   if count ~= nil then
