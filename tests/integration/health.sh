@@ -6,11 +6,12 @@
 # Flink's own fixed-delay restart strategy (1000 attempts, 1 s apart), so Flink keeps it
 # RUNNING/RESTARTING for ever; `steady` runs the Ticker as is. The controller reads each job's
 # numRestarts (GET /jobs/<id>/metrics?get=numRestarts), cancels `looping` and marks it Failed
-# with a Warning JobUnhealthy; `steady` keeps running, the same job, untouched. Sourced by
+# with a Warning JobUnhealthy; `steady` keeps running, the same job, untouched. Then the same
+# loop on Flink 2.3.0 (`looping2`, once `looping` is gone): the metric is read alike. Sourced by
 # tests/integration/run.sh after realpods.sh (real_node_ready, node_has_image, job_field,
 # is_job, jm_get, jget, why).
 
-# health_cluster NAME ARGS-YAML: a Ticker job cluster on flink:1.20.5 with Flink's fixed-delay
+# health_cluster NAME ARGS-YAML [VERSION]: a Ticker job cluster on flink:VERSION (1.20.5) with Flink's fixed-delay
 # restart strategy (no savepointsDir: nothing to restore, so the default restartPolicy keeps a
 # Failed job Failed)
 health_cluster() {
@@ -20,7 +21,7 @@ kind: FlinkCluster
 metadata:
   name: $1
 spec:
-  image: {name: "flink:1.20.5"}
+  image: {name: "flink:${3:-1.20.5}"}
   jobManager:
     resources: {limits: {memory: "1024Mi", cpu: "500m"}}
   taskManager:
@@ -48,28 +49,30 @@ case_healthrestart() {
   FLINK_DIRECT=1 start_controller healthrestart --namespace "$ns"
   health_cluster looping '["-1"]' | kc -n "$ns" apply -f - >/dev/null
   health_cluster steady '["100"]' | kc -n "$ns" apply -f - >/dev/null
-  t_health_looping() {
-    local id reason n
+  # health_judged CLUSTER: CLUSTER's looping job judged, cancelled, Failed, told
+  health_judged() {
+    local c=$1 id reason n
     # its id known while Flink restarts it (state Running), then judged
-    poll 150 is_job "$ns" looping Failed || { why "$ns" looping; tail -n 15 "$WORK/healthrestart.log"; return 1; }
-    id=$(job_field "$ns" looping id)
-    reason=$(job_field "$ns" looping failureReason)
+    poll 150 is_job "$ns" "$c" Failed || { why "$ns" "$c"; tail -n 15 "$WORK/healthrestart.log"; return 1; }
+    id=$(job_field "$ns" "$c" id)
+    reason=$(job_field "$ns" "$c" failureReason)
     case "$reason" in
       "job $id restarted "*" times within 5m (more than 5)") ;;
       *) echo "failureReason '$reason' is not the health policy's"; return 1 ;;
     esac
-    expect "job.health.failed.reason" "$(job_field "$ns" looping health.failed.reason)" "$reason" || return 1
+    expect "job.health.failed.reason" "$(job_field "$ns" "$c" health.failed.reason)" "$reason" || return 1
     # Flink counted at least that many restarts, and the job is cancelled there
-    n=$(jm_get "$ns" looping "/jobs/$id/metrics?get=numRestarts" | lua5.4 -e \
+    n=$(jm_get "$ns" "$c" "/jobs/$id/metrics?get=numRestarts" | lua5.4 -e \
       'for _, m in ipairs(require("cjson").decode(io.read("a"))) do print(m.value) end')
     [ "${n:-0}" -gt 5 ] || { echo "Flink's numRestarts of $id: '$n', want > 5"; return 1; }
-    cancelled() { [ "$(jm_get "$ns" looping "/jobs/$id" | jget state)" = CANCELED ]; }
-    poll 30 cancelled || { echo "Flink's state of $id: $(jm_get "$ns" looping "/jobs/$id" | jget state)"; return 1; }
-    warning_says "$ns" looping JobUnhealthy "$reason: cancelled, job Failed" || return 1
+    cancelled() { [ "$(jm_get "$ns" "$c" "/jobs/$id" | jget state)" = CANCELED ]; }
+    poll 30 cancelled || { echo "Flink's state of $id: $(jm_get "$ns" "$c" "/jobs/$id" | jget state)"; return 1; }
+    warning_says "$ns" "$c" JobUnhealthy "$reason: cancelled, job Failed" || return 1
     # still Failed once Flink cancelled it (not Cancelled)
-    expect "job state after the cancel" "$(job_field "$ns" looping state)" Failed
+    expect "job state after the cancel" "$(job_field "$ns" "$c" state)" Failed
   }
-  check "$desc: a job Flink restarts in a loop -> cancelled in Flink, job Failed with the policy's reason, Warning JobUnhealthy" t_health_looping
+  check "$desc: a job Flink restarts in a loop -> cancelled in Flink, job Failed with the policy's reason, Warning JobUnhealthy" \
+    health_judged looping
   t_health_steady() {
     is_job "$ns" steady Running || { why "$ns" steady; return 1; }
     steady_id=$(job_field "$ns" steady id)
@@ -81,5 +84,13 @@ case_healthrestart() {
     ! has_event "$ns" steady JobUnhealthy || { echo "a JobUnhealthy Event about steady"; return 1; }
   }
   check "$desc: the healthy job beside it keeps running, untouched (samples kept, no Event)" t_health_steady
+  if node_has_image "docker.io/library/flink:2.3.0"; then
+    kc -n "$ns" delete flinkcluster looping --wait=false >/dev/null
+    health_cluster looping2 '["-1"]' 2.3.0 | kc -n "$ns" apply -f - >/dev/null
+    check "real pods, Flink 2.3.0: health policy: the same loop -> cancelled, Failed, Warning JobUnhealthy" \
+      health_judged looping2
+  else
+    skip "real pods, Flink 2.3.0: health policy" "no flink:2.3.0 image on the node"
+  fi
   stop_controller healthrestart >/dev/null
 }
