@@ -8,47 +8,30 @@
 # numRestarts (GET /jobs/<id>/metrics?get=numRestarts), cancels `looping` and marks it Failed
 # with a Warning JobUnhealthy; `steady` keeps running, the same job, untouched. Then the same
 # loop on Flink 2.3.0 (`looping2`, once `looping` is gone): the metric is read alike. Sourced by
-# tests/integration/run.sh after realpods.sh (real_node_ready, node_has_image, job_field,
-# is_job, jm_get, jget, why).
+# tests/integration/run.sh after realpods.sh (ticker_cluster, real_node_ready, node_has_image,
+# job_field, is_job, jm_get, jget, why).
 
-# health_cluster NAME ARGS-YAML [VERSION]: a Ticker job cluster on flink:VERSION (1.20.5) with Flink's fixed-delay
-# restart strategy (no savepointsDir: nothing to restore, so the default restartPolicy keeps a
-# Failed job Failed)
+# health_cluster NAME ARGS-YAML VERSION SAVEPOINT-DIR: realpods.sh's Ticker job cluster with these
+# args and Flink's fixed-delay restart strategy (flinkProperties is its last key). Its
+# FromSavepointOnFailure needs a savepoint to restart from: the looping job never has one, so
+# once Failed it stays Failed.
 health_cluster() {
-  cat <<EOF2
-apiVersion: flinkoperator.k8s.io/v1beta1
-kind: FlinkCluster
-metadata:
-  name: $1
-spec:
-  image: {name: "flink:${3:-1.20.5}"}
-  jobManager:
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}
-  taskManager:
-    replicas: 1
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}
-  job:
-    jarFile: /opt/flink/usrlib/testenv-jobs.jar
-    className: testenv.Ticker
-    args: $2
-    parallelism: 1
-  flinkProperties:
-    taskmanager.numberOfTaskSlots: "1"
-    restart-strategy.type: fixed-delay
-    restart-strategy.fixed-delay.attempts: "1000"
-    restart-strategy.fixed-delay.delay: 1 s
-EOF2
+  ticker_cluster "$1" "$4" "$3" | sed "s/^    className: testenv.Ticker$/&\n    args: $2/"
+  printf '    %s\n' 'restart-strategy.type: fixed-delay' 'restart-strategy.fixed-delay.attempts: "1000"' \
+    'restart-strategy.fixed-delay.delay: 1 s'
 }
 
 case_healthrestart() {
   local desc="real pods, Flink 1.20.5: health policy"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   node_has_image "docker.io/library/flink:1.20.5" || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
-  local ns steady_id
+  local ns steady_id spdir
   ns=$(new_ns healthrestart real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
   FLINK_DIRECT=1 start_controller healthrestart --namespace "$ns"
-  health_cluster looping '["-1"]' | kc -n "$ns" apply -f - >/dev/null
-  health_cluster steady '["100"]' | kc -n "$ns" apply -f - >/dev/null
+  health_cluster looping '["-1"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  health_cluster steady '["100"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
   # health_judged CLUSTER: CLUSTER's looping job judged, cancelled, Failed, told
   health_judged() {
     local c=$1 id reason n
@@ -86,7 +69,7 @@ case_healthrestart() {
   check "$desc: the healthy job beside it keeps running, untouched (samples kept, no Event)" t_health_steady
   if node_has_image "docker.io/library/flink:2.3.0"; then
     kc -n "$ns" delete flinkcluster looping --wait=false >/dev/null
-    health_cluster looping2 '["-1"]' 2.3.0 | kc -n "$ns" apply -f - >/dev/null
+    health_cluster looping2 '["-1"]' 2.3.0 "$spdir" | kc -n "$ns" apply -f - >/dev/null
     check "real pods, Flink 2.3.0: health policy: the same loop -> cancelled, Failed, Warning JobUnhealthy" \
       health_judged looping2
   else
