@@ -306,7 +306,9 @@ end
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool
 --   (spec.job.fromSavepoint differs from the current revision's), old_job=<the current revision's
---   spec.job>}, now=<unix s>}.
+--   spec.job>},
+--   health=<nil | {action="fail", reason=, told=<true after the first pass>}: health.decide's
+--   verdict on this job id, kept by the framework until the job id changes>, now=<unix s>}.
 -- decision: {job=<status.components.job>, submit=bool (apply the submitter Job now),
 --   resubmit=bool (delete the observed submitter so that a new one is submitted; its uid is kept
 --   in job.staleSubmitterUID (ours) until it is gone, so that a cache that still shows it cannot
@@ -321,7 +323,7 @@ end
 --   remove_annotation=<the user-control annotation key: remove it (lib.control.REMOVE_WHEN_DONE)>,
 --   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
---   number, RestartLimitReached, LastStateUpgrade, UpgradeModeFallback)}.
+--   number, RestartLimitReached, LastStateUpgrade, UpgradeModeFallback, JobUnhealthy)}.
 function job.decide(input)
   local cluster = input.cluster
   local spec = cluster.spec.job
@@ -354,6 +356,25 @@ function job.decide(input)
     -- ended by our stop: FAILED when it failed while stopping after its savepoint (savepoint.lua)
     j.state = STOPPED_AS[sp_now.triggerReason] or j.state
     j.failureReason = nil
+  end
+  -- Health (policies/health.lua, judged by the framework: input.health): an unhealthy job is
+  -- cancelled in Flink and Failed (a Warning JobUnhealthy once); it stays Failed while Flink
+  -- cancels it, and the restart below applies to it as to any failed job.
+  local health = input.health
+  if type(health) == "table" and health.action == "fail" and j.id
+      and (j.state == "Running" or j.state == "Cancelled") then
+    local fs = input.flink_state or ""
+    if fs ~= "" and not job.TERMINAL[job.map_flink_state(fs) or ""] then
+      -- still alive in Flink: cancel it and follow the job list until it ended
+      if fs ~= "CANCELLING" then d.intents[#d.intents + 1] = { kind = "cancel", job_id = j.id } end
+      d.intents[#d.intents + 1] = { kind = "list_jobs" }
+    end
+    if not health.told then
+      d.events[#d.events + 1] = { type = "Warning", reason = "JobUnhealthy",
+        message = tostring(health.reason) .. ": cancelled, job Failed" }
+    end
+    j.state = "Failed"
+    j.failureReason = tostring(health.reason):sub(1, job.FAILURE_REASON_MAX)
   end
   local running = j.state == "Running" and j.id ~= nil
 

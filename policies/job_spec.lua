@@ -15,7 +15,7 @@ describe("policies/job.lua", function()
       fx.assert_cases(all, {
         "decide-cancel-after-savepoint", "decide-cancel-after-stop", "decide-cancel-stop-failed-stopping",
         "decide-cleanup-after-lost", "decide-cleanup-succeeded", "decide-control-annotation-gone",
-        "decide-control-kept", "decide-control-savepoint-done",
+        "decide-control-kept", "decide-control-savepoint-done", "decide-health-fail", "decide-health-fail-cancelled",
         "decide-rest-submit-adopts", "decide-rest-submit-checks", "decide-rest-submit-runs",
         "decide-rest-submit-upload-failed", "decide-rest-submit-uploads",
         "decide-restart-due", "decide-restart-limit", "decide-restart-waits", "decide-submit-when-ready",

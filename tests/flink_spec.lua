@@ -91,8 +91,8 @@ describe("fc.flink.action", function()
 
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
-      "intent: unknown kind restart (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, "
-      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)")
+      "intent: unknown kind restart (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, "
+      .. "stop, savepoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -135,7 +135,7 @@ describe("fc.flink.view", function()
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
     assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
-      submissions = {}, since = 0 }, flink.view(nil))
+      submissions = {}, health = {}, since = 0 }, flink.view(nil))
   end)
 
   it("passes on since: when this controller process began keeping the cluster's answers", function()
@@ -222,6 +222,36 @@ describe("fc.flink.view", function()
     assert.same({ error = "download https://x/app.jar: HTTP 404", http = 0, time = 101 }, v.submissions[TID].upload)
     assert.same({ error = "HTTP 400: org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute "
       .. "application.", http = 400, time = 102 }, v.submissions[TID].run)
+  end)
+
+  it("asks for the restart counter and the checkpoints, and reads both as Flink 1.20 and 2.x answer", function()
+    local r = flink.action({ kind = "job_restarts", job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/metrics?get=numRestarts", "job_restarts/" .. ID },
+      { r.method, r.path, r.id })
+    local c = flink.action({ kind = "job_checkpoints", job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/checkpoints", "job_checkpoints/" .. ID }, { c.method, c.path, c.id })
+    assert.has_error(function() flink.action({ kind = "job_restarts", job_id = "x" }, JM) end,
+      "job_restarts intent: job_id must be 32 hex digits")
+    local v = flink.view({ answers = {
+      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200,
+        '[{"id":"numRestarts","value":"12"}]',
+        "", 103),
+      ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
+        '{"counts":{"restored":0,"total":5,"in_progress":0,"completed":4,"failed":1},'
+        .. '"latest":{"completed":{"id":4,"latest_ack_timestamp":1764484805123},"failed":null}}', "", 104),
+    } })
+    assert.same({ restarts = 12, restarts_time = 103, checkpoints = { completed = 4, latest_ack = 1764484805123 },
+      checkpoints_time = 104 }, v.health[ID])
+    -- a metric not collected yet ([]), no checkpoint yet (latest.completed null), a 404
+    v = flink.view({ answers = {
+      ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 200, "[]"),
+      ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
+        '{"counts":{"completed":0},"latest":{"completed":null}}'),
+    } })
+    assert.same({ checkpoints = { completed = 0, latest_ack = 0 }, checkpoints_time = 100 }, v.health[ID])
+    v = flink.view({ answers = { ["job_restarts/" .. ID] = answer({ kind = "job_restarts", job_id = ID }, 404,
+      '{"errors":["Job could not be found."]}') } })
+    assert.same({}, v.health[ID])
   end)
 
   it("keeps the newest answer of a trigger id and bounds a failed job's stack trace", function()

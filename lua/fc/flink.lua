@@ -15,6 +15,10 @@
 -- flink.view by tests/flink_rest_spec.lua). Intents (`kind`, then the fields each needs):
 --   list_jobs                                  GET /jobs/overview
 --   job_exceptions  job_id                     GET /jobs/<job_id>/exceptions?maxExceptions=1
+--   job_restarts    job_id                     GET /jobs/<job_id>/metrics?get=numRestarts (the job's
+--                                              restart counter: the job details of 1.20 and 2.x
+--                                              carry none; the metric is in both)
+--   job_checkpoints job_id                     GET /jobs/<job_id>/checkpoints
 --   savepoint       id, job_id, target_directory
 --                                              POST /jobs/<job_id>/savepoints
 --                                              {"target-directory", "cancel-job": false, "triggerId": id}
@@ -97,6 +101,14 @@ local REQUEST = {
     local jid = need(i, "job_id", HEX32)
     return "job_exceptions/" .. jid, "GET", "/jobs/" .. jid .. "/exceptions?maxExceptions=1"
   end,
+  job_restarts = function(i)
+    local jid = need(i, "job_id", HEX32)
+    return "job_restarts/" .. jid, "GET", "/jobs/" .. jid .. "/metrics?get=numRestarts"
+  end,
+  job_checkpoints = function(i)
+    local jid = need(i, "job_id", HEX32)
+    return "job_checkpoints/" .. jid, "GET", "/jobs/" .. jid .. "/checkpoints"
+  end,
   savepoint = function(i)
     local jid, id = need(i, "job_id", HEX32), need(i, "id", HEX32)
     return id, "POST", "/jobs/" .. jid .. "/savepoints",
@@ -167,8 +179,8 @@ for k in pairs(REQUEST) do flink.KINDS[k] = true end
 function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
-      .. " (one of list_jobs, job_exceptions, savepoint, stop, savepoint_status, dispose_savepoint, "
-      .. "dispose_status, cancel, upload_jar, run_jar)", 0)
+      .. " (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, savepoint_status, "
+      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)", 0)
   end
   local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
@@ -238,6 +250,7 @@ end
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
 --   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}},
 --   submissions={<job id>={...}},
+--   health={<job id>={restarts=, restarts_time=, checkpoints={completed=, latest_ack=}, checkpoints_time=}},
 --   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}},
@@ -262,6 +275,10 @@ end
 --   job_exceptions: exceptions[job id] = 2xx -> {name=<newest exceptionHistory entry's
 --     exceptionName>, stacktrace=<its stacktrace, else root-exception, at most EXCEPTION_MAX
 --     bytes>, time}; else {error, time}.
+--   job_restarts: 2xx with [{id="numRestarts", value="<n>"}] -> health[job id].restarts = n,
+--     restarts_time (a metric not yet collected, `[]`: nothing).
+--   job_checkpoints: 2xx -> health[job id].checkpoints = {completed=<counts.completed>,
+--     latest_ack=<latest.completed.latest_ack_timestamp, ms; 0 when none>}, checkpoints_time.
 --   cancel: nothing (the job list tells).
 --   list_taskmanagers: 2xx with a `taskmanagers` list -> taskmanagers = {ids=<their `id`s, the
 --     TaskManagers' resource ids>, time}; else nothing (a registration is judged only from an answer).
@@ -272,7 +289,7 @@ end
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
   local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
-    submissions = {},
+    submissions = {}, health = {},
     since = type(raw) == "table" and math.tointeger(tonumber(raw.since)) or 0 }
   local answers = type(raw) == "table" and type(raw.answers) == "table" and raw.answers or {}
   local ids = {}
@@ -337,6 +354,21 @@ function flink.view(raw)
         e.error = error_text(a, doc)
       end
       v.exceptions[intent.job_id] = e
+    elseif (kind == "job_restarts" or kind == "job_checkpoints") and type(intent.job_id) == "string" then
+      local h = v.health[intent.job_id] or {}
+      if ok and type(doc) == "table" and kind == "job_restarts" then
+        for _, m in ipairs(doc) do
+          local n = type(m) == "table" and m.id == "numRestarts" and math.tointeger(tonumber(m.value)) or nil
+          if n then h.restarts, h.restarts_time = n, time end
+        end
+      elseif ok and type(doc) == "table" and type(doc.counts) == "table" then
+        local done = type(doc.latest) == "table" and doc.latest.completed
+        done = type(done) == "table" and done or {}
+        h.checkpoints = { completed = math.tointeger(tonumber(doc.counts.completed)) or 0,
+          latest_ack = math.tointeger(tonumber(done.latest_ack_timestamp)) or 0 }
+        h.checkpoints_time = time
+      end
+      v.health[intent.job_id] = h
     elseif kind == "list_taskmanagers" then
       if ok and doc and type(doc.taskmanagers) == "table" then
         local tm_ids = {}

@@ -12,6 +12,7 @@ local shape = require("fc.shape")
 local contract = require("fc.contract")
 local taskmanagers = require("fc.taskmanagers")
 local fcflink = require("fc.flink")
+local fchealth = require("fc.health")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
 
@@ -604,17 +605,33 @@ function run(host, snapshot, hold)
       taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
-  local jd, sd, obs = {}, {}, {}
+  local jd, sd, obs, health_in, health_intents = {}, {}, {}, nil, nil
   if is_job then
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
+    -- health (policies/health.lua): judged on the samples fc.health keeps in job.health
+    local hv = fchealth.observe(obs.job, obs.flink_state or "", obs.start_time or 0, flink, defaulted.spec, now)
+    obs.job.health = hv.health or fchealth.kept(obs.job)
+    local kept_failed = obs.job.health and obs.job.health.failed
+    if hv.ctx then
+      local hd = call(host, "health", "decide", hv.ctx)
+      if hd == "ok" then hd = { action = "ok" } end
+      expect(is_table(hd) and (hd.action == "ok" or hd.action == "fail" and type(hd.reason) == "string"),
+        "health", "decide", "must return {action=\"ok\"} or {action=\"fail\", reason=<text>}")
+      if hd.action == "fail" and not kept_failed then
+        obs.job.health.failed = { reason = hd.reason, time = now }
+        health_in = { action = "fail", reason = hd.reason }
+      end
+    end
+    if kept_failed then health_in = { action = "fail", reason = kept_failed.reason, told = true } end
+    health_intents = hv.intents
     sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
       flink = flink, components = components, update = update, now = now })
     expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
       "must return {job=, savepoint=, outcome=}")
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
-      components = components, update = update, now = now })
+      components = components, update = update, health = health_in, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policies' own events (e.g. a restart with its attempt number, a savepoint disposed),
     -- before the state events
@@ -762,7 +779,7 @@ function run(host, snapshot, hold)
   -- 6. Flink REST calls (the policies' intents, through fc.flink) and the user-control annotation
   local target = flink_target(tostring(md.namespace or "default"), obs.jobmanager)
   for _, from in ipairs({ { "job", "observe", obs.intents }, { "savepoint", "decide", sd.intents },
-    { "job", "decide", jd.intents } }) do
+    { "job", "decide", jd.intents }, { "health", "decide", health_intents } }) do
     expect(from[3] == nil or is_table(from[3]), from[1], from[2], "intents must be a list")
     for i, intent in ipairs(from[3] or {}) do
       expect(target ~= nil, from[1], from[2], "intents need job.observe's jobmanager {service, port}")

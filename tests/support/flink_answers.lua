@@ -16,7 +16,9 @@ end
 --- M.raw(view [, now]) -> {answers={<id>={intent=, status=, body=, error=, time=}}}
 -- view: {reachable=true|false|nil, jobs={...}, operations={<trigger id>={phase="accepted"
 --   |"status"|"trigger", job_id=, stop=, status=, location=, failure=, not_found=, http=,
---   error=, time=}}, exceptions={<job id>={name=, stacktrace=, error=, time=}}}.
+--   error=, time=}}, exceptions={<job id>={name=, stacktrace=, error=, time=}},
+--   health={<job id>={restarts=<numRestarts>, restarts_time=, checkpoints={completed=, latest_ack=<ms>},
+--   checkpoints_time=}}}.
 -- reachable=false is a refused connection to /jobs/overview; nil: no answer recorded.
 function M.raw(view, now)
   now = now or 0
@@ -75,6 +77,19 @@ function M.raw(view, now)
         timestamp = 1 } }, truncated = false } })
     end
     answers["job_exceptions/" .. jid] = a
+  end
+  for jid, h in pairs(view.health or {}) do
+    if h.restarts then
+      answers["job_restarts/" .. jid] = { intent = { kind = "job_restarts", job_id = jid }, status = 200,
+        body = cjson.encode({ { id = "numRestarts", value = tostring(h.restarts) } }), error = "",
+        time = h.restarts_time or now }
+    end
+    if h.checkpoints then
+      answers["job_checkpoints/" .. jid] = { intent = { kind = "job_checkpoints", job_id = jid }, status = 200,
+        body = cjson.encode({ counts = { completed = h.checkpoints.completed },
+          latest = { completed = { latest_ack_timestamp = h.checkpoints.latest_ack } } }), error = "",
+        time = h.checkpoints_time or now }
+    end
   end
   return { answers = answers }
 end
