@@ -77,6 +77,8 @@ local CASES = {
     local c = job_cluster(); c.spec.job.cancelRequested = false
     return c, old
   end },
+  ["savepoint-mode-dir"] = { function()
+    local c = job_cluster(); c.spec.job.savepointsDir = nil; c.spec.job.upgradeMode = "savepoint"; return c end },
   ["jm-port-numbers"] = { function()
     local c = session(); c.spec.jobManager = { ports = { rpc = 6124 } }; return c end },
   ["jm-extra-port-numbers"] = { function()

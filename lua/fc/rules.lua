@@ -104,6 +104,12 @@ rules.list = {
     message = "cannot change from true to false without a new spec.job.fromSavepoint",
     twin = { check = "validate.check_update", path = "spec.job.cancelRequested" },
   },
+  { id = "savepoint-mode-dir", at = "spec.job", fieldPath = ".savepointsDir", reason = "FieldValueRequired",
+    rule = "!has(self.upgradeMode) || self.upgradeMode != 'savepoint' || (has(self.savepointsDir) && "
+      .. "self.savepointsDir != '')",
+    message = "is required with upgradeMode savepoint",
+    twin = { check = "validate.check_upgrade", path = "spec.job.savepointsDir" },
+  },
   { id = "jm-port-numbers", at = "spec.jobManager", fieldPath = ".ports", reason = "FieldValueInvalid",
     rule = "!has(self.ports) || [self.ports.rpc, self.ports.blob, self.ports.query, "
       .. "self.ports.ui].all(p, [self.ports.rpc, self.ports.blob, self.ports.query, "
