@@ -151,8 +151,7 @@ case_policy() {
     ctl_alive policy || { echo "controller exited"; return 1; }
     # the typed failures (fc.contract) counted by kind: the error and the spent time budget
     local mp m
-    mp=$(grep -o 'metrics on port [0-9]*' "$WORK/policy.log" | head -n1 | awk '{print $4}')
-    m=$(curl -sf "http://127.0.0.1:$mp/metrics") || { echo "no /metrics"; return 1; }
+    m=$(scrape_metrics policy) || { echo "no /metrics"; return 1; }
     echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="error"\} [1-9]' &&
       echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="timeout"\} [1-9]' ||
       { echo "$m" | grep policy_errors; return 1; }
