@@ -150,7 +150,7 @@ case_policy() {
     expect "objects of the broken cluster" "$(kc -n "$ns" get statefulsets,services -l cluster=broken -o name | wc -l)" 0
     ctl_alive policy || { echo "controller exited"; return 1; }
     # the typed failures (fc.contract) counted by kind: the error and the spent time budget
-    local mp m
+    local m
     m=$(scrape_metrics policy) || { echo "no /metrics"; return 1; }
     echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="error"\} [1-9]' &&
       echo "$m" | grep -qE '^flink_controller_policy_errors_total\{policy="cluster",kind="timeout"\} [1-9]' ||
