@@ -77,8 +77,8 @@ case_reallifecycle() {
     sleep 3
     after=$(find "$spdir" -maxdepth 1 -name 'savepoint-*' | wc -l)
     expect "savepoints written" "$((after - before))" 1 || return 1
-    grep -q "GET /jobs/$id/savepoints/$tid" "$WORK/reallife2.log" || { echo "no lookup by the trigger id"; return 1; }
-    ! grep -q "POST /jobs/$id/savepoints" "$WORK/reallife2.log" || { echo "triggered again"; return 1; }
+    grep -q "method=GET path=/jobs/$id/savepoints/$tid" "$WORK/reallife2.log" || { echo "no lookup by the trigger id"; return 1; }
+    ! grep -q "method=POST path=/jobs/$id/savepoints" "$WORK/reallife2.log" || { echo "triggered again"; return 1; }
   }
   check "$desc: controller killed (SIGKILL) with a savepoint in flight: the next one finds it by its trigger id (Succeeded, one savepoint, no second trigger)" t_life_killed
   t_life_update() {
