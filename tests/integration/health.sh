@@ -29,6 +29,10 @@ case_healthrestart() {
   ns=$(new_ns healthrestart real)
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
+  # the node holds about four Flink pods of 500m: wait for the earlier cases' pods to go
+  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
+    -l 'app=flink' 2>/dev/null)" ]; }
+  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
   FLINK_DIRECT=1 start_controller healthrestart --namespace "$ns"
   health_cluster looping '["-1"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
   health_cluster steady '["100"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
@@ -57,7 +61,7 @@ case_healthrestart() {
   check "$desc: a job Flink restarts in a loop -> cancelled in Flink, job Failed with the policy's reason, Warning JobUnhealthy" \
     health_judged looping
   t_health_steady() {
-    is_job "$ns" steady Running || { why "$ns" steady; return 1; }
+    poll 120 is_job "$ns" steady Running || { why "$ns" steady; return 1; }
     steady_id=$(job_field "$ns" steady id)
     # its samples are kept (numRestarts 0) and nothing was judged
     expect "steady's job.health.jobID" "$(job_field "$ns" steady health.jobID)" "$steady_id" || return 1
@@ -68,7 +72,10 @@ case_healthrestart() {
   }
   check "$desc: the healthy job beside it keeps running, untouched (samples kept, no Event)" t_health_steady
   if node_has_image "docker.io/library/flink:2.3.0"; then
-    kc -n "$ns" delete flinkcluster looping --wait=false >/dev/null
+    # looping's pods gone first: with steady's, looping2's would not fit on the node
+    kc -n "$ns" delete flinkcluster looping --wait=true --timeout=60s >/dev/null
+    looping_gone() { [ -z "$(kc -n "$ns" get pods -o name -l cluster=looping,app=flink 2>/dev/null)" ]; }
+    poll 90 looping_gone || echo "# looping's pods still there: $(kc -n "$ns" get pods -l cluster=looping --no-headers)"
     health_cluster looping2 '["-1"]' 2.3.0 "$spdir" | kc -n "$ns" apply -f - >/dev/null
     check "real pods, Flink 2.3.0: health policy: the same loop -> cancelled, Failed, Warning JobUnhealthy" \
       health_judged looping2
