@@ -83,4 +83,10 @@ case_healthrestart() {
     skip "real pods, Flink 2.3.0: health policy" "no flink:2.3.0 image on the node"
   fi
   stop_controller healthrestart >/dev/null
+  # the node's room back for the next cases: the clusters and their pods gone, then the volume
+  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
+  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
+  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
+  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
+  rm -rf "$spdir"
 }
