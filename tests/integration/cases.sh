@@ -393,11 +393,7 @@ set_job() {
 case_restart() {
   local ns pdir
   ns=$(new_ns restart)
-  pdir=$WORK/policies-restart
-  cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^job.RESTART_INITIAL_DELAY_SECONDS = 10$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3$/job.RESTART_MAX_ATTEMPTS = 2/' "$pdir/job.lua"
-  grep -q '^job.RESTART_MAX_ATTEMPTS = 2$' "$pdir/job.lua" || echo "# could not patch job.lua"
+  pdir=$(fast_restart_policies restart 2)
   start_controller restart --namespace "$ns" --policy-dir "$pdir"
   sed "s/name: wordcount/name: crash/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints\\n    restartPolicy: FromSavepointOnFailure\\n    fromSavepoint: file://$TESTENV_DIR/flink/savepoints/none\\n    cleanupPolicy: {afterJobFails: DeleteTaskManager}|" \
     "$ROOT/deploy/examples/wordcount.yaml" | sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null

@@ -30,11 +30,7 @@ kc_by_state() {
 case_metrics() {
   local ns pdir
   ns=$(new_ns metrics)
-  pdir=$WORK/policies-metrics
-  cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^job.RESTART_INITIAL_DELAY_SECONDS = 10$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3$/job.RESTART_MAX_ATTEMPTS = 1/' "$pdir/job.lua"
-  grep -q '^job.RESTART_MAX_ATTEMPTS = 1$' "$pdir/job.lua" || echo "# could not patch job.lua"
+  pdir=$(fast_restart_policies metrics 1)
   start_controller metrics --namespace "$ns" --policy-dir "$pdir" --metrics-addr 127.0.0.1:0
   local sps="savepointsDir: file://$TESTENV_DIR/flink/savepoints"
   sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|$sps|" \
