@@ -15,8 +15,11 @@
 # args and Flink's fixed-delay restart strategy (flinkProperties is its last key). Its
 # FromSavepointOnFailure needs a savepoint to restart from: the looping job never has one, so
 # once Failed it stays Failed.
+# Its pods request 200m CPU (limit 500m): four of them and the submitters fit on the real node's two
+# cores beside the node's own pods (at 500m each, the third cluster pod already waited).
 health_cluster() {
-  ticker_cluster "$1" "$4" "$3" | sed "s/^    className: testenv.Ticker$/&\n    args: $2/"
+  ticker_cluster "$1" "$4" "$3" | sed -e "s/^    className: testenv.Ticker$/&\n    args: $2/" \
+    -e 's/resources: {limits: {memory: "1024Mi", cpu: "500m"}}/resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}/'
   printf '    %s\n' 'restart-strategy.type: fixed-delay' 'restart-strategy.fixed-delay.attempts: "1000"' \
     'restart-strategy.fixed-delay.delay: 1 s'
 }
