@@ -344,12 +344,16 @@ end
 
 -- The upgrade mode's needs (lib.upgrade; the CRD's CEL rules on spec say the same): savepoint
 -- needs savepointsDir; last-state needs an HA storage directory; more than one JobManager
--- needs the HA services, which only last-state turns on.
+-- needs the HA services, which only last-state turns on; rollback.enabled needs savepointsDir
+-- (a rollback restores the savepoint the upgrade took).
 local function check_upgrade(spec, add)
   local job = obj(spec.job)
   local mode = job and job.upgradeMode
   if mode == upgrade.SAVEPOINT and not values.is_text(job.savepointsDir) then
     add("spec.job.savepointsDir", "is required with upgradeMode savepoint")
+  end
+  if job and values.get(job, "rollback", "enabled") == true and not values.is_text(job.savepointsDir) then
+    add("spec.job.savepointsDir", "is required with rollback.enabled (a rollback restores the upgrade's savepoint)")
   end
   if mode == upgrade.LAST_STATE and not values.is_text(values.get(job, "highAvailability", "storageDir"))
       and not values.is_text(values.get(spec, "flinkProperties", upgrade.STORAGE_KEY)) then

@@ -32,7 +32,7 @@ describe("validate fixtures", function()
       "update-savepoint-generation-next", "update-savepoints-dir-removed", "duplicate-ports-only",
       "gcp-mount-path-key-file", "memory-min-equals-limit", "volume-mount-types",
       "rarely-used-fields", "savepoint-retention", "upgrade-mode-needs", "upgrade-mode-last-state-no-dir",
-      "upgrade-mode-last-state-ha" })
+      "upgrade-mode-last-state-ha", "rollback-needs-savepoints-dir" })
   end)
   for _, case in ipairs(dirs) do
     local dir = fx.cases_dir("validate") .. "/" .. case

@@ -21,7 +21,8 @@ describe("fc.contract", function()
     for k in pairs(contract.HOOKS) do hooks[#hooks + 1] = k end
     table.sort(hooks)
     assert.same({ "cluster.desired", "cluster.taskmanager_pod", "defaults.apply", "health.decide", "job.decide",
-      "job.observe", "savepoint.decide", "status.components", "status.compute", "validate.check" }, hooks)
+      "job.observe", "rollback.decide", "savepoint.decide", "status.components", "status.compute", "validate.check" },
+      hooks)
   end)
 
   it("fills every documented key the caller left out, empty of its kind, and keeps optional ones absent", function()

@@ -39,7 +39,7 @@ local function policy_dir(overrides)
   for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
-  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "health.lua",
+  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "health.lua", "rollback.lua",
     "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
     "lib/restsubmit.lua", "lib/upgrade.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
@@ -1148,6 +1148,101 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.same({ "Failed", reason }, { w.cluster.status.components.job.state,
       w.cluster.status.components.job.failureReason })
     assert.same({}, pick(w.last.events, function(e) return e.reason == "JobUnhealthy" and e end))
+  end)
+
+  -- Rollback (policies/rollback.lua, spec.job.rollback): a revision whose job ran 20 s without
+  -- restarts is the last stable one; an update whose job then fails is rolled back when
+  -- readinessTimeoutSeconds (60) have passed since its submission: its spec's children, its job
+  -- restored from the savepoint the update took, status and one Warning saying so; the user's spec
+  -- stays, is not tried again, and its next change is an update from the stable revision.
+  it("rollback: an upgrade never healthy returns to the last stable revision and the upgrade's savepoint", function()
+    local w = world(wordcount())
+    w.cluster.spec.job.rollback = { enabled = true, readinessTimeoutSeconds = 60 }
+    w.pass()
+    w.pass()
+    submitted(w, ID)
+    w.pass()
+    local rev1 = w.cluster.status.currentRevision
+    assert.is_nil(w.cluster.status.lastStableRevision) -- the restart count not known yet
+    w.flink.health = { [ID] = { restarts = 0 } }
+    w.pass(30)
+    assert.equal(rev1, w.cluster.status.lastStableRevision)
+
+    -- the update: stop with a savepoint, then the new spec's job from it
+    w.cluster.spec.job.args = { "--broken" }
+    w.cluster.metadata.generation = 2
+    w.pass()
+    local rev2 = w.cluster.status.nextRevision
+    answer(w)
+    w.pass()
+    w.flink.jobs[1].state = "FINISHED"
+    w.pass()
+    answer(w, { status = "COMPLETED", location = "/cache/savepoints/sp-update" })
+    w.pass()
+    w.children.Pod = nil
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass())
+    assert.equal(rev2, w.cluster.status.currentRevision)
+    local submitted_at = w.now
+    local BROKEN = "0000000000000000000000000000dead"
+    submitted(w, BROKEN)
+    w.flink.health = nil
+    w.pass()
+    w.flink.jobs[1].state = "FAILED"
+    -- failed, but the deadline is 60 s after the submission: no rollback before
+    for _ = 1, 5 do w.pass(10) end
+    assert.equal("Failed", w.cluster.status.components.job.state)
+    assert.is_nil(w.cluster.status.rollback)
+    assert.equal(rev1, w.cluster.status.lastStableRevision)
+    w.pass(submitted_at + 60 - w.now)
+    local reason = "revision " .. rev2 .. " not healthy within 60 s of its submission: job Failed (Flink reports job "
+      .. BROKEN .. " FAILED)"
+    assert.same({ from = rev2, to = rev1, generation = 2, reason = reason, savepoint = "/cache/savepoints/sp-update",
+      time = os.date("!%Y-%m-%dT%H:%M:%SZ", w.now) }, w.cluster.status.rollback)
+    assert.same({ { type = "Warning", reason = "UpgradeRolledBack", message = reason .. ": rolling back to revision "
+      .. rev1 .. " from savepoint /cache/savepoints/sp-update" } },
+      pick(w.last.events, function(e) return e.reason == "UpgradeRolledBack" and e end))
+    assert.equal(1, w.last.requeue_after)
+
+    -- the rollback: the broken submitter goes, the stable spec's job is submitted from the savepoint
+    assert.same({ "delete Job wordcount-job-submitter", "flink GET /jobs/" .. BROKEN .. "/exceptions?maxExceptions=1",
+      "flink GET /jobs/overview" }, w.pass())
+    w.children.Pod = nil
+    assert.same({ "apply Job wordcount-job-submitter", "flink GET /jobs/overview" }, w.pass())
+    local args = w.children.Job["wordcount-job-submitter"].spec.template.spec.containers[1].args
+    assert.same({ "--class", "org.apache.flink.streaming.examples.wordcount.WordCount", "--fromSavepoint",
+      "/cache/savepoints/sp-update" }, { args[1], args[2], args[3], args[4] })
+    for _, a in ipairs(args) do assert.are_not.equal("--broken", a) end
+    local st = w.cluster.status
+    assert.same({ rev1, rev1, 2 }, { st.currentRevision, st.nextRevision, st.observedGeneration })
+    local rb = condition(st, "RolledBack")
+    assert.same({ "True", "UpgradeRolledBack" }, { rb.status, rb.reason })
+    assert.equal("upgrade to revision " .. rev2 .. " rolled back to revision " .. rev1 .. ": " .. reason
+      .. "; the spec is tried again when it changes", rb.message)
+    assert.same({ "True", "UpgradeRolledBack" }, { condition(st, "Stalled").status, condition(st, "Stalled").reason })
+    assert.same({ "--broken" }, w.cluster.spec.job.args) -- the user's spec as written
+    local BACK = "000000000000000000000000000000ba"
+    submitted(w, BACK)
+    w.pass()
+    assert.same({ "Running", BACK }, { w.cluster.status.components.job.state, w.cluster.status.components.job.id })
+    -- not tried again: the passes that follow keep the stable revision, no second Warning
+    for _ = 1, 3 do
+      assert.same({ "flink GET /jobs/overview" }, w.pass(30))
+      assert.same({}, pick(w.last.events, function(e) return e.reason == "UpgradeRolledBack" and e end))
+    end
+    assert.equal(rev1, w.cluster.status.currentRevision)
+
+    -- the user changes the spec: a new generation, an update from the stable revision (stop with
+    -- savepoint of the running job), the rollback over
+    w.cluster.spec.job.args = { "--fixed" }
+    w.cluster.metadata.generation = 3
+    local o = w.pass()
+    local rev3 = w.cluster.status.nextRevision
+    assert.is_true(rev3 ~= rev1 and rev3 ~= rev2)
+    assert.same({ "apply ControllerRevision " .. rev3, "flink POST /jobs/" .. BACK .. "/stop",
+      "flink GET /jobs/overview" }, o)
+    assert.is_nil(w.cluster.status.rollback)
+    assert.is_nil(condition(w.cluster.status, "RolledBack"))
+    assert.same({ rev1, "Updating" }, { w.cluster.status.currentRevision, w.cluster.status.state })
   end)
 
   -- The restart schedule of policies/job.lua (RESTART_* constants: 10 s, x2, at most 3), pass by

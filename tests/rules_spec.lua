@@ -79,6 +79,8 @@ local CASES = {
   end },
   ["savepoint-mode-dir"] = { function()
     local c = job_cluster(); c.spec.job.savepointsDir = nil; c.spec.job.upgradeMode = "savepoint"; return c end },
+  ["rollback-dir"] = { function()
+    local c = job_cluster(); c.spec.job.savepointsDir = nil; c.spec.job.rollback = { enabled = true }; return c end },
   ["jm-port-numbers"] = { function()
     local c = session(); c.spec.jobManager = { ports = { rpc = 6124 } }; return c end },
   ["jm-extra-port-numbers"] = { function()

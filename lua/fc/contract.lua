@@ -73,6 +73,15 @@ contract.HOOKS = {
       checkpoints = "table", now = "number" },
     caller_checks = true,
   },
+  ["rollback.decide"] = {
+    input = { settings = "table", revision = "string", since = "string", job = "table", flink_state = "string",
+      start_time = "number", restarts = "number?", now = "number" },
+    result = { action = "string", reason = "string?", requeue_after = "number?" },
+    check = function(r)
+      if r.action == "stable" or r.action == "wait" or r.action == "rollback" and r.reason then return nil end
+      return "must return {action=\"stable\"|\"wait\"} or {action=\"rollback\", reason=<text>}"
+    end,
+  },
   ["job.decide"] = {
     input = { cluster = "table", job = "table", flink_state = "string", flink = "table", savepoint = "table",
       outcome = "table", children = "table", components = "table", update = "table", now = "number" },

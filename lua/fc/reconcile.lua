@@ -189,6 +189,24 @@ local function last_valid_snapshot(snapshot)
   return util.merge(snapshot, { cluster = held })
 end
 
+-- The snapshot of a rollback (policies/rollback.lua; status.rollback `rb` = {from, to,
+-- savepoint, ...}): the observed cluster with the spec of the last stable revision `rb.to` (its
+-- ControllerRevision's, today's control fields copied in: recorded_spec), restored from the
+-- savepoint the upgrade took (spec.job.fromSavepoint = rb.savepoint) and with no savepoint of
+-- the broken job (takeSavepointOnUpgrade false: its state is not wanted). nil when that
+-- ControllerRevision is not in the cache.
+local function rollback_snapshot(snapshot, rb)
+  local cluster = snapshot.cluster
+  local _, rev = revision.find((snapshot.children or {}).ControllerRevision, rb.to)
+  local spec = rev and recorded_spec(rev, cluster.spec)
+  if not (spec and is_table(spec.job)) then return nil end
+  if type(rb.savepoint) == "string" and rb.savepoint ~= "" then spec.job.fromSavepoint = rb.savepoint end
+  spec.job.takeSavepointOnUpgrade = false
+  local held = util.merge(cluster)
+  held.spec = spec
+  return util.merge(snapshot, { cluster = held })
+end
+
 -- Result of a pass that acts on nothing (a failed policy, an invalid spec): `condition` set on a
 -- copy of the status (the rest stays) with Stalled=True (reason the condition's) and
 -- observedGeneration (the generation is seen, and refused), a Warning event `event_reason` with
@@ -327,6 +345,18 @@ end
 -- acted on (the new one's SpecWarning events are still to come) and Reconciling=True says so.
 local function held_status(hold, new, old_status, gen, now, result)
   if hold.next then new.nextRevision = hold.next end
+  if hold.why == "rollback" then
+    -- the user's spec stays refused until it changes: Stalled (kstatus: Failed) with the reason;
+    -- the Warning UpgradeRolledBack was told by the pass that decided it
+    local rb = hold.rollback
+    new.rollback = rb
+    local message = "upgrade to revision " .. tostring(rb.from) .. " rolled back to revision " .. tostring(rb.to)
+      .. ": " .. tostring(rb.reason) .. "; the spec is tried again when it changes"
+    reconcile.set_condition(new, { type = "RolledBack", status = "True", reason = "UpgradeRolledBack",
+      message = message }, now, gen, old_status.conditions)
+    reconcile.stall(new, "UpgradeRolledBack", message, now, gen, old_status.conditions)
+    return
+  end
   if hold.why == "verify" then
     new.observedGeneration = old_status.observedGeneration
     reconcile.set_condition(new, { type = "Reconciling", status = "True", reason = "VerifyingUpdate",
@@ -411,6 +441,39 @@ local function undeclared_status(undeclared, new, old_status, gen, now, result)
   local prev = find_condition(old_status, "PolicyError")
   if not (prev and prev.status == "True" and prev.message == message) then
     result.events[#result.events + 1] = { type = "Warning", reason = "PolicyError", message = message }
+  end
+end
+
+-- The rollback policy's judgement of the current revision (policies/rollback.lua), in a pass of
+-- the user's spec with spec.job.rollback.enabled and no update in progress: "stable" records it
+-- as status.lastStableRevision; "rollback", when a last stable revision other than it is in the
+-- cache, sets status.rollback {from, to, generation, reason, savepoint (what its job was
+-- submitted from: the upgrade's savepoint), time} with a Warning UpgradeRolledBack, and the next
+-- pass rolls back (run); "wait" asks again when the policy says. `p`: {defaulted, current, job
+-- (job.decide's), obs (job.observe's), hv (fc.health's), revisions, gen, now}.
+local function rollback_decide(host, p, new, result)
+  local current, stable = p.current, new.lastStableRevision
+  if current == stable then return end
+  local restarts = is_table(p.hv.ctx) and p.hv.ctx.restarts.count or nil
+  local d = call(host, "rollback", "decide", { settings = p.defaulted.spec.job.rollback, revision = current,
+    since = new.currentRevisionTime, job = { id = p.job.id, state = p.job.state, failureReason = p.job.failureReason },
+    flink_state = p.obs.flink_state or "", start_time = p.obs.start_time or 0,
+    restarts = math.tointeger(tonumber(restarts)), now = p.now })
+  local wait
+  if d.action == "stable" then
+    new.lastStableRevision = current
+  elseif d.action == "rollback" and stable and revision.find(p.revisions, stable) then
+    new.rollback = { from = current, to = stable, generation = p.gen, reason = d.reason,
+      savepoint = p.job.fromSavepoint, time = rfc3339(p.now) }
+    result.events[#result.events + 1] = { type = "Warning", reason = "UpgradeRolledBack",
+      message = d.reason .. ": rolling back to revision " .. stable
+        .. (p.job.fromSavepoint and (" from savepoint " .. p.job.fromSavepoint) or "") }
+    wait = 1
+  elseif d.action == "wait" then
+    wait = tonumber(d.requeue_after)
+  end
+  if wait and wait > 0 and (result.requeue_after == nil or wait < result.requeue_after) then
+    result.requeue_after = wait
   end
 end
 
@@ -555,6 +618,14 @@ function run(host, snapshot, hold)
     end
   end
 
+  -- a rollback in force (status.rollback, policies/rollback.lua) while the spec is the one it
+  -- refused (same generation): the last stable revision's spec runs instead
+  local rb = old_status.rollback
+  if not hold and is_table(rb) and rb.generation == gen then
+    local back = rollback_snapshot(snapshot, rb)
+    if back then return run(host, back, { why = "rollback", revision = rb.to, rollback = rb }) end
+  end
+
   -- 2. revision: the user's spec as written names it; an update starts only when that spec
   -- means something else than the current revision's (adopt_revision)
   local revisions = children.ControllerRevision or {}
@@ -605,12 +676,12 @@ function run(host, snapshot, hold)
       taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
-  local jd, sd, obs, health_in, health_intents = {}, {}, {}, nil, nil
+  local jd, sd, obs, health_in, health_intents, hv = {}, {}, {}, nil, nil, {}
   if is_job then
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     -- health (policies/health.lua): judged on the samples fc.health keeps in job.health
-    local hv = fchealth.observe(obs.job, obs.flink_state or "", obs.start_time or 0, flink, defaulted.spec, now)
+    hv = fchealth.observe(obs.job, obs.flink_state or "", obs.start_time or 0, flink, defaulted.spec, now)
     obs.job.health = hv.health or fchealth.kept(obs.job)
     local kept_failed = obs.job.health and obs.job.health.failed
     if hv.ctx then
@@ -834,6 +905,14 @@ function run(host, snapshot, hold)
   new.observedGeneration = gen
   if native then
     native_actions(host, native, for_desired, removed.Pod ~= nil, now, result, new, old_status, gen)
+  end
+  new.lastStableRevision = old_status.lastStableRevision
+  new.currentRevisionTime = new_current == old_status.currentRevision and old_status.currentRevisionTime
+    or rfc3339(now)
+  if is_job and not hold and not update.pending and is_table(defaulted.spec.job.rollback)
+      and defaulted.spec.job.rollback.enabled == true then
+    rollback_decide(host, { defaulted = defaulted, current = current, job = jd.job, obs = obs, hv = hv,
+      revisions = revisions, gen = gen, now = now }, new, result)
   end
   if hold then held_status(hold, new, old_status, gen, now, result) end
   new.collisionCount = old_status.collisionCount

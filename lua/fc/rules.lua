@@ -110,6 +110,12 @@ rules.list = {
     message = "is required with upgradeMode savepoint",
     twin = { check = "validate.check_upgrade", path = "spec.job.savepointsDir" },
   },
+  { id = "rollback-dir", at = "spec.job", fieldPath = ".savepointsDir", reason = "FieldValueRequired",
+    rule = "!has(self.rollback) || !has(self.rollback.enabled) || !self.rollback.enabled || "
+      .. "(has(self.savepointsDir) && self.savepointsDir != '')",
+    message = "is required with rollback.enabled (a rollback restores the upgrade's savepoint)",
+    twin = { check = "validate.check_upgrade", path = "spec.job.savepointsDir" },
+  },
   { id = "jm-port-numbers", at = "spec.jobManager", fieldPath = ".ports", reason = "FieldValueInvalid",
     rule = "!has(self.ports) || [self.ports.rpc, self.ports.blob, self.ports.query, "
       .. "self.ports.ui].all(p, [self.ports.rpc, self.ports.blob, self.ports.query, "

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
+# case rollback (issue 29, item 2): an upgrade that never becomes healthy is rolled back, on real
+# Flink 1.20.5 pods. The Ticker job cluster of realpods.sh with spec.job.rollback {enabled: true,
+# readinessTimeoutSeconds: 30}: once its job runs without restarts for policies/rollback.lua's
+# STABLE_SECONDS its revision is status.lastStableRevision. An update to args ["-1"] (the
+# Ticker's source throws at once) is stopped with a savepoint and submitted from it; its job never
+# becomes healthy, so 30 s after its submission the controller returns to the stable revision:
+# the broken job cancelled, the stable spec's job restored from the upgrade's savepoint (Flink's
+# restored checkpoint is that savepoint), status.rollback and the condition RolledBack name both
+# revisions, a Warning UpgradeRolledBack gives the reason, and the user's spec stays as written.
+# Sourced by tests/integration/run.sh after realpods.sh (ticker_cluster, real_node_ready,
+# node_has_image, job_field, is_job, jm_get, jget, why).
+
+# rollback_cluster NAME SAVEPOINT-DIR: the Ticker job cluster with rollback on; its pods request
+# 200m CPU (limit 500m), as healthrestart's.
+rollback_cluster() {
+  ticker_cluster "$1" "$2" 1.20.5 "rollback: {enabled: true, readinessTimeoutSeconds: 30}" |
+    sed -e 's/resources: {limits: {memory: "1024Mi", cpu: "500m"}}/resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}/'
+}
+
+case_rollback() {
+  local desc="real pods, Flink 1.20.5: rollback"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:1.20.5" || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
+  local ns spdir stable_rev stable_id broken_rev upgrade_sp
+  ns=$(new_ns rollback real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  # the earlier cases' Flink pods gone from the real node first: ours need its room
+  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
+    -l 'app=flink' 2>/dev/null)" ]; }
+  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+  FLINK_DIRECT=1 start_controller rollback --namespace "$ns"
+  rollback_cluster ticker "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  t_rollback_stable() {
+    poll 180 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/rollback.log"; return 1; }
+    # judged healthy after STABLE_SECONDS (20) of running without restarts
+    stable() {
+      stable_rev=$(jp "$ns" flinkcluster/ticker '{.status.lastStableRevision}')
+      [ -n "$stable_rev" ] && [ "$stable_rev" = "$(jp "$ns" flinkcluster/ticker '{.status.currentRevision}')" ]
+    }
+    poll 60 stable || { echo "lastStableRevision '$stable_rev', currentRevision" \
+      "'$(jp "$ns" flinkcluster/ticker '{.status.currentRevision}')'"; return 1; }
+    stable_id=$(job_field "$ns" ticker id)
+    expect "Flink's state of job $stable_id" "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" RUNNING
+  }
+  check "$desc: job Running, its revision judged stable (status.lastStableRevision = currentRevision)" t_rollback_stable
+  t_rollback_upgrade() {
+    kc -n "$ns" patch flinkcluster ticker --type merge -p '{"spec":{"job":{"args":["-1"]}}}' >/dev/null || return 1
+    # the update: stop with a savepoint, the new revision's job submitted from it
+    upgraded() {
+      broken_rev=$(jp "$ns" flinkcluster/ticker '{.status.currentRevision}')
+      upgrade_sp=$(job_field "$ns" ticker fromSavepoint)
+      [ -n "$broken_rev" ] && [ "$broken_rev" != "$stable_rev" ] && [ -n "$upgrade_sp" ]
+    }
+    poll 120 upgraded || { why "$ns" ticker; return 1; }
+    case "$upgrade_sp" in file:/savepoints/*) ;; *) echo "upgrade savepoint '$upgrade_sp' is not under /savepoints"; return 1 ;; esac
+    expect "Flink's state of the stable job $stable_id (stopped with a savepoint)" \
+      "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" FINISHED
+  }
+  check "$desc: update to args [-1] -> stop with savepoint, the new revision's job submitted from it" t_rollback_upgrade
+  t_rollback_back() {
+    local id restored
+    # within readinessTimeoutSeconds (30) of the submission, plus the stop and a new submission
+    rolled_back() {
+      [ "$(jp "$ns" flinkcluster/ticker '{.status.rollback.from} {.status.rollback.to} {.status.currentRevision}')" = \
+        "$broken_rev $stable_rev $stable_rev" ] && is_job "$ns" ticker Running
+    }
+    poll 150 rolled_back || { why "$ns" ticker; jp "$ns" flinkcluster/ticker '{.status.rollback}'; echo;
+      tail -n 15 "$WORK/rollback.log"; return 1; }
+    expect "status.rollback.savepoint" "$(jp "$ns" flinkcluster/ticker '{.status.rollback.savepoint}')" "$upgrade_sp" ||
+      return 1
+    expect "condition RolledBack" "$(condition "$ns" ticker RolledBack)" "True UpgradeRolledBack" || return 1
+    warning_says "$ns" ticker UpgradeRolledBack "revision $broken_rev not healthy within 30 s of its submission" ||
+      { echo "no Warning UpgradeRolledBack naming $broken_rev"; return 1; }
+    warning_says "$ns" ticker UpgradeRolledBack "rolling back to revision $stable_rev from savepoint $upgrade_sp" ||
+      { echo "the Warning UpgradeRolledBack does not name $stable_rev and $upgrade_sp"; return 1; }
+    # the user's spec stays as written
+    expect "spec.job.args" "$(jp "$ns" flinkcluster/ticker '{.spec.job.args}')" '["-1"]' || return 1
+    # Flink runs the stable spec's job, restored from the upgrade's savepoint
+    id=$(job_field "$ns" ticker id)
+    [ "$id" != "$stable_id" ] || { echo "job id $id is the old one"; return 1; }
+    running() { [ "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" = RUNNING ]; }
+    poll 60 running || { echo "Flink's state of job $id: $(jm_get "$ns" ticker "/jobs/$id" | jget state)"; return 1; }
+    restored_from() {
+      restored=$(jm_get "$ns" ticker "/jobs/$id/checkpoints" | jget latest.restored.external_path)
+      [ -n "$restored" ]
+    }
+    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
+    expect "job $id restored from" "$restored" "$upgrade_sp" || return 1
+    # the submitter that ran it had the stable spec's arguments (the Ticker's default pause: no -1)
+    local args
+    args=$(kc -n "$ns" get jobs -l app=flink -o jsonpath='{.items[*].spec.template.spec.containers[0].args}')
+    case "$args" in *'"-1"'*) echo "a submitter with the broken args: $args"; return 1 ;; esac
+    case "$args" in *"$upgrade_sp"*) ;; *) echo "the submitter does not restore $upgrade_sp: $args"; return 1 ;; esac
+  }
+  check "$desc: not healthy within 30 s -> rolled back to the stable revision, restored from the upgrade's savepoint, status and Warning UpgradeRolledBack say so, spec kept" t_rollback_back
+  stop_controller rollback >/dev/null
+  # the node's room back for the next cases: the cluster and its pods gone, then the volume
+  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
+  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
+  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
+  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
+  rm -rf "$spdir"
+}
