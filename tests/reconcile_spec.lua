@@ -1158,6 +1158,8 @@ describe("reconcile.run over several passes (policies-min)", function()
   it("rollback: an upgrade never healthy returns to the last stable revision and the upgrade's savepoint", function()
     local w = world(wordcount())
     w.cluster.spec.job.rollback = { enabled = true, readinessTimeoutSeconds = 60 }
+    -- one revision kept besides the current and next ones: the last stable one (else pruned)
+    w.cluster.spec.revisionHistoryLimit = 1
     w.pass()
     w.pass()
     submitted(w, ID)
@@ -1193,6 +1195,7 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.equal("Failed", w.cluster.status.components.job.state)
     assert.is_nil(w.cluster.status.rollback)
     assert.equal(rev1, w.cluster.status.lastStableRevision)
+    assert.is_not_nil(w.children.ControllerRevision[rev1])
     w.pass(submitted_at + 60 - w.now)
     local reason = "revision " .. rev2 .. " not healthy within 60 s of its submission: job Failed (Flink reports job "
       .. BROKEN .. " FAILED)"

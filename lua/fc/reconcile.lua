@@ -840,8 +840,11 @@ function run(host, snapshot, hold)
     end
   end
 
+  -- and the last stable revision, which a rollback returns to (policies/rollback.lua)
+  local stable = old_status.lastStableRevision
   local keep = { [next_rev] = true, [current] = true, [next_obj] = true,
     [revision.find(revisions, current) or current] = true }
+  if type(stable) == "string" then keep[revision.find(revisions, stable) or stable] = true end
   local limit = tonumber(defaulted.spec.revisionHistoryLimit) or 10
   for _, n in ipairs(revision.prune(revisions, math.max(limit, 1), keep)) do
     result.actions[#result.actions + 1] = { op = "delete", kind = "ControllerRevision", name = n }
