@@ -18,8 +18,7 @@
 # Its pods request 200m CPU (limit 500m): four of them and the submitters fit on the real node's two
 # cores beside the node's own pods (at 500m each, the third cluster pod already waited).
 health_cluster() {
-  ticker_cluster "$1" "$4" "$3" | sed -e "s/^    className: testenv.Ticker$/&\n    args: $2/" \
-    -e 's/resources: {limits: {memory: "1024Mi", cpu: "500m"}}/resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}/'
+  ticker_cluster "$1" "$4" "$3" | sed -e "s/^    className: testenv.Ticker$/&\n    args: $2/" | small_requests
   printf '    %s\n' 'restart-strategy.type: fixed-delay' 'restart-strategy.fixed-delay.attempts: "1000"' \
     'restart-strategy.fixed-delay.delay: 1 s'
 }
@@ -33,9 +32,7 @@ case_healthrestart() {
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
   # the node holds about four Flink pods of 500m: wait for the earlier cases' pods to go
-  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
-    -l 'app=flink' 2>/dev/null)" ]; }
-  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+  real_node_free
   FLINK_DIRECT=1 start_controller healthrestart --namespace "$ns"
   health_cluster looping '["-1"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
   health_cluster steady '["100"]' 1.20.5 "$spdir" | kc -n "$ns" apply -f - >/dev/null
@@ -86,10 +83,5 @@ case_healthrestart() {
     skip "real pods, Flink 2.3.0: health policy" "no flink:2.3.0 image on the node"
   fi
   stop_controller healthrestart >/dev/null
-  # the node's room back for the next cases: the clusters and their pods gone, then the volume
-  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
-  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
-  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
-  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
-  rm -rf "$spdir"
+  real_cleanup "$ns" "$spdir"
 }

@@ -132,6 +132,31 @@ spec:
 EOF
 }
 
+# small_requests: a filter of ticker_cluster's YAML: its pods request 200m CPU (limit 500m), so that
+# four of them and the submitters fit on the real node's two cores beside the node's own pods.
+small_requests() {
+  sed -e 's/resources: {limits: {memory: "1024Mi", cpu: "500m"}}/resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}/'
+}
+
+# real_node_free: waits (at most 120 s) for the earlier cases' Flink pods to leave the real node;
+# a TAP comment when some are still there.
+real_node_free() {
+  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
+    -l 'app=flink' 2>/dev/null)" ]; }
+  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+}
+
+# real_cleanup NS SPDIR: the node's room back for the next cases: NS's FlinkClusters and their pods
+# gone (at most 90 s, else a TAP comment), then the savepoint directory SPDIR.
+real_cleanup() {
+  local ns=$1
+  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
+  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
+  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
+  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
+  rm -rf "$2"
+}
+
 # ticker_start CASE VERSION DESC [JOB_LINE]: the start of a Ticker case; status 1 (a TAP skip
 # of DESC) without a real node or the image; else sets the caller's `ns` and `spdir` (the host
 # directory of the savepoints), starts the controller and applies ticker_cluster `ticker`.

@@ -15,8 +15,7 @@
 # rollback_cluster NAME SAVEPOINT-DIR: the Ticker job cluster with rollback on; its pods request
 # 200m CPU (limit 500m), as healthrestart's.
 rollback_cluster() {
-  ticker_cluster "$1" "$2" 1.20.5 "rollback: {enabled: true, readinessTimeoutSeconds: 30}" |
-    sed -e 's/resources: {limits: {memory: "1024Mi", cpu: "500m"}}/resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}/'
+  ticker_cluster "$1" "$2" 1.20.5 "rollback: {enabled: true, readinessTimeoutSeconds: 30}" | small_requests
 }
 
 case_rollback() {
@@ -28,9 +27,7 @@ case_rollback() {
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
   # the earlier cases' Flink pods gone from the real node first: ours need its room
-  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
-    -l 'app=flink' 2>/dev/null)" ]; }
-  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+  real_node_free
   FLINK_DIRECT=1 start_controller rollback --namespace "$ns"
   rollback_cluster ticker "$spdir" | kc -n "$ns" apply -f - >/dev/null
   t_rollback_stable() {
@@ -97,10 +94,5 @@ case_rollback() {
   }
   check "$desc: not healthy within 30 s -> rolled back to the stable revision, restored from the upgrade's savepoint, status and Warning UpgradeRolledBack say so, spec kept" t_rollback_back
   stop_controller rollback >/dev/null
-  # the node's room back for the next cases: the cluster and its pods gone, then the volume
-  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
-  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
-  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
-  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
-  rm -rf "$spdir"
+  real_cleanup "$ns" "$spdir"
 }
