@@ -22,7 +22,7 @@ case_rollback() {
   local desc="real pods, Flink 1.20.5: rollback"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
   node_has_image "docker.io/library/flink:1.20.5" || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
-  local ns spdir stable_rev stable_id broken_rev upgrade_sp
+  local ns spdir
   ns=$(new_ns rollback real)
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
@@ -40,25 +40,35 @@ case_rollback() {
     poll 60 stable || { echo "lastStableRevision '$stable_rev', currentRevision" \
       "'$(jp "$ns" flinkcluster/ticker '{.status.currentRevision}')'"; return 1; }
     stable_id=$(job_field "$ns" ticker id)
-    expect "Flink's state of job $stable_id" "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" RUNNING
+    expect "Flink's state of job $stable_id" "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" RUNNING ||
+      return 1
+    # each check runs in a subshell: what the next ones need goes through a file
+    printf '%s\n' "$stable_rev" "$stable_id" > "$WORK/rollback.state"
   }
   check "$desc: job Running, its revision judged stable (status.lastStableRevision = currentRevision)" t_rollback_stable
   t_rollback_upgrade() {
-    kc -n "$ns" patch flinkcluster ticker --type merge -p '{"spec":{"job":{"args":["-1"]}}}' >/dev/null || return 1
+    local stable_rev stable_id broken_rev upgrade_sp out
+    { read -r stable_rev; read -r stable_id; } < "$WORK/rollback.state" || { echo "no state from the first check"; return 1; }
+    out=$(kc -n "$ns" patch flinkcluster ticker --type merge -p '{"spec":{"job":{"args":["-1"]}}}' 2>&1) ||
+      { echo "patch: $out"; return 1; }
     # the update: stop with a savepoint, the new revision's job submitted from it
     upgraded() {
       broken_rev=$(jp "$ns" flinkcluster/ticker '{.status.currentRevision}')
       upgrade_sp=$(job_field "$ns" ticker fromSavepoint)
       [ -n "$broken_rev" ] && [ "$broken_rev" != "$stable_rev" ] && [ -n "$upgrade_sp" ]
     }
-    poll 120 upgraded || { why "$ns" ticker; return 1; }
+    poll 120 upgraded || { echo "no upgrade: currentRevision '$broken_rev' (stable '$stable_rev')," \
+      "fromSavepoint '$upgrade_sp'"; why "$ns" ticker; tail -n 15 "$WORK/rollback.log"; return 1; }
     case "$upgrade_sp" in file:/savepoints/*) ;; *) echo "upgrade savepoint '$upgrade_sp' is not under /savepoints"; return 1 ;; esac
     expect "Flink's state of the stable job $stable_id (stopped with a savepoint)" \
-      "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" FINISHED
+      "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" FINISHED || return 1
+    printf '%s\n' "$stable_rev" "$stable_id" "$broken_rev" "$upgrade_sp" > "$WORK/rollback.state"
   }
   check "$desc: update to args [-1] -> stop with savepoint, the new revision's job submitted from it" t_rollback_upgrade
   t_rollback_back() {
-    local id restored
+    local id restored stable_rev stable_id broken_rev upgrade_sp
+    { read -r stable_rev; read -r stable_id; read -r broken_rev; read -r upgrade_sp; } < "$WORK/rollback.state" ||
+      { echo "no state from the upgrade check"; return 1; }
     # within readinessTimeoutSeconds (30) of the submission, plus the stop and a new submission
     rolled_back() {
       [ "$(jp "$ns" flinkcluster/ticker '{.status.rollback.from} {.status.rollback.to} {.status.currentRevision}')" = \
