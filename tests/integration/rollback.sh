@@ -60,8 +60,10 @@ case_rollback() {
     poll 120 upgraded || { echo "no upgrade: currentRevision '$broken_rev' (stable '$stable_rev')," \
       "fromSavepoint '$upgrade_sp'"; why "$ns" ticker; tail -n 15 "$WORK/rollback.log"; return 1; }
     case "$upgrade_sp" in file:/savepoints/*) ;; *) echo "upgrade savepoint '$upgrade_sp' is not under /savepoints"; return 1 ;; esac
-    expect "Flink's state of the stable job $stable_id (stopped with a savepoint)" \
-      "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" FINISHED || return 1
+    # stopped with that savepoint: Flink lists the job FINISHED (the stop may still be under way)
+    stopped() { [ "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state)" = FINISHED ]; }
+    poll 30 stopped || { echo "Flink's state of the stable job $stable_id:" \
+      "$(jm_get "$ns" ticker "/jobs/$stable_id" | jget state), want FINISHED"; return 1; }
     printf '%s\n' "$stable_rev" "$stable_id" "$broken_rev" "$upgrade_sp" > "$WORK/rollback.state"
   }
   check "$desc: update to args [-1] -> stop with savepoint, the new revision's job submitted from it" t_rollback_upgrade
