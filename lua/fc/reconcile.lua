@@ -335,7 +335,10 @@ end
 -- cluster with its last valid spec (last_valid_snapshot) while changes are held, it is
 -- {why="invalid"|"policy", message=<validate's errors or the policy failure>, revision=<name>}:
 -- no update can start (the revision stays the current one), and the condition (Ready=False
--- InvalidSpec, or PolicyError=True) with its Warning event says why the new spec is held.
+-- InvalidSpec, or PolicyError=True) with its Warning event says why the new spec is held. A
+-- rollback's pass (rollback_snapshot) is {why="rollback", revision=<the last stable one>,
+-- rollback=<status.rollback>}: its revision is the next one, so the broken revision's job is
+-- replaced by the stable spec's (an update), and RolledBack=True says why.
 -- The status and events of a supervising pass (see run's `hold`), applied to its new status
 -- `new`: the condition says why changes are held, with Stalled=True (same reason and message)
 -- and observedGeneration = the generation (seen, and refused: kstatus then reports Failed, not
