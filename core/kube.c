@@ -43,7 +43,6 @@ double kube_limiter_reserve(kube_limiter *l, double now)
     return l->tokens >= 0 ? 0 : -l->tokens / l->qps;
 }
 
-
 /* ---- client ---------------------------------------------------------- */
 
 enum { CALL_PLAIN, CALL_LIST, CALL_WATCH };
