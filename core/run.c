@@ -131,11 +131,32 @@ static int run_shard_of(struct run_ctx *ctx, const char *key)
     return shard_of_key(key, ctx->o.shards);
 }
 
-/* The FlinkClusters of each shard, counted in the cache (reflector_foreach). */
+/* The FlinkClusters of each shard, counted by their keys in the metrics index (no cached object
+ * decoded at a scrape). */
 struct run_shard_count {
     struct run_ctx *ctx;
     long n[SHARD_MAX];
 };
+
+static void run_count_shard(const char *key, void *ud)
+{
+    struct run_shard_count *c = ud;
+    c->n[run_shard_of(c->ctx, key)]++;
+}
+
+/* flink_controller_shard_owned and _shard_clusters, at each scrape. */
+static void run_shard_metrics(struct run_ctx *ctx)
+{
+    struct run_shard_count c = {.ctx = ctx};
+    clustermetrics_index_keys(ctx->cm_index, run_count_shard, &c);
+    for (int i = 0; i < ctx->o.shards; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "%d", i);
+        const char *v[] = {b};
+        metrics_set(ctx->m.shard_owned, v, shard_owned(ctx->shards, i));
+        metrics_set(ctx->m.shard_clusters, v, (double)c.n[i]);
+    }
+}
 
 /* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
  * missing or the key does not fit. */
@@ -148,34 +169,6 @@ static int run_cluster_key(json_t *obj, char *key, size_t n)
         return -1;
     int w = snprintf(key, n, "%s/%s", ns, name);
     return w < 0 || (size_t)w >= n ? -1 : 0;
-}
-
-static void run_count_shard(json_t *obj, void *ud)
-{
-    struct run_shard_count *c = ud;
-    char key[600];
-    if (run_cluster_key(obj, key, sizeof key) == 0)
-        c->n[run_shard_of(c->ctx, key)]++;
-}
-
-/* flink_controller_shard_owned and _shard_clusters, at each scrape (one walk of the cache). */
-static void run_shard_metrics(struct run_ctx *ctx)
-{
-    struct run_shard_count *c = calloc(1, sizeof *c);
-    if (!c)
-        return;
-    c->ctx = ctx;
-    for (size_t i = 0; i < ctx->nns; i++)
-        if (ctx->nss[i].r[0])
-            reflector_foreach(ctx->nss[i].r[0], run_count_shard, c);
-    for (int i = 0; i < ctx->o.shards; i++) {
-        char b[16];
-        snprintf(b, sizeof b, "%d", i);
-        const char *v[] = {b};
-        metrics_set(ctx->m.shard_owned, v, shard_owned(ctx->shards, i));
-        metrics_set(ctx->m.shard_clusters, v, (double)c->n[i]);
-    }
-    free(c);
 }
 
 static void run_on_scrape(void *ud)
