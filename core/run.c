@@ -766,15 +766,23 @@ static int run_transform(reflector *r, const kube_kind *kind, json_t *obj, void 
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* The holder identity (leader_default_identity) into ident (ni bytes) and the Leases' namespace
+ * (--leader-election-namespace, else leader_default_namespace) into lns (nl bytes); 0, or -1
+ * when one does not fit. */
+static int run_lease_identity(struct run_ctx *ctx, char *ident, size_t ni, char *lns, size_t nl)
+{
+    const kube_config *kcfg = kube_client_config(ctx->kc);
+    return leader_default_identity(ident, ni) ||
+           (ctx->o.leader_ns ? snprintf(lns, nl, "%s", ctx->o.leader_ns) >= (int)nl
+                             : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, nl));
+}
+
 /* --shards N > 1: one elector per shard (core/shard), the Leases in the leader election's
  * namespace; the preferred shard from --shard-index or POD_NAME (else the host name). */
 static int run_start_shards(struct run_ctx *ctx, char *err, size_t n)
 {
     char lns[254], host[256] = "";
-    const kube_config *kcfg = kube_client_config(ctx->kc);
-    if (leader_default_identity(ctx->identity, sizeof ctx->identity) ||
-        (ctx->o.leader_ns ? snprintf(lns, sizeof lns, "%s", ctx->o.leader_ns) >= (int)sizeof lns
-                          : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, sizeof lns))) {
+    if (run_lease_identity(ctx, ctx->identity, sizeof ctx->identity, lns, sizeof lns)) {
         snprintf(err, n, "identity or namespace too long");
         return -1;
     }
@@ -1093,10 +1101,7 @@ int run_main(int argc, char **argv)
     ctx->leading = !ctx->o.leader_elect;
     if (ctx->o.leader_elect) {
         char ident[300], lns[254];
-        const kube_config *kcfg = kube_client_config(ctx->kc);
-        if (leader_default_identity(ident, sizeof ident) ||
-            (ctx->o.leader_ns ? snprintf(lns, sizeof lns, "%s", ctx->o.leader_ns) >= (int)sizeof lns
-                              : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, sizeof lns))) {
+        if (run_lease_identity(ctx, ident, sizeof ident, lns, sizeof lns)) {
             run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", "identity or namespace too long", NULL);
             goto out;
         }

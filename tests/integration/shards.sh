@@ -9,7 +9,8 @@
 # cluster written by two replicas at once (duplicate: in each cluster's sequence of writes from
 # the logs, by timestamp, one change of writer at most, from the killed replica before its kill
 # to the shard's new holder), nothing left without its FlinkCluster (orphaned); the shard metrics;
-# SIGTERM releases every shard's Lease.
+# shard 0's Lease taken by a stranger: its replica fences shard 0 at once and keeps running, a
+# spec change reaches the other shards' clusters only; SIGTERM releases every shard's Lease.
 
 # shards_analyse NS KILL_TS: from the three logs (debug: one "written" line per write, with its
 # timestamp and cluster=) prints "duplicate N" and the clusters per replica; KILL_TS is the
@@ -42,6 +43,15 @@ print(f"clusters_written {len(writes)}")
 print("per_replica " + " ".join(f"{r}={per[r]}" for r in ("shard0", "shard1", "shard2")))
 print(f"duplicate {dup}")
 PY
+}
+
+# shards_of KEY [N]: the shard of workqueue key KEY among N (3): fnv1a32(KEY) mod N, as core/shard
+shards_of() {
+  python3 -c 'import sys
+h = 2166136261
+for b in sys.argv[1].encode():
+    h = ((h ^ b) * 16777619) & 0xffffffff
+print(h % int(sys.argv[2]))' "$1" "${2:-3}"
 }
 
 case_shards() {
@@ -142,13 +152,49 @@ case_shards() {
     expect "clusters over the shards in $taker's cache" "$clusters" 30
   }
   check "shards: /metrics of the taker: flink_controller_shard_owned 1 for its two shards, shard_clusters sum 30" t_shards_metrics
+  # a shard's Lease taken by someone else (as case fence): its replica fences that shard at once
+  # and goes on running; a spec change of every cluster is applied to the other shards' clusters
+  # only, and the fenced replica writes nothing after it saw the loss
+  t_shards_fence() {
+    local now i c got s0=() rest=() other=0 after
+    for i in $(seq 1 30); do
+      if [ "$(shards_of "$ns/s$i")" = 0 ]; then s0+=("s$i"); else rest+=("s$i"); fi
+    done
+    [ "${#s0[@]}" -gt 0 ] || { echo "no cluster in shard 0"; return 1; }
+    now=$(date -u +%Y-%m-%dT%H:%M:%S.000000Z)
+    kc -n "$ns" patch lease flink-controller-shard-0 --type merge \
+      -p "{\"spec\":{\"holderIdentity\":\"another-replica\",\"renewTime\":\"$now\",\"leaseDurationSeconds\":300}}" \
+      >/dev/null || return 1
+    poll 20 grep -q '"shard lost" shard=0' "$WORK/shard0.log" || { echo "shard0 did not see the loss"; return 1; }
+    kc -n "$ns" patch flinkclusters --all --type merge -p '{"spec":{"taskManager":{"replicas":2}}}' >/dev/null ||
+      return 1
+    scaled() {
+      local c
+      for c in "${rest[@]}"; do
+        [ "$(jp "$ns" "statefulset/$c-taskmanager" '{.spec.replicas}')" = 2 ] || return 1
+      done
+    }
+    poll 60 scaled || { echo "the clusters of shards 1 and 2 were not all scaled"; return 1; }
+    sleep 3
+    for c in "${s0[@]}"; do
+      got=$(jp "$ns" "statefulset/$c-taskmanager" '{.spec.replicas}')
+      [ "$got" = 1 ] || other=$((other + 1))
+    done
+    after=$(sed -n '/"shard lost" shard=0/,$p' "$WORK/shard0.log" | grep -c ' written ')
+    echo "shard 0 clusters: ${#s0[@]}, scaled by someone: $other; shard0's writes after the loss: $after"
+    ctl_alive shard0 || { echo "shard0 exited"; return 1; }
+    expect "shard 0 clusters changed while nobody holds shard 0" "$other" 0 || return 1
+    expect "writes of shard0 after the loss" "$after" 0
+  }
+  check "shards: a replica whose shard Lease another took fences that shard at once, keeps running; the other shards' clusters are updated" t_shards_fence
   t_shards_release() {
     local i rc
     for i in 0 2; do
       rc=$(stop_controller "shard$i" TERM)
       expect "shard$i exit status" "$rc" 0 || return 1
     done
-    for i in 0 1 2; do
+    # shard 0 is another-replica's since t_shards_fence
+    for i in 1 2; do
       expect "shard $i holder after SIGTERM" "$(jp "$ns" "lease/flink-controller-shard-$i" '{.spec.holderIdentity}')" "" || return 1
     done
   }
