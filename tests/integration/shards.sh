@@ -166,8 +166,10 @@ case_shards() {
       -p "{\"spec\":{\"holderIdentity\":\"another-replica\",\"renewTime\":\"$now\",\"leaseDurationSeconds\":300}}" \
       >/dev/null || return 1
     poll 20 grep -q '"shard lost" shard=0' "$WORK/shard0.log" || { echo "shard0 did not see the loss"; return 1; }
-    kc -n "$ns" patch flinkclusters --all --type merge -p '{"spec":{"taskManager":{"replicas":2}}}' >/dev/null ||
-      return 1
+    for i in $(seq 1 30); do
+      kc -n "$ns" patch flinkcluster "s$i" --type merge -p '{"spec":{"taskManager":{"replicas":2}}}' >/dev/null ||
+        return 1
+    done
     scaled() {
       local c
       for c in "${rest[@]}"; do
