@@ -129,13 +129,18 @@ static void slot_start_cb(struct ev_loop *loop, ev_timer *w, int revents)
     leader_opts lo = {.namespace = s->ns,
                       .name = sl->name,
                       .identity = s->identity,
+                      .lease_duration_s = s->o.lease_duration_s,
+                      .renew_deadline_s = s->o.renew_deadline_s,
+                      .retry_period_s = s->o.retry_period_s,
+                      .api = s->o.api,
+                      .api_ud = s->o.api_ud,
                       .on_started_leading = slot_started,
                       .on_stopped_leading = slot_stopped,
                       .ud = sl};
     sl->e = leader_start(s->loop, s->kc, &lo, err, sizeof err);
     if (!sl->e) {
         log_warn("shard election not started, retrying", "lease", sl->name, "error", err, NULL);
-        ev_timer_set(&sl->start_timer, LEADER_RETRY_PERIOD_S, 0.);
+        ev_timer_set(&sl->start_timer, s->o.retry_period_s > 0 ? s->o.retry_period_s : LEADER_RETRY_PERIOD_S, 0.);
         ev_timer_start(s->loop, &sl->start_timer);
     }
 }
@@ -147,8 +152,9 @@ shard_set *shard_start(struct ev_loop *loop, kube_client *kc, const shard_opts *
         util_set_err(err, errlen, "shard_start: nshards must be 2..%d", SHARD_MAX);
         return NULL;
     }
-    if (!opts->namespace || !*opts->namespace || !opts->identity || !*opts->identity) {
-        util_set_err(err, errlen, "shard_start: namespace and identity are required");
+    if (!opts->namespace || !*opts->namespace || !opts->identity || !*opts->identity || !loop ||
+        (!kc && !opts->api)) {
+        util_set_err(err, errlen, "shard_start: a loop, namespace, identity and a kube client or api are required");
         return NULL;
     }
     if (opts->preferred >= opts->nshards) {
@@ -165,7 +171,7 @@ shard_set *shard_start(struct ev_loop *loop, kube_client *kc, const shard_opts *
     s->kc = kc;
     s->o = *opts;
     if (s->o.standby_delay_s <= 0)
-        s->o.standby_delay_s = LEADER_LEASE_DURATION_S;
+        s->o.standby_delay_s = s->o.lease_duration_s > 0 ? s->o.lease_duration_s : LEADER_LEASE_DURATION_S;
     s->ns = strdup(opts->namespace);
     s->identity = strdup(opts->identity);
     s->slots = calloc((size_t)opts->nshards, sizeof *s->slots);

@@ -68,7 +68,12 @@ typedef struct shard_opts {
     int preferred;               /* shard_preferred's answer, -1: none */
     const char *namespace;       /* of the Leases, required */
     const char *identity;        /* required (leader_default_identity) */
-    double standby_delay_s;      /* 0 = LEADER_LEASE_DURATION_S */
+    double standby_delay_s;      /* 0 = the lease duration */
+    /* the electors' timings, 0 = core/leader's defaults (15 s, 10 s, 2 s; tests shorten them) */
+    double lease_duration_s, renew_deadline_s, retry_period_s;
+    /* the Lease API (leader_opts.api), NULL = the kube client `kc` */
+    const leader_api *api;
+    void *api_ud;
     /* called when this replica starts / stops owning shard i (stop: lost, or released at the
      * end); the fence is shard_may_write */
     void (*on_acquired)(int shard, void *ud);

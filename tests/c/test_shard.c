@@ -4,7 +4,11 @@
  * leader_decide, as a standby replica sees a dead replica's Lease) and the --shards /
  * --shard-index options. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <ev.h>
+#include <jansson.h>
 
 #include "leader.h"
 #include "log.h"
@@ -126,6 +130,237 @@ static void test_options(void)
     IS_INT(parse(&o, 4, a7), 0, "--shards 1 with --leader-elect: today's single leader");
 }
 
+/* ---- the shard set on a loop, with a fake Lease API ---------------------------------------- */
+
+typedef struct fk_req {
+    leader_elector *e;
+    char method[8];
+    int shard;           /* from the path, or the body's metadata.name for a POST */
+    json_t *body;
+    int live;
+} fk_req;
+static fk_req reqs[32];
+static int acquired[2], lost[2], released_done;
+
+static int name_shard(const char *name)
+{
+    const char *p = name ? strstr(name, SHARD_LEASE_PREFIX) : NULL;
+    return p ? atoi(p + strlen(SHARD_LEASE_PREFIX)) : -1;
+}
+
+static int fk_request(void *ud, leader_elector *e, const char *method, const char *path, const char *body)
+{
+    (void)ud;
+    for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++)
+        if (!reqs[i].live) {
+            fk_req *r = &reqs[i];
+            r->e = e;
+            snprintf(r->method, sizeof r->method, "%s", method);
+            json_decref(r->body);
+            r->body = body ? json_loads(body, 0, NULL) : NULL;
+            r->shard = strcmp(method, "POST") == 0
+                           ? name_shard(json_string_value(json_object_get(json_object_get(r->body, "metadata"), "name")))
+                           : name_shard(strrchr(path, '/'));
+            r->live = 1;
+            return 0;
+        }
+    return -1;
+}
+
+static void fk_cancel(void *ud, leader_elector *e)
+{
+    (void)ud;
+    for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++)
+        if (reqs[i].e == e)
+            reqs[i].live = 0;
+}
+static const leader_api fk_api = {fk_request, fk_cancel};
+
+static void on_acq(int shard, void *ud) { (void)ud; acquired[shard]++; }
+static void on_lost(int shard, void *ud) { (void)ud; lost[shard]++; }
+static void on_released(void *ud) { (void)ud; released_done++; }
+static void tick_cb(struct ev_loop *l, ev_timer *w, int rev) { (void)l; (void)w; (void)rev; }
+
+/* The Lease held by "other", a new resourceVersion each time (a live holder renewing), or the
+ * same record when `rv` is given (a dead one). */
+static char *other_lease(int shard, const char *rv)
+{
+    static int n = 100;
+    char name[64], v[16];
+    shard_lease_name(shard, name, sizeof name);
+    snprintf(v, sizeof v, "%d", n++);
+    json_t *o = json_pack("{s:{s:s,s:s,s:s},s:{s:s,s:i,s:i,s:s,s:s}}", "metadata", "name", name, "namespace", "ns",
+                          "resourceVersion", rv ? rv : v, "spec", "holderIdentity", "other", "leaseDurationSeconds", 1,
+                          "leaseTransitions", 0, "acquireTime", "2026-01-01T00:00:00.000000Z", "renewTime",
+                          "2026-01-01T00:00:00.000000Z");
+    char *t = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return t;
+}
+
+/* Answers request r: `status` with `text` (NULL: the request's own body echoed, a new
+ * resourceVersion). */
+static void answer(fk_req *r, long status, const char *text)
+{
+    char *own = NULL;
+    if (!text && r->body) {
+        static int rv = 1;
+        char v[16];
+        snprintf(v, sizeof v, "%d", rv++);
+        json_object_set_new(json_object_get(r->body, "metadata"), "resourceVersion", json_string(v));
+        own = json_dumps(r->body, JSON_COMPACT);
+    }
+    r->live = 0;
+    leader_answer(r->e, status, text ? text : own);
+    free(own);
+}
+
+/* Runs the loop until a live request of `shard` with `method` is there (at most 3 s); the other
+ * shard's GETs are answered meanwhile as `others` says: 1 a live "other" holder, 0 left alone. */
+static fk_req *wait_req(struct ev_loop *loop, int shard, const char *method, int others)
+{
+    double t0 = ev_time();
+    while (ev_time() - t0 < 3) {
+        for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++) {
+            fk_req *r = &reqs[i];
+            if (!r->live)
+                continue;
+            if (r->shard == shard && strcmp(r->method, method) == 0)
+                return r;
+            if (r->shard != shard && others && strcmp(r->method, "GET") == 0) {
+                char *t = other_lease(r->shard, NULL);
+                answer(r, 200, t);
+                free(t);
+            }
+        }
+        ev_run(loop, EVRUN_ONCE);
+    }
+    return NULL;
+}
+
+static void test_set(void)
+{
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    ev_timer tick;
+    ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+    ev_timer_start(loop, &tick);
+    char err[256];
+    shard_opts so = {.nshards = 2, .preferred = 0, .namespace = "ns", .identity = "me_1",
+                     .standby_delay_s = 0.3, .lease_duration_s = 1.0, .renew_deadline_s = 0.6,
+                     .retry_period_s = 0.2, .api = &fk_api, .on_acquired = on_acq, .on_lost = on_lost};
+    shard_opts bad = so;
+    bad.preferred = 2;
+    OK(!shard_start(loop, NULL, &bad, err, sizeof err), "a preferred shard >= N is refused: %s", err);
+    bad = so;
+    bad.nshards = 1;
+    OK(!shard_start(loop, NULL, &bad, err, sizeof err), "one shard is no shard set: %s", err);
+    double t0 = ev_time();
+    shard_set *s = shard_start(loop, NULL, &so, err, sizeof err);
+    OK(s != NULL, "shard_start: %s", s ? "ok" : err);
+    if (!s)
+        return;
+    /* the preferred shard at once: no Lease -> created, owned */
+    fk_req *r = wait_req(loop, 0, "GET", 0);
+    OK(r && ev_time() - t0 < 0.2, "shard 0 (preferred): a GET at once");
+    if (!r)
+        return;
+    answer(r, 404, NULL);
+    r = wait_req(loop, 0, "POST", 0);
+    OK(r != NULL, "shard 0: no Lease -> POST");
+    if (!r)
+        return;
+    IS_STR(json_string_value(json_object_get(json_object_get(r->body, "spec"), "holderIdentity")), "me_1",
+           "the Lease created holds our identity");
+    answer(r, 201, NULL);
+    IS_INT(acquired[0], 1, "on_acquired(0) once");
+    IS_INT(shard_owned(s, 0), 1, "shard 0 owned");
+    IS_INT(shard_may_write(s, 0), 1, "shard 0 may write");
+    IS_INT(shard_owned(s, 1), 0, "shard 1 not owned");
+    IS_INT(shard_count_owned(s), 1, "one shard owned");
+    /* the other shard after the standby delay, held by a live replica: waits */
+    r = wait_req(loop, 1, "GET", 0);
+    double dt = ev_time() - t0;
+    OK(r && dt >= 0.3, "shard 1: its first GET after the standby delay (%.2f s)", dt);
+    if (!r)
+        return;
+    char *t = other_lease(1, "50");
+    answer(r, 200, t);
+    free(t);
+    IS_INT(shard_owned(s, 1), 0, "shard 1 held by another: not owned");
+    /* shard 1's holder dies (the record no longer changes): taken over after the lease duration;
+     * shard 0 renews meanwhile */
+    double t1 = ev_time();
+    for (;;) {
+        r = NULL;
+        for (size_t i = 0; i < sizeof reqs / sizeof *reqs && !r; i++)
+            if (reqs[i].live)
+                r = &reqs[i];
+        if (r && r->shard == 1 && strcmp(r->method, "GET") == 0) {
+            t = other_lease(1, "50");
+            answer(r, 200, t);
+            free(t);
+        } else if (r) {
+            answer(r, 200, NULL); /* shard 0's renewals, shard 1's takeover */
+        }
+        if (acquired[1] || ev_time() - t1 > 3)
+            break;
+        ev_run(loop, EVRUN_ONCE);
+    }
+    dt = ev_time() - t1;
+    IS_INT(acquired[1], 1, "shard 1 taken over once its record was unchanged for the lease duration");
+    OK(dt >= 0.8 && dt < 2.0, "taken over %.2f s after the holder's last change (lease 1 s + retries)", dt);
+    IS_INT(shard_count_owned(s), 2, "two shards owned");
+    /* shard 0 lost: a renewal refused, then the Lease seen with another holder -> on_lost at
+     * once, the fence closed, and a new campaign as a candidate */
+    r = wait_req(loop, 0, "PUT", 0);
+    OK(r != NULL, "shard 0 renews");
+    if (!r)
+        return;
+    answer(r, 409, "{}");
+    r = wait_req(loop, 0, "GET", 0);
+    OK(r != NULL, "after the refused renewal a GET");
+    if (!r)
+        return;
+    t = other_lease(0, NULL);
+    answer(r, 200, t);
+    free(t);
+    IS_INT(lost[0], 1, "on_lost(0) once");
+    IS_INT(shard_owned(s, 0), 0, "shard 0 no longer owned");
+    IS_INT(shard_may_write(s, 0), 0, "shard 0's fence closed");
+    IS_INT(shard_owned(s, 1), 1, "shard 1 still owned");
+    r = wait_req(loop, 0, "GET", 0);
+    OK(r != NULL, "shard 0: campaigning again (a new GET)");
+    if (r) {
+        t = other_lease(0, NULL);
+        answer(r, 200, t);
+        free(t);
+    }
+    IS_INT(acquired[0], 1, "shard 0 not taken back while its new holder renews");
+    /* SIGTERM: every Lease held released (holder "", 1 s), then done from the loop */
+    IS_INT(shard_release_all(s, on_released, NULL), 0, "release_all started");
+    IS_INT(released_done, 0, "done not called inside shard_release_all");
+    IS_INT(shard_release_all(s, on_released, NULL), -1, "a second release_all is refused");
+    r = wait_req(loop, 1, "PUT", 0);
+    OK(r != NULL, "shard 1: a release PUT");
+    if (r) {
+        json_t *spec = json_object_get(r->body, "spec");
+        IS_STR(json_string_value(json_object_get(spec, "holderIdentity")), "", "released: holder empty");
+        IS_INT(json_integer_value(json_object_get(spec, "leaseDurationSeconds")), 1, "released: duration 1 s");
+        answer(r, 200, NULL);
+    }
+    double t2 = ev_time();
+    while (!released_done && ev_time() - t2 < 2)
+        ev_run(loop, EVRUN_ONCE);
+    IS_INT(released_done, 1, "done called once every release is answered");
+    IS_INT(lost[1], 1, "on_lost(1) at the release");
+    IS_INT(shard_count_owned(s), 0, "nothing owned after the release");
+    shard_free(s);
+    for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++)
+        json_decref(reqs[i].body);
+    ev_timer_stop(loop, &tick);
+    ev_loop_destroy(loop);
+}
+
 int main(void)
 {
     FILE *devnull = fopen("/dev/null", "w");
@@ -135,6 +370,7 @@ int main(void)
     test_preferred();
     test_delay_and_takeover();
     test_options();
+    test_set();
     log_set_output(NULL);
     fclose(devnull);
     return DONE_TESTING();
