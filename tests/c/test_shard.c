@@ -261,7 +261,10 @@ static void test_set(void)
         return;
     /* the preferred shard at once: no Lease -> created, owned */
     fk_req *r = wait_req(loop, 0, "GET", 0);
-    OK(r && ev_time() - t0 < 0.2, "shard 0 (preferred): a GET at once");
+    int shard1_early = 0;
+    for (size_t i = 0; i < sizeof reqs / sizeof *reqs; i++)
+        shard1_early |= reqs[i].live && reqs[i].shard == 1;
+    OK(r && !shard1_early, "shard 0 (preferred): a GET at once, none yet for shard 1");
     if (!r)
         return;
     answer(r, 404, NULL);
@@ -308,7 +311,7 @@ static void test_set(void)
     }
     dt = ev_time() - t1;
     IS_INT(acquired[1], 1, "shard 1 taken over once its record was unchanged for the lease duration");
-    OK(dt >= 0.8 && dt < 2.0, "taken over %.2f s after the holder's last change (lease 1 s + retries)", dt);
+    OK(dt >= 0.8, "taken over %.2f s after the holder's last change, not before the lease duration (1 s)", dt);
     IS_INT(shard_count_owned(s), 2, "two shards owned");
     /* shard 0 lost: a renewal refused, then the Lease seen with another holder -> on_lost at
      * once, the fence closed, and a new campaign as a candidate */
