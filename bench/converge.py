@@ -525,7 +525,7 @@ def bare_ceilings(api, clusters, namespaces, variant, clients_list, progress):
 # the writes of the API server's apiserver_request_total (verb label) and the kinds the
 # controller writes (resource label); others' writes to them counted too (the controller-manager's
 # ControllerRevisions of the StatefulSets and its Events)
-WRITE_VERBS = ("CREATE", "APPLY", "PATCH", "UPDATE", "DELETE")
+WRITE_VERBS = ("POST", "APPLY", "PATCH", "PUT", "DELETE")  # as the API server names them (CleanVerb)
 WRITE_RESOURCES = ("configmaps", "services", "statefulsets", "jobs", "ingresses", "controllerrevisions",
                    "events", "flinkclusters", "pods")
 
