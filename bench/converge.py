@@ -27,6 +27,7 @@ Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not 
 asserts nothing but that the run finished.
 """
 import argparse
+import calendar
 import http.client
 import json
 import os
@@ -376,6 +377,18 @@ class Watcher:
                 time.sleep(0.5)
 
 
+def log_time(log, text):
+    """The time (epoch seconds) of the first line of the controller's log holding `text`, or None."""
+    with open(log, errors="replace") as f:
+        for line in f:
+            if text in line:
+                m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z", line)
+                if m:
+                    return calendar.timegm(time.strptime(m.group(1).split(".")[0], "%Y-%m-%dT%H:%M:%S")) + \
+                        float("0." + (m.group(1).split(".") + ["0"])[1])
+    return None
+
+
 def wait_for(check, timeout, step=0.2):
     end = time.time() + timeout
     while time.time() < end:
@@ -498,7 +511,10 @@ class Paused:
 
     def __exit__(self, *exc):
         for p in self.pids:
-            os.kill(p, signal.SIGCONT)
+            try:
+                os.kill(p, signal.SIGCONT)  # a second time is harmless
+            except ProcessLookupError:
+                pass
         return False
 
 
@@ -628,6 +644,10 @@ def main():
                     help="the bare ceiling's client counts (default 16,64): the same work with no "
                          "controller and kube-controller-manager paused (SIGSTOP), so no pod is made")
     ap.add_argument("--no-bare", action="store_true", help="skip the bare ceiling")
+    ap.add_argument("--converge-paused", action="store_true",
+                    help="keep kube-controller-manager paused from the controller's start until every "
+                         "child and status exists (the bare ceiling's conditions: no pod is made "
+                         "meanwhile, so one status write per cluster), then continue it for Running")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -661,6 +681,7 @@ def main():
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
     r = {"n": a.n, "variant": a.variant, "namespaces": kns, "controller_args": " ".join(a.controller_args),
+         "converge_paused": a.converge_paused,
          "ceiling_clients": a.ceiling_clients}
     home = spread(clusters, nss)
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
@@ -701,6 +722,12 @@ def main():
                               lambda o: o.get("status", {}).get("state") == "Running")
             cpu0 = env_cpu()
             aw0 = apiserver_writes(api)
+            # --converge-paused: the controller's children and first statuses on the bare API
+            # server (kube-controller-manager paused until then: no pod yet), as the bare ceiling
+            paused = Paused() if a.converge_paused else None
+            if paused:
+                paused.__enter__()
+                started.append(paused)
             c = Controller(ns if kns == 1 else None, log, a.controller_args)
             started.append(c.p)
             t0 = c.t_exec
@@ -718,6 +745,13 @@ def main():
             r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
             ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
             r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
+            if paused:
+                r["writes_paused"] = c.writes()
+                paused.__exit__()
+            # start to "caches synced" (the controller's log): a slow first list (seen: 60 s for
+            # the FlinkClusters) delays every figure above by as much
+            synced = log_time(log, "caches synced")
+            r["synced_s"] = round(synced - t0, 2) if synced else None
             ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
             r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
             r["env_cpu_s"] = cpu_since(cpu0)  # the control plane's CPU until every cluster Running
@@ -817,7 +851,9 @@ def main():
         interrupted(r, live)
     finally:
         for p in started:
-            if p.poll() is None:
+            if isinstance(p, Paused):
+                p.__exit__()
+            elif p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGKILL)  # a controller's group (its wrapper's children)
                 except ProcessLookupError:
@@ -852,6 +888,8 @@ def main():
         ("FlinkClusters (%s)" % a.variant, a.n),
         ("namespaces", kns if kns == 1 or a.ceiling_only else "%d (controller on all)" % kns),
         ("controller flags", r["controller_args"] or "(defaults)"),
+        ("converge with kube-controller-manager paused", r.get("converge_paused")),
+        ("start to caches synced, s", r.get("synced_s")),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
         ("all Running, s", r.get("running_s")),
