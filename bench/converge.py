@@ -22,7 +22,10 @@ spread over K namespaces of equal size:
             --ceiling-only runs this phase alone on a fresh environment, --ceiling-clients C
             with C clients (the controller keeps up to 64 requests in flight); a 429, or a
             timeout (500, 503, 504) of a GET or PATCH, is waited out and sent again, counted in
-            "retried".
+            "retried";
+  bare      before it, the same ceiling with kube-controller-manager paused (SIGSTOP: no pod is
+            made, the API server's own work alone) at 16 and 64 clients (--bare-clients), into
+            namespaces of its own; the ratios of the controller's times to both ceilings.
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
