@@ -550,10 +550,18 @@ WRITE_RESOURCES = ("configmaps", "services", "statefulsets", "jobs", "ingresses"
 
 
 def apiserver_writes(api):
-    """{"resource[/subresource] VERB": count} of the API server's apiserver_request_total so far."""
-    c = api.conn()
-    c.request("GET", "/metrics", headers={"Accept": "text/plain"})
-    text = c.getresponse().read().decode(errors="replace")
+    """{"resource[/subresource] VERB": count} of the API server's apiserver_request_total so far, or
+    None when the scrape failed."""
+    # a connection of its own: the thread's keep-alive one may have been closed by the server
+    # while idle (a converge phase of minutes)
+    c = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=120)
+    try:
+        c.request("GET", "/metrics", headers={"Accept": "text/plain"})
+        text = c.getresponse().read().decode(errors="replace")
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        c.close()
     out = {}
     for line in text.splitlines():
         if not line.startswith("apiserver_request_total{"):
@@ -567,7 +575,10 @@ def apiserver_writes(api):
 
 
 def writes_since(before, after, n):
-    """Per cluster: the API server's writes since `before`, by resource and verb."""
+    """Per cluster: the API server's writes since `before`, by resource and verb (None when
+    either scrape failed)."""
+    if before is None or after is None:
+        return None
     return {k: round((v - before.get(k, 0)) / n, 2) for k, v in sorted(after.items()) if v > before.get(k, 0)}
 
 
