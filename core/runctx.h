@@ -120,7 +120,9 @@ enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_HASH, PHASE_E
 #define RUN_POLICY_HASH_ANNOTATION "flinkoperator.k8s.io/policy-hash"
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
+/* WRITE_COLLECTION: a delete by label selector (delete_collection), whose answer the next pass
+ * waits for in no cache (the objects are not watched) */
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN, WRITE_COLLECTION };
 
 struct run_item {
     struct run_ctx *ctx;

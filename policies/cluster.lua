@@ -1,7 +1,10 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- Policy `cluster`: the Kubernetes objects a FlinkCluster should have.
 --
--- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...}}
+-- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...},
+--   jobmanager = {scheme, service, port}, ha_configmaps = <bool: Flink's Kubernetes HA services
+--   run (upgradeMode last-state): the controller deletes their ConfigMaps with the cluster,
+--   lua/fc/haclean.lua>}
 -- Objects are plain tables shaped as the API's JSON, in apply order:
 --   ConfigMap   <n>-configmap       config.yaml (Flink 1.19+) or flink-conf.yaml (older; both
 --                                   for an unknown version: lib.flinkconf.files),
@@ -377,7 +380,8 @@ function cluster_policy.desired(input)
   -- object's, and none needs a copy here.
   local jobmanager = { scheme = "http", service = names.jobmanager(c.metadata.name),
     port = (spec.jobManager.ports or {}).ui or 8081 }
-  return { objects = objects, jobmanager = jobmanager }
+  -- with Flink's Kubernetes HA services the controller removes their ConfigMaps (fc.haclean)
+  return { objects = objects, jobmanager = jobmanager, ha_configmaps = upgrade.ha_enabled(spec) }
 end
 
 --- Environment variable with the pod's own name (downward API, metadata.name): the TaskManager's
