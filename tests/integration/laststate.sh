@@ -128,8 +128,18 @@ laststate_case() {
     done
     # the HA services keep the job graph in the storage directory
     [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
+    # the status records the latest completed checkpoint Flink reports (lib.upgrade.latest_checkpoint)
+    recorded() {
+      local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
+      [ -n "$cid" ] && [ "$cid" -ge 1 ]
+    }
+    poll 60 recorded || { echo "no latestCheckpoint: $(jp "$ns" flinkcluster/ls '{.status.components.job}')"; return 1; }
+    expect "latestCheckpoint.jobID" "$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.jobID}')" "$id" ||
+      return 1
+    local cpath; cpath=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.path}')
+    case $cpath in file:/state/checkpoints/"$id"/chk-*) ;; *) echo "latestCheckpoint.path: $cpath"; return 1 ;; esac
   }
-  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made" t_ls_running
+  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made; status records its latest checkpoint" t_ls_running
   # each check runs in a subshell (check): the job id is read again in each
   t_ls_upgrade() {
     local old_jm old_rev before restored id
@@ -159,6 +169,12 @@ laststate_case() {
     poll 60 checkpointed 1 || { echo "job $id takes no checkpoint after its recovery"; return 1; }
     local after; after=$(ckpt "$ns" ls "$id" latest.completed.id)
     [ "$after" -gt "$restored" ] || { echo "checkpoint ids do not go on: latest $after, restored $restored"; return 1; }
+    status_after() {
+      local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
+      [ -n "$cid" ] && [ "$cid" -gt "$restored" ]
+    }
+    poll 30 status_after || { echo "status latestCheckpoint not past $restored: $(jp "$ns" flinkcluster/ls \
+      '{.status.components.job.latestCheckpoint}')"; return 1; }
     poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
     expect "job id after the upgrade" "$(job_field "$ns" ls id)" "$id" || return 1
     [ "$(jp "$ns" flinkcluster/ls '{.status.currentRevision}')" != "$old_rev" ] || { echo "currentRevision unchanged"; return 1; }
@@ -191,7 +207,76 @@ laststate_case() {
     expect "restartCount (not resubmitted)" "$(job_field "$ns" ls restartCount)" 0 || return 1
   }
   check "$desc: JobManager pod killed -> the same job resumes from its latest checkpoint, not resubmitted" t_ls_jm_killed
-  real_done "$c" "$ns" ls "$dir"
+  t_ls_deleted() {
+    # an HA ConfigMap as Flink's Kubernetes HA services would leave it (ZooKeeper here keeps none)
+    kc -n "$ns" create configmap ls-cluster-config-map --from-literal=leader=x >/dev/null &&
+      kc -n "$ns" label configmap ls-cluster-config-map app=ls configmap-type=high-availability >/dev/null || return 1
+    ha_delete "$ns" ls
+  }
+  check "$desc: FlinkCluster deleted -> its pods, then its HA ConfigMaps go, then the finalizer lets it go" t_ls_deleted
+  ha_done "$c" "$ns" ls "$dir"
+}
+
+# ha_delete NS NAME: deletes FlinkCluster NAME with the controller running (its finalizer
+# flinkoperator.k8s.io/ha-configmaps waits for it) and checks that it, its pods and its HA
+# ConfigMaps are gone
+ha_delete() {
+  local has
+  has=$(jp "$1" "flinkcluster/$2" '{.metadata.finalizers}')
+  case $has in *flinkoperator.k8s.io/ha-configmaps*) ;; *) echo "no HA finalizer on $2: $has"; return 1 ;; esac
+  kc -n "$1" delete flinkcluster "$2" --wait=false >/dev/null || return 1
+  cluster_gone() { [ -z "$(jp "$1" "flinkcluster/$2" '{.metadata.name}')" ]; }
+  poll 120 cluster_gone "$1" "$2" || { echo "FlinkCluster $2 still there: $(jp "$1" "flinkcluster/$2" '{.metadata}')"
+    return 1; }
+  expect "HA ConfigMaps of $2 left" "$(kc -n "$1" get configmap -l "app=$2,configmap-type=high-availability" -o name)" "" ||
+    return 1
+  pods_gone() { [ -z "$(kc -n "$1" get pods -l "cluster=$2" -o name 2>/dev/null)" ]; }
+  poll 120 pods_gone "$1" "$2" || { echo "pods of $2 left: $(kc -n "$1" get pods -l "cluster=$2" -o name)"; return 1; }
+}
+
+# ha_done CASE NS NAME DIR: the end of a case with an HA cluster: deleted while the controller
+# runs (the finalizer needs it), then the controller stopped, then (a failed case) whatever is
+# left let go of the finalizer so that its namespace can be deleted
+ha_done() {
+  kc -n "$2" delete flinkcluster "$3" --wait=true --timeout=120s >/dev/null 2>&1
+  stop_controller "$1" >/dev/null
+  kc -n "$2" patch flinkcluster "$3" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+  kc -n "$2" delete pods -l "cluster=$3" --wait=true --timeout=120s >/dev/null 2>&1
+  rm -rf "$4"
 }
 case_laststate() { laststate_case laststate 1.20.5; }
 case_laststate2() { laststate_case laststate2 2.3.0; }
+
+# haclean (kwok): Flink's HA ConfigMaps are removed with the FlinkCluster (lua/fc/haclean.lua).
+# Flink is not running here: the ConfigMaps its Kubernetes HA services would write
+# (<name>-cluster-config-map, <name>-<job id>-config-map, labels app=<name>,
+# configmap-type=high-availability, no ownerReference) are made by hand.
+case_haclean() {
+  local ns
+  ns=$(new_ns haclean)
+  start_controller haclean --namespace "$ns"
+  laststate_cluster hac /tmp/haclean-unused 1.20.5 1 | kc -n "$ns" apply -f - >/dev/null
+  # ha_cm NAME APP [TYPE]: a ConfigMap labelled app=APP (and configmap-type=TYPE)
+  ha_cm() {
+    kc -n "$ns" create configmap "$1" --from-literal=leader=x >/dev/null &&
+      kc -n "$ns" label configmap "$1" "app=$2" ${3:+"configmap-type=$3"} >/dev/null
+  }
+  t_hac_finalizer() {
+    has_fin() { jp "$ns" flinkcluster/hac '{.metadata.finalizers}' | grep -q 'flinkoperator.k8s.io/ha-configmaps'; }
+    poll 60 has_fin || { echo "no finalizer: $(jp "$ns" flinkcluster/hac '{.metadata.finalizers}')"; return 1; }
+    poll 60 jp "$ns" statefulset/hac-jobmanager '{.metadata.name}' || { echo "no JobManager StatefulSet"; return 1; }
+  }
+  check "kwok: a last-state cluster carries the finalizer flinkoperator.k8s.io/ha-configmaps" t_hac_finalizer
+  t_hac_deleted() {
+    ha_cm hac-cluster-config-map hac high-availability || return 1
+    ha_cm hac-00000000000000000000000000000001-config-map hac high-availability || return 1
+    # not the cluster's: another cluster-id's HA ConfigMap, and one of app=hac that is not HA
+    ha_cm other-cluster-config-map other high-availability || return 1
+    ha_cm hac-notes hac || return 1
+    ha_delete "$ns" hac || { tail -n 15 "$WORK/haclean.log"; return 1; }
+    expect "other ConfigMaps" "$(kc -n "$ns" get configmap other-cluster-config-map hac-notes -o name | sort | tr '\n' ' ')" \
+      "configmap/hac-notes configmap/other-cluster-config-map " || return 1
+  }
+  check "kwok: FlinkCluster deleted -> its StatefulSets, then its HA ConfigMaps (app=hac, configmap-type=high-availability) go, then the finalizer; other ConfigMaps stay" t_hac_deleted
+  ha_done haclean "$ns" hac /tmp/haclean-unused
+}
