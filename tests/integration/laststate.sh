@@ -18,8 +18,10 @@
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
 #   laststate2   the same on flink:2.3.0
 
-# laststate_cluster NAME HOSTDIR VERSION SLOTS: the Ticker job cluster in upgradeMode last-state,
-# HA storage and checkpoints under HOSTDIR (mounted at /state), no savepointsDir.
+# laststate_cluster NAME HOSTDIR VERSION SLOTS [JM_REPLICAS]: the Ticker job cluster in
+# upgradeMode last-state, HA storage and checkpoints under HOSTDIR (mounted at /state), no
+# savepointsDir; JM_REPLICAS JobManagers (default 1). Each pod requests 200m CPU (limit 500m):
+# the real node's two cores hold two JobManagers, a TaskManager and ZooKeeper.
 laststate_cluster() {
   local vol="
     volumes: [{name: state, hostPath: {path: $2, type: DirectoryOrCreate}}]
@@ -34,10 +36,11 @@ metadata:
 spec:
   image: {name: "flink:$3"}
   jobManager:
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+    replicas: ${5:-1}
+    resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}$vol
   taskManager:
     replicas: 1
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+    resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}$vol
   job:
     jarFile: /opt/flink/usrlib/testenv-jobs.jar
     className: testenv.Ticker
@@ -279,4 +282,75 @@ case_haclean() {
   }
   check "kwok: FlinkCluster deleted -> its StatefulSets, then its HA ConfigMaps (app=hac, configmap-type=high-availability) go, then the finalizer; other ConfigMaps stay" t_hac_deleted
   ha_done haclean "$ns" hac /tmp/haclean-unused
+}
+
+# jmha (real node): two JobManagers with HA (ZooKeeper, as laststate): the leader killed
+# (--force) -> the standby takes over and the same job goes on from its latest checkpoint (no
+# resubmission). The JobManager Service selects both pods: REST on a standby is served through
+# the leader (its handlers find the leading Dispatcher by the HA services), each JobManager
+# announcing its own pod IP (policies/cluster.lua, replicas > 1).
+case_jmha() {
+  local c=jmha version=1.20.5
+  local desc="real pods, Flink $version: two JobManagers with HA"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  local ns dir
+  ns=$(new_ns "$c" real)
+  dir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$dir" && chmod 0777 "$dir"
+  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  laststate_cluster jm "$dir" "$version" 1 2 | kc -n "$ns" apply -f - >/dev/null
+  # leads POD: the JobManager in POD logged its leadership (Flink's leader election)
+  leads() { kc -n "$ns" logs "$1" 2>/dev/null | grep -q 'granted leadership'; }
+  t_jmha_running() {
+    poll 240 is_job "$ns" jm Running || { why "$ns" jm; tail -n 15 "$WORK/$c.log"; return 1; }
+    poll 60 sts_ready "$ns" jm-jobmanager || { echo "not both JobManagers ready"; why "$ns" jm; return 1; }
+    local id; id=$(job_field "$ns" jm id)
+    two_ckpts() { [ "$(ckpt "$ns" jm "$id" counts.completed)" -ge 2 ]; }
+    poll 90 two_ckpts || { echo "job $id: no 2 completed checkpoints"; return 1; }
+    local ip0 ip1
+    ip0=$(jp "$ns" pod/jm-jobmanager-0 '{.status.podIP}')
+    ip1=$(jp "$ns" pod/jm-jobmanager-1 '{.status.podIP}')
+    if [ -z "$ip0" ] || [ -z "$ip1" ]; then echo "pod IPs: '$ip0' '$ip1'"; return 1; fi
+    # each JobManager's RPC runs at its own pod IP (pekko.tcp://flink@<IP>:<port>), not the Service's name
+    kc -n "$ns" logs jm-jobmanager-0 | grep -qF "@$ip0:" || { echo "jm-jobmanager-0 does not run at $ip0"; return 1; }
+    kc -n "$ns" logs jm-jobmanager-1 | grep -qF "@$ip1:" || { echo "jm-jobmanager-1 does not run at $ip1"; return 1; }
+    # exactly one leader
+    local n=0 p
+    for p in jm-jobmanager-0 jm-jobmanager-1; do leads "$p" && n=$((n + 1)); done
+    expect "JobManagers that lead" "$n" 1
+  }
+  check "$desc: the job Running with checkpoints, two JobManager pods Ready, one of them the leader" t_jmha_running
+  t_jmha_failover() {
+    local id leader standby before restored p
+    id=$(job_field "$ns" jm id)
+    for p in jm-jobmanager-0 jm-jobmanager-1; do
+      if leads "$p"; then leader=$p; else standby=$p; fi
+    done
+    if [ -z "$leader" ] || [ -z "$standby" ]; then echo "leader '$leader', standby '$standby'"; return 1; fi
+    before=$(ckpt "$ns" jm "$id" latest.completed.id)
+    kc -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
+    poll 90 leads "$standby" || { echo "$standby did not take the leadership"; kc -n "$ns" logs "$standby" | tail -n 20
+      return 1; }
+    resumed() {
+      restored=$(ckpt "$ns" jm "$id" latest.restored.id)
+      [ -n "$restored" ] && [ "$restored" -ge "$before" ] && jm_get "$ns" jm "/jobs/$id" | all_vertices_running
+    }
+    poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" jm "/jobs/$id/checkpoints")"; why "$ns" jm
+      tail -n 20 "$WORK/$c.log"; return 1; }
+    expect "restored from a savepoint" "$(ckpt "$ns" jm "$id" latest.restored.is_savepoint)" false || return 1
+    poll 30 is_job "$ns" jm Running || { why "$ns" jm; return 1; }
+    expect "job id after the failover" "$(job_field "$ns" jm id)" "$id" || return 1
+    expect "restartCount (not resubmitted)" "$(job_field "$ns" jm restartCount)" 0 || return 1
+    # checkpoints go on under the new leader
+    goes_on() { [ "$(ckpt "$ns" jm "$id" latest.completed.id)" -gt "$restored" ]; }
+    poll 60 goes_on || { echo "no checkpoint after the restore $restored"; return 1; }
+  }
+  check "$desc: the leading JobManager killed -> the standby leads, the same job resumes from its latest checkpoint, not resubmitted" \
+    t_jmha_failover
+  t_jmha_deleted() { ha_delete "$ns" jm; }
+  check "$desc: FlinkCluster deleted -> its pods and the cluster gone" t_jmha_deleted
+  ha_done "$c" "$ns" jm "$dir"
+  kc -n "$ns" delete pod zk --wait=true --timeout=60s >/dev/null 2>&1
 }
