@@ -92,6 +92,23 @@ no_savepoint() {
     os.exit(#h > 0 and 0 or 1)' /dev/null
 }
 
+# resumes_same NS NAME ID BEFORE CASE: job ID of FlinkCluster NAME runs again restored from a
+# checkpoint (not a savepoint) whose id is BEFORE or later, Running in the status under the same
+# id, not resubmitted (restartCount 0); RESTORED is set to the restored checkpoint's id
+resumes_same() {
+  local ns=$1 name=$2 id=$3 before=$4
+  resumed() {
+    RESTORED=$(ckpt "$ns" "$name" "$id" latest.restored.id)
+    [ -n "$RESTORED" ] && [ "$RESTORED" -ge "$before" ] && jm_get "$ns" "$name" "/jobs/$id" | all_vertices_running
+  }
+  poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" "$name" "/jobs/$id/checkpoints")"
+    why "$ns" "$name"; tail -n 20 "$WORK/$5.log"; return 1; }
+  expect "restored from a savepoint" "$(ckpt "$ns" "$name" "$id" latest.restored.is_savepoint)" false || return 1
+  poll 30 is_job "$ns" "$name" Running || { why "$ns" "$name"; return 1; }
+  expect "job id after the JobManager's loss" "$(job_field "$ns" "$name" id)" "$id" || return 1
+  expect "restartCount (not resubmitted)" "$(job_field "$ns" "$name" restartCount)" 0
+}
+
 laststate_case() {
   local c=$1 version=$2
   local desc="real pods, Flink $version: upgradeMode last-state"
@@ -191,23 +208,14 @@ laststate_case() {
   }
   check "$desc: a Flink option changed -> pods replaced with no savepoint, the same job restored from checkpoint > 0, checkpoint ids go on" t_ls_upgrade
   t_ls_jm_killed() {
-    local old_jm before restored id
+    local old_jm before id
     id=$(job_field "$ns" ls id)
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
     before=$(ckpt "$ns" ls "$id" latest.completed.id)
     kc -n "$ns" delete pod ls-jobmanager-0 --grace-period=0 --force >/dev/null 2>&1
     back() { local u; u=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}'); [ -n "$u" ] && [ "$u" != "$old_jm" ]; }
     poll 60 back || { echo "the StatefulSet did not bring the JobManager back"; return 1; }
-    resumed() {
-      restored=$(ckpt "$ns" ls "$id" latest.restored.id)
-      [ -n "$restored" ] && [ "$restored" -ge "$before" ] && jm_get "$ns" ls "/jobs/$id" | all_vertices_running
-    }
-    poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; why "$ns" ls
-      tail -n 20 "$WORK/$c.log"; return 1; }
-    expect "restored from a savepoint" "$(ckpt "$ns" ls "$id" latest.restored.is_savepoint)" false || return 1
-    poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
-    expect "job id after the JobManager's loss" "$(job_field "$ns" ls id)" "$id" || return 1
-    expect "restartCount (not resubmitted)" "$(job_field "$ns" ls restartCount)" 0 || return 1
+    resumes_same "$ns" ls "$id" "$before" "$c"
   }
   check "$desc: JobManager pod killed -> the same job resumes from its latest checkpoint, not resubmitted" t_ls_jm_killed
   t_ls_deleted() {
@@ -323,7 +331,7 @@ case_jmha() {
   }
   check "$desc: the job Running with checkpoints, two JobManager pods Ready, one of them the leader" t_jmha_running
   t_jmha_failover() {
-    local id leader standby before restored p
+    local id leader standby before p
     id=$(job_field "$ns" jm id)
     for p in jm-jobmanager-0 jm-jobmanager-1; do
       if leads "$p"; then leader=$p; else standby=$p; fi
@@ -333,19 +341,10 @@ case_jmha() {
     kc -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
     poll 90 leads "$standby" || { echo "$standby did not take the leadership"; kc -n "$ns" logs "$standby" | tail -n 20
       return 1; }
-    resumed() {
-      restored=$(ckpt "$ns" jm "$id" latest.restored.id)
-      [ -n "$restored" ] && [ "$restored" -ge "$before" ] && jm_get "$ns" jm "/jobs/$id" | all_vertices_running
-    }
-    poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" jm "/jobs/$id/checkpoints")"; why "$ns" jm
-      tail -n 20 "$WORK/$c.log"; return 1; }
-    expect "restored from a savepoint" "$(ckpt "$ns" jm "$id" latest.restored.is_savepoint)" false || return 1
-    poll 30 is_job "$ns" jm Running || { why "$ns" jm; return 1; }
-    expect "job id after the failover" "$(job_field "$ns" jm id)" "$id" || return 1
-    expect "restartCount (not resubmitted)" "$(job_field "$ns" jm restartCount)" 0 || return 1
+    resumes_same "$ns" jm "$id" "$before" "$c" || return 1
     # checkpoints go on under the new leader
-    goes_on() { [ "$(ckpt "$ns" jm "$id" latest.completed.id)" -gt "$restored" ]; }
-    poll 60 goes_on || { echo "no checkpoint after the restore $restored"; return 1; }
+    goes_on() { [ "$(ckpt "$ns" jm "$id" latest.completed.id)" -gt "$RESTORED" ]; }
+    poll 60 goes_on || { echo "no checkpoint after the restore $RESTORED"; return 1; }
   }
   check "$desc: the leading JobManager killed -> the standby leads, the same job resumes from its latest checkpoint, not resubmitted" \
     t_jmha_failover
