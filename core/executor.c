@@ -159,6 +159,8 @@ static void executor_kube_done(const kube_result *res, void *ud)
         else if (it->event && json_is_string(json_object_get(json_object_get(res->body, "metadata"), "name")))
             json_object_set(it->event, "name", json_object_get(json_object_get(res->body, "metadata"), "name"));
         if (it->write == WRITE_STATUS) {
+            const char *rv = json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion"));
+            snprintf(it->status_rv, sizeof it->status_rv, "%s", rv ? rv : "");
             char sent[65], kept[65];
             status_digest(it->sent, 1, sent);
             status_digest(json_object_get(res->body, "status"), 0, kept);
@@ -261,9 +263,10 @@ static int executor_start_action(struct run_item *it, json_t *a)
         if (it->call)
             return 1;
     } else if (strcmp(op, "patch_finalizers") == 0) {
-        /* the whole list (a merge patch replaces lists), at the resourceVersion the pass read: a
-         * finalizer someone else added meanwhile makes it a 409, retried from the new version.
-         * An empty list (from Lua an empty table, encoded {}) removes the field (null). */
+        /* the whole list (a merge patch replaces lists), at the resourceVersion the pass read, or
+         * the one the pass's own status write produced (after_status): a finalizer someone else
+         * changed meanwhile makes it a 409, retried from the new version. An empty list (from
+         * Lua an empty table, encoded {}) removes the field (null). */
         snprintf(it->what, sizeof it->what, "patch finalizers");
         it->verb = "PATCH";
         json_t *fin = json_object_get(a, "finalizers");
@@ -272,8 +275,9 @@ static int executor_start_action(struct run_item *it, json_t *a)
         if (!(json_is_array(fin) || empty) || !json_is_string(rv))
             snprintf(err, sizeof err, "finalizers (a list) and resourceVersion are required");
         else
-            executor_patch_cluster(it, json_pack("{s:{s:o, s:O}}", "metadata", "finalizers",
-                                                 empty ? json_null() : json_incref(fin), "resourceVersion", rv),
+            executor_patch_cluster(it, json_pack("{s:{s:o, s:s}}", "metadata", "finalizers",
+                                                 empty ? json_null() : json_incref(fin), "resourceVersion",
+                                                 it->status_rv[0] ? it->status_rv : json_string_value(rv)),
                                    err, sizeof err);
         if (it->call)
             return 1;

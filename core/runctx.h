@@ -147,6 +147,7 @@ struct run_item {
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
+    char status_rv[64]; /* the FlinkCluster's resourceVersion its status write answered ("": none) */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */

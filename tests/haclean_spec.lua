@@ -44,7 +44,7 @@ describe("fc.haclean", function()
     local c = wordcount(true)
     c.metadata.finalizers = { "example.com/other" }
     assert.same({ { op = "patch_finalizers", finalizers = { "example.com/other", haclean.FINALIZER },
-      resourceVersion = "500" } }, haclean.pass(c, true, "", {}))
+      resourceVersion = "500", after_status = true } }, haclean.pass(c, true, "", {}))
     c.metadata.finalizers[2] = haclean.FINALIZER
     assert.same({}, haclean.pass(c, true, "", {}))
     -- a cluster without HA gets none
@@ -96,8 +96,8 @@ describe("fc.haclean in reconcile.run with the real policies/", function()
 
   it("puts the finalizer on a last-state cluster, not on another", function()
     local r = reconcile.run({ cluster = wordcount(true), children = {}, flink = {}, now = T0 })
-    assert.same({ { op = "patch_finalizers", finalizers = { haclean.FINALIZER }, resourceVersion = "500" } },
-      of_op(r.actions, "patch_finalizers"))
+    assert.same({ { op = "patch_finalizers", finalizers = { haclean.FINALIZER }, resourceVersion = "500",
+      after_status = true } }, of_op(r.actions, "patch_finalizers"))
     r = reconcile.run({ cluster = wordcount(false), children = {}, flink = {}, now = T0 })
     assert.same({}, of_op(r.actions, "patch_finalizers"))
   end)

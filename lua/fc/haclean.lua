@@ -51,9 +51,11 @@ local function finalizers(md, add)
   return out
 end
 
+-- after the status (its write changes the resourceVersion: the core then patches at the one it
+-- answered); the removal only when every write of the pass went through
 local function patch_finalizers(md, add)
   return { op = "patch_finalizers", finalizers = finalizers(md, add), resourceVersion = md.resourceVersion,
-    after_status = not add or nil, unless_failed = not add or nil }
+    after_status = true, unless_failed = not add or nil }
 end
 
 --- haclean.jobmanager_left(children, n) -> the name of a JobManager pod of the cluster named `n`

@@ -493,6 +493,20 @@ static void test_ha_cleanup(void)
     OK(ctx.items == NULL, "finished");
     workqueue_forget(ctx.q, "ns1/c1");
 
+    /* after the pass's own status write: at the resourceVersion that write answered */
+    fake_reset();
+    expect_clear();
+    start("{\"actions\":[{\"op\":\"patch_finalizers\",\"finalizers\":[\"flinkoperator.k8s.io/ha-configmaps\"],"
+          "\"resourceVersion\":\"100\",\"after_status\":true}],\"status\":{\"state\":\"Creating\"}}");
+    IS_STR(what(0), "status FlinkCluster ns1/c1", "the status first");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"555\"},"
+                "\"status\":{\"state\":\"Creating\"}}", NULL);
+    IS_STR(calls[1].body,
+           "{\"metadata\":{\"finalizers\":[\"flinkoperator.k8s.io/ha-configmaps\"],\"resourceVersion\":\"555\"}}",
+           "then the finalizer, at the version the status write made (not a conflict with it)");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"556\"}}", NULL);
+    OK(ctx.items == NULL, "finished");
+
     /* the last finalizer (an empty Lua table comes as {}): the field removed */
     fake_reset();
     expect_clear();
