@@ -309,8 +309,11 @@ case_jmha() {
   laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
   FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
   laststate_cluster jm "$dir" "$version" 1 2 | kc -n "$ns" apply -f - >/dev/null
+  # pod_log_has POD TEXT: the log of POD holds TEXT (read whole first: `grep -q` in a pipe would
+  # end kubectl early with SIGPIPE, a failure under pipefail)
+  pod_log_has() { local l; l=$(kc -n "$ns" logs "$1" 2>/dev/null) && grep -qF -- "$2" <<<"$l"; }
   # leads POD: the JobManager in POD logged its leadership (Flink's leader election)
-  leads() { kc -n "$ns" logs "$1" 2>/dev/null | grep -q 'granted leadership'; }
+  leads() { pod_log_has "$1" 'was granted leadership'; }
   t_jmha_running() {
     poll 240 is_job "$ns" jm Running || { why "$ns" jm; tail -n 15 "$WORK/$c.log"; return 1; }
     poll 60 sts_ready "$ns" jm-jobmanager || { echo "not both JobManagers ready"; why "$ns" jm; return 1; }
@@ -322,8 +325,8 @@ case_jmha() {
     ip1=$(jp "$ns" pod/jm-jobmanager-1 '{.status.podIP}')
     if [ -z "$ip0" ] || [ -z "$ip1" ]; then echo "pod IPs: '$ip0' '$ip1'"; return 1; fi
     # each JobManager's RPC runs at its own pod IP (pekko.tcp://flink@<IP>:<port>), not the Service's name
-    kc -n "$ns" logs jm-jobmanager-0 | grep -qF "@$ip0:" || { echo "jm-jobmanager-0 does not run at $ip0"; return 1; }
-    kc -n "$ns" logs jm-jobmanager-1 | grep -qF "@$ip1:" || { echo "jm-jobmanager-1 does not run at $ip1"; return 1; }
+    pod_log_has jm-jobmanager-0 "@$ip0:" || { echo "jm-jobmanager-0 does not run at $ip0"; return 1; }
+    pod_log_has jm-jobmanager-1 "@$ip1:" || { echo "jm-jobmanager-1 does not run at $ip1"; return 1; }
     # exactly one leader
     local n=0 p
     for p in jm-jobmanager-0 jm-jobmanager-1; do leads "$p" && n=$((n + 1)); done
