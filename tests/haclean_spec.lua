@@ -117,3 +117,22 @@ describe("fc.haclean in reconcile.run with the real policies/", function()
     assert.is_nil(r.status)
   end)
 end)
+
+describe("fc.haclean after a DeleteCluster cleanup, in reconcile.run with the real policies/", function()
+  it("deletes the HA ConfigMaps of a Succeeded job's cluster once its StatefulSets and pods are gone", function()
+    host.configure({ policy_dir = fx.ROOT .. "/policies" })
+    local c = wordcount(true)
+    c.metadata.finalizers = { haclean.FINALIZER }
+    c.status = { state = "Stopped", components = { job = { name = "wordcount-job-submitter",
+      id = "8c2d6f0e4a1b3c5d7e9f00112233aabb", state = "Succeeded", restartCount = 0 } } }
+    local r = reconcile.run({ cluster = c, children = {}, flink = {}, now = T0 })
+    assert.equal("Succeeded", r.status.components.job.state)
+    assert.same({ { op = "delete_collection", kind = "ConfigMap", selector = SELECTOR } },
+      of_op(r.actions, "delete_collection"))
+    -- the JobManager still there: not yet
+    r = reconcile.run({ cluster = c, children = { StatefulSet = { ["wordcount-jobmanager"] = {
+      apiVersion = "apps/v1", kind = "StatefulSet", metadata = { name = "wordcount-jobmanager" } } } },
+      flink = {}, now = T0 })
+    assert.same({}, of_op(r.actions, "delete_collection"))
+  end)
+end)
