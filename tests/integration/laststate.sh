@@ -16,7 +16,11 @@
 #                replaced with no savepoint, the same job id resumes from a checkpoint (restored
 #                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
+#                The status records the latest checkpoint (latestCheckpoint); at the end the
+#                cluster is deleted while the controller runs (its HA finalizer).
 #   laststate2   the same on flink:2.3.0
+#   haclean      (kwok) the HA ConfigMaps deleted with the cluster, below
+#   jmha         two JobManagers, the leader killed, below
 
 # laststate_cluster NAME HOSTDIR VERSION SLOTS [JM_REPLICAS]: the Ticker job cluster in
 # upgradeMode last-state, HA storage and checkpoints under HOSTDIR (mounted at /state), no
