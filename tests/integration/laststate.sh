@@ -2,7 +2,7 @@
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # upgradeMode last-state on the real node (issue 29 item 1; sourced by tests/integration/run.sh
 # after realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why,
-# all_vertices_running, config_value, real_done):
+# all_vertices_running, config_value, node_has_image):
 #   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second, upgradeMode
 #                last-state (the HA storage and the checkpoints on a hostPath volume every
 #                JobManager pod of the one node sees; the pods run as the ServiceAccount the
@@ -113,17 +113,24 @@ resumes_same() {
   expect "restartCount (not resubmitted)" "$(job_field "$ns" "$name" restartCount)" 0
 }
 
+# laststate_start CASE VERSION DESC: status 1 (a SKIP line for DESC) without the real node or
+# the flink:VERSION image; else a namespace LS_NS with ZooKeeper (laststate_zk), the HA and
+# checkpoint directory LS_DIR on the host, and controller CASE watching the namespace
+laststate_start() {
+  real_node_ready || { skip "$3" "no real node in this environment"; return 1; }
+  node_has_image "docker.io/library/flink:$2" || { skip "$3" "no flink:$2 image on the node"; return 1; }
+  LS_NS=$(new_ns "$1" real)
+  LS_DIR=$TESTENV_DIR/savepoints/$LS_NS
+  mkdir -p "$LS_DIR" && chmod 0777 "$LS_DIR"
+  laststate_zk "$2" | kc -n "$LS_NS" apply -f - >/dev/null
+  FLINK_DIRECT=1 start_controller "$1" --namespace "$LS_NS"
+}
+
 laststate_case() {
   local c=$1 version=$2
   local desc="real pods, Flink $version: upgradeMode last-state"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns dir
-  ns=$(new_ns "$c" real)
-  dir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$dir" && chmod 0777 "$dir"
-  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  laststate_start "$c" "$version" "$desc" || return 0
+  local ns=$LS_NS dir=$LS_DIR
   laststate_cluster ls "$dir" "$version" 2 | kc -n "$ns" apply -f - >/dev/null
   # tasks RUNNING and at least N completed checkpoints of job $id
   checkpointed() {
@@ -304,14 +311,8 @@ case_haclean() {
 case_jmha() {
   local c=jmha version=1.20.5
   local desc="real pods, Flink $version: two JobManagers with HA"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns dir
-  ns=$(new_ns "$c" real)
-  dir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$dir" && chmod 0777 "$dir"
-  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  laststate_start "$c" "$version" "$desc" || return 0
+  local ns=$LS_NS dir=$LS_DIR
   laststate_cluster jm "$dir" "$version" 1 2 | kc -n "$ns" apply -f - >/dev/null
   # pod_log_has POD TEXT: the log of POD holds TEXT (read whole first: `grep -q` in a pipe would
   # end kubectl early with SIGPIPE, a failure under pipefail)
