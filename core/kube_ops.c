@@ -101,14 +101,11 @@ kube_call *kube_patch_status(kube_client *c, const kube_kind *k, const char *ns,
                       errlen);
 }
 
-kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const char *name,
-                       const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
+/* DELETE of `path` with a DeleteOptions body carrying `propagation` (NULL or "": the server's
+ * default): kube_delete and kube_delete_collection. */
+static kube_call *kube_delete_path(kube_client *c, const char *path, const char *propagation, kube_done_fn cb,
+                                   void *ud, char *err, size_t errlen)
 {
-    char path[1024];
-    if (!k || !name || !*name || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
-        util_set_err(err, errlen, "kube_delete: kind and name are required");
-        return NULL;
-    }
     json_t *opts = json_pack("{s:s, s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
     if (propagation && *propagation)
         json_object_set_new(opts, "propagationPolicy", json_string(propagation));
@@ -122,6 +119,29 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
     kube_call *call = kube_request(c, &r, cb, ud, err, errlen);
     free(body);
     return call;
+}
+
+kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const char *name,
+                       const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    char path[1024];
+    if (!k || !name || !*name || kube_path(path, sizeof path, k, ns, name, NULL) != 0) {
+        util_set_err(err, errlen, "kube_delete: kind and name are required");
+        return NULL;
+    }
+    return kube_delete_path(c, path, propagation, cb, ud, err, errlen);
+}
+
+kube_call *kube_delete_collection(kube_client *c, const kube_kind *k, const char *ns, const char *label_selector,
+                                  const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    char path[1024];
+    if (!k || !label_selector || !*label_selector || kube_path(path, sizeof path, k, ns, NULL, NULL) != 0 ||
+        kube_path_query(path, sizeof path, "labelSelector", label_selector) != 0) {
+        util_set_err(err, errlen, "kube_delete_collection: kind and a non-empty label selector are required");
+        return NULL;
+    }
+    return kube_delete_path(c, path, propagation, cb, ud, err, errlen);
 }
 
 kube_call *kube_event_create(kube_client *c, json_t *involved, const char *type, const char *reason,
@@ -178,5 +198,6 @@ const kube_ops kube_ops_default = {.apply = kube_apply,
                                    .patch = kube_patch,
                                    .patch_status = kube_patch_status,
                                    .delete = kube_delete,
+                                   .delete_collection = kube_delete_collection,
                                    .event_create = kube_event_create,
                                    .cancel = kube_cancel};

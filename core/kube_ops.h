@@ -49,6 +49,14 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
                        const char *propagation, kube_done_fn cb, void *ud, char *err,
                        size_t errlen);
 
+/* DELETE of the collection of kind `k` in namespace `ns` matching `label_selector` (Kubernetes
+ * syntax, e.g. "app=x,configmap-type=high-availability"; required and non-empty: an empty one
+ * would delete every object of the kind), with a DeleteOptions body carrying `propagation` as
+ * kube_delete. 200 means accepted (the body is the list of what was deleted, possibly empty).
+ * NULL with err filled on a missing kind or selector. */
+kube_call *kube_delete_collection(kube_client *c, const kube_kind *k, const char *ns, const char *label_selector,
+                                  const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen);
+
 /* Creates a core/v1 Event in the object's namespace about `involved` (an
  * object with apiVersion, kind, metadata.name/namespace/uid): `type` "Normal"
  * or "Warning", `reason` CamelCase, `message` free text (truncated to 1024
@@ -73,13 +81,15 @@ typedef struct kube_ops {
                                size_t errlen);
     kube_call *(*delete)(kube_client *c, const kube_kind *k, const char *ns, const char *name,
                          const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen);
+    kube_call *(*delete_collection)(kube_client *c, const kube_kind *k, const char *ns, const char *label_selector,
+                                    const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen);
     kube_call *(*event_create)(kube_client *c, json_t *involved, const char *type, const char *reason,
                                const char *message, kube_done_fn cb, void *ud, char *err, size_t errlen);
     void (*cancel)(kube_call *call);
 } kube_ops;
 
-/* kube_apply, kube_apply_dry_run, kube_patch, kube_patch_status, kube_delete, kube_event_create,
- * kube_cancel. */
+/* kube_apply, kube_apply_dry_run, kube_patch, kube_patch_status, kube_delete,
+ * kube_delete_collection, kube_event_create, kube_cancel. */
 extern const kube_ops kube_ops_default;
 
 #endif

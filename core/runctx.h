@@ -123,7 +123,9 @@ enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_HASH, PHASE_E
 #define RUN_POLICY_HASH_ANNOTATION "flinkoperator.k8s.io/policy-hash"
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
+/* WRITE_COLLECTION: a delete by label selector (delete_collection), whose answer the next pass
+ * waits for in no cache (the objects are not watched) */
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN, WRITE_COLLECTION };
 
 struct run_item {
     struct run_ctx *ctx;
@@ -148,6 +150,7 @@ struct run_item {
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
+    char status_rv[64]; /* the FlinkCluster's resourceVersion its status write answered ("": none) */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */

@@ -39,7 +39,7 @@ contract.HOOKS = {
   },
   ["cluster.desired"] = {
     input = { cluster = "table", revision = "string?" },
-    result = { objects = "table?", jobmanager = "table?" }, check = shape.cluster,
+    result = { objects = "table?", jobmanager = "table?", ha_configmaps = "boolean?" }, check = shape.cluster,
   },
   ["cluster.taskmanager_pod"] = {
     input = { cluster = "table", slots = "number", resource = "table" },

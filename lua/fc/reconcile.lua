@@ -15,6 +15,7 @@ local fcflink = require("fc.flink")
 local fchealth = require("fc.health")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
+local haclean = require("fc.haclean")
 
 local reconcile = {}
 
@@ -525,8 +526,10 @@ function run(host, snapshot, hold)
   local old_status = cluster.status or {}
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
-    -- being deleted: the garbage collector removes the children (controller ownerReferences)
+    -- being deleted: the garbage collector removes the children (controller ownerReferences);
+    -- with fc.haclean's finalizer, Flink's HA ConfigMaps go first
     taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
+    result.actions = haclean.deleting(cluster, children)
     return result
   end
 
@@ -798,6 +801,12 @@ function run(host, snapshot, hold)
     target = target or flink_target(tostring(md.namespace or "default"), des.jobmanager)
     expect(target ~= nil, "cluster", "desired", "Native TaskManagers need jobmanager {service, port}")
     result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" }, target)
+  end
+  -- Flink's HA ConfigMaps (fc.haclean): the finalizer, their deletion after a DeleteCluster cleanup
+  expect(des.ha_configmaps == nil or type(des.ha_configmaps) == "boolean", "cluster", "desired",
+    "ha_configmaps must be a boolean")
+  for _, a in ipairs(haclean.pass(cluster, des.ha_configmaps, cleanup, children)) do
+    result.actions[#result.actions + 1] = a
   end
   if jd.remove_annotation ~= nil then
     expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")

@@ -111,7 +111,7 @@ trap cleanup EXIT
 . "$HERE/shards.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 healthrestart adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 haclean jmha healthrestart adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 # each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
 # durations are taken from
 for c in "${cases[@]}"; do
