@@ -38,7 +38,8 @@ void events_failure(struct run_item *it, long status, const char *message)
 {
     static const char *const reasons[] = {
         [WRITE_PATCH] = "PatchFailed", [WRITE_APPLY] = "ApplyFailed",
-        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed", [WRITE_DRY_RUN] = "DryRunFailed"};
+        [WRITE_DELETE] = "DeleteFailed", [WRITE_STATUS] = "StatusFailed", [WRITE_DRY_RUN] = "DryRunFailed",
+        [WRITE_COLLECTION] = "DeleteFailed"};
     const char *reason = reasons[it->write];
     char text[1024];
     snprintf(text, sizeof text, "%s: HTTP %ld: %s", it->what, status, message ? message : "");

@@ -154,11 +154,13 @@ static void executor_kube_done(const kube_result *res, void *ud)
         if (it->write == WRITE_DELETE)
             expect_add(ctx, it->key, it->del_kind, strrchr(it->what, ' ') + 1,
                        json_pack("{s:s}", "uid", it->del_uid));
-        else if (it->phase != PHASE_EVENTS)
+        else if (it->phase != PHASE_EVENTS && it->write != WRITE_COLLECTION)
             expect_written(ctx, it->key, it->write == WRITE_APPLY ? expect_kind_of(res->body) : 0, res->body);
         else if (it->event && json_is_string(json_object_get(json_object_get(res->body, "metadata"), "name")))
             json_object_set(it->event, "name", json_object_get(json_object_get(res->body, "metadata"), "name"));
         if (it->write == WRITE_STATUS) {
+            const char *rv = json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion"));
+            snprintf(it->status_rv, sizeof it->status_rv, "%s", rv ? rv : "");
             char sent[65], kept[65];
             status_digest(it->sent, 1, sent);
             status_digest(json_object_get(res->body, "status"), 0, kept);
@@ -245,6 +247,40 @@ static int executor_start_action(struct run_item *it, json_t *a)
             it->call = ctx->ops->delete(ctx->kc, k, it->ns, name, "Background", executor_kube_done, it, err, sizeof err);
         if (it->call)
             return 1;
+    } else if (strcmp(op, "delete_collection") == 0) {
+        /* objects the controller does not watch, by label selector (Flink's HA ConfigMaps) */
+        const char *kind = json_string_value(json_object_get(a, "kind"));
+        const char *sel = json_string_value(json_object_get(a, "selector"));
+        snprintf(it->what, sizeof it->what, "delete %s -l %s", kind ?: "?", sel ?: "?");
+        it->verb = "DELETE";
+        it->write = WRITE_COLLECTION;
+        const kube_kind *k = kube_kind_find(NULL, kind);
+        if (!k || !sel || !*sel)
+            snprintf(err, sizeof err, "unknown kind or no selector");
+        else
+            it->call = ctx->ops->delete_collection(ctx->kc, k, it->ns, sel, "Background", executor_kube_done, it, err,
+                                                   sizeof err);
+        if (it->call)
+            return 1;
+    } else if (strcmp(op, "patch_finalizers") == 0) {
+        /* the whole list (a merge patch replaces lists), at the resourceVersion the pass read, or
+         * the one the pass's own status write produced (after_status): a finalizer someone else
+         * changed meanwhile makes it a 409, retried from the new version. An empty list (from
+         * Lua an empty table, encoded {}) removes the field (null). */
+        snprintf(it->what, sizeof it->what, "patch finalizers");
+        it->verb = "PATCH";
+        json_t *fin = json_object_get(a, "finalizers");
+        json_t *rv = json_object_get(a, "resourceVersion");
+        int empty = json_is_object(fin) ? json_object_size(fin) == 0 : json_is_array(fin) && json_array_size(fin) == 0;
+        if (!(json_is_array(fin) || empty) || !json_is_string(rv))
+            snprintf(err, sizeof err, "finalizers (a list) and resourceVersion are required");
+        else
+            executor_patch_cluster(it, json_pack("{s:{s:o, s:s}}", "metadata", "finalizers",
+                                                 empty ? json_null() : json_incref(fin), "resourceVersion",
+                                                 it->status_rv[0] ? it->status_rv : json_string_value(rv)),
+                                   err, sizeof err);
+        if (it->call)
+            return 1;
     } else if (strcmp(op, "patch_annotations") == 0) {
         snprintf(it->what, sizeof it->what, "patch annotations");
         it->verb = "PATCH";
@@ -274,13 +310,13 @@ static int executor_start_action(struct run_item *it, json_t *a)
 }
 
 /* 1 when action `a` runs after the status is written: the user-control annotation's removal,
- * and a Flink call marked after_status (a savepoint or stop trigger whose id the status
+ * any action marked after_status (fc.haclean's finalizer removal, after the HA ConfigMaps'
+ * deletion), so a Flink call marked after_status (a savepoint or stop trigger whose id the status
  * records first, so that a controller that dies in between can look it up). */
 static int executor_is_control(json_t *a)
 {
     const char *op = json_string_value(json_object_get(a, "op"));
-    return op && (strcmp(op, "patch_annotations") == 0 ||
-                  (strcmp(op, "flink") == 0 && json_is_true(json_object_get(a, "after_status"))));
+    return op && (strcmp(op, "patch_annotations") == 0 || json_is_true(json_object_get(a, "after_status")));
 }
 
 /* The policy-hash annotation of the cluster, when the pass ran with another set than the one
@@ -311,7 +347,7 @@ static int executor_start_hash_patch(struct run_item *it)
 void executor_step(struct run_item *it)
 {
     for (;;) {
-        if (it->phase != PHASE_DONE && !run_may_write(it->ctx)) {
+        if (it->phase != PHASE_DONE && !run_may_write_key(it->ctx, it->key)) {
             run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
             it->fenced = 1;
             it->phase = PHASE_DONE;
@@ -346,7 +382,10 @@ void executor_step(struct run_item *it)
              * written: the next pass decides again) */
             if (!it->status_refused && it->next < json_array_size(actions)) {
                 json_t *a = json_array_get(actions, it->next++);
-                if (executor_is_control(a) && executor_start_action(it, a))
+                /* `unless_failed`: only when every write of the pass went through (a finalizer
+                 * removed once what it guards is done) */
+                if (executor_is_control(a) && !(it->failed && json_is_true(json_object_get(a, "unless_failed"))) &&
+                    executor_start_action(it, a))
                     return;
                 continue;
             }

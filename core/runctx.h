@@ -27,6 +27,7 @@
 #include "override.h"
 #include "reflector.h"
 #include "server.h"
+#include "shard.h"
 #include "webhook.h"
 #include "workqueue.h"
 
@@ -105,6 +106,8 @@ struct run_ctx {
     webhook *wh;
     certsync *cs;
     leader_elector *le;
+    shard_set *shards;  /* --shards N > 1: the shard Leases (core/shard.h), else NULL */
+    char identity[300]; /* with --shards: this replica's holder identity */
     int releasing;
     metrics_registry *reg;
     metrics_controller m;
@@ -120,7 +123,9 @@ enum run_phase { PHASE_ACTIONS, PHASE_STATUS, PHASE_CONTROL, PHASE_HASH, PHASE_E
 #define RUN_POLICY_HASH_ANNOTATION "flinkoperator.k8s.io/policy-hash"
 
 /* The kind of write in flight: a failed one becomes an Event with the matching reason. */
-enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN };
+/* WRITE_COLLECTION: a delete by label selector (delete_collection), whose answer the next pass
+ * waits for in no cache (the objects are not watched) */
+enum run_write { WRITE_PATCH, WRITE_APPLY, WRITE_DELETE, WRITE_STATUS, WRITE_DRY_RUN, WRITE_COLLECTION };
 
 struct run_item {
     struct run_ctx *ctx;
@@ -145,6 +150,7 @@ struct run_item {
     const char *verb; /* its HTTP method, for flink_controller_api_requests_total */
     json_t *sent;     /* the status being written */
     char del_uid[64]; /* uid of the object being deleted */
+    char status_rv[64]; /* the FlinkCluster's resourceVersion its status write answered ("": none) */
     int del_kind;     /* its index in run_kinds, -1 when not watched */
     char dry_key[300]; /* "<Kind>/<name>" of the object being dry-run applied */
     char dry_hash[80]; /* the applied-hash the framework sent with it */
@@ -207,8 +213,14 @@ struct run_ns *run_ns_for(struct run_ctx *ctx, const char *ns);
 json_t *run_typed(json_t *obj, const kube_kind *k);
 
 /* 1 when this replica may write now: no leader election, or leading with the Lease renewed
- * within the renew deadline. */
+ * within the renew deadline; with --shards N > 1: holding shard 0 (the writes of no cluster:
+ * webhook certificates, the policy ConfigMap's status). */
 int run_may_write(struct run_ctx *ctx);
+
+/* 1 when this replica may write for workqueue key `key` now: with --shards N > 1 while it holds
+ * the key's shard Lease renewed within the renew deadline (shard_may_write), else as
+ * run_may_write. */
+int run_may_write_key(struct run_ctx *ctx, const char *key);
 
 /* Enqueues the key of FlinkCluster `obj` (ud: the ctx); a reflector_foreach callback. */
 void run_enqueue_cluster(json_t *obj, void *ud);

@@ -1,13 +1,18 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- Policy `cluster`: the Kubernetes objects a FlinkCluster should have.
 --
--- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...}}
+-- desired({cluster = <FlinkCluster after defaults.apply>}) -> {objects = {obj, ...},
+--   jobmanager = {scheme, service, port}, ha_configmaps = <bool: Flink's Kubernetes HA services
+--   run (upgradeMode last-state): the controller deletes their ConfigMaps with the cluster,
+--   lua/fc/haclean.lua>}
 -- Objects are plain tables shaped as the API's JSON, in apply order:
 --   ConfigMap   <n>-configmap       config.yaml (Flink 1.19+) or flink-conf.yaml (older; both
 --                                   for an unknown version: lib.flinkconf.files),
 --                                   log4j-console.properties, logback-console.xml,
 --                                   submit-job.sh (job clusters)
---   StatefulSet <n>-jobmanager      1 replica, container `jobmanager`
+--   StatefulSet <n>-jobmanager      jobManager.replicas (default 1; more only with HA: each then
+--                                   announces its pod IP, -D jobmanager.rpc.address=$(POD_IP)),
+--                                   container `jobmanager`
 --   Service     <n>-jobmanager      type from jobManager.accessScope
 --   Ingress     <n>-jobmanager      only with jobManager.ingress
 --   StatefulSet <n>-taskmanager     taskManager.replicas, Parallel pod management (mode
@@ -46,6 +51,9 @@ local values = require("lib.values")
 local cluster_policy = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
 cluster_policy.contract = "hooks.flinkoperator.k8s.io/v1"
+--- Environment variable with the JobManager pod's IP (downward API, status.podIP) when there
+-- are more than one (spec.jobManager.replicas, HA): the address each announces.
+cluster_policy.POD_IP_ENV = "POD_IP"
 
 --- ConfigMap `<n>-configmap`: the files under /opt/flink/conf of every pod. Entries of
 -- spec.logConfig (file name -> contents) replace ours or add files. `rev`: the revision name
@@ -83,11 +91,21 @@ local function flink_container(c, component, comp, shared)
   local readiness, liveness = pods.probes(comp.ports.rpc)
   local ours = pods.limits_env(component == "jobmanager" and "JOB_MANAGER" or "TASK_MANAGER", component)
   for _, e in ipairs(shared.env) do ours[#ours + 1] = e end
+  local args = { component }
+  if component == "jobmanager" and (tonumber(comp.replicas) or 1) > 1 then
+    -- more than one JobManager (HA): each announces its own pod IP to the leader election, not
+    -- the Service name, which reaches any of them (FLINK-21382, FLINK-30518); the TaskManagers
+    -- and a standby's REST handlers find the leader through the HA services. A dynamic property
+    -- (`jobmanager.sh start-foreground -D key=value`), as Flink 2 has no `--host` (FLINK-38795)
+    args = { component, "-D", "jobmanager.rpc.address=$(" .. cluster_policy.POD_IP_ENV .. ")" }
+    ours[#ours + 1] = { name = cluster_policy.POD_IP_ENV,
+      valueFrom = { fieldRef = { apiVersion = "v1", fieldPath = "status.podIP" } } }
+  end
   return {
     name = component,
     image = spec.image.name,
     imagePullPolicy = spec.image.pullPolicy,
-    args = { component },
+    args = args,
     ports = pods.container_ports(component_ports(component, comp.ports), comp.extraPorts),
     env = util.nonempty(pods.merge_by("name", ours, spec.envVars)),
     envFrom = util.nonempty(spec.envFrom),
@@ -377,7 +395,8 @@ function cluster_policy.desired(input)
   -- object's, and none needs a copy here.
   local jobmanager = { scheme = "http", service = names.jobmanager(c.metadata.name),
     port = (spec.jobManager.ports or {}).ui or 8081 }
-  return { objects = objects, jobmanager = jobmanager }
+  -- with Flink's Kubernetes HA services the controller removes their ConfigMaps (fc.haclean)
+  return { objects = objects, jobmanager = jobmanager, ha_configmaps = upgrade.ha_enabled(spec) }
 end
 
 --- Environment variable with the pod's own name (downward API, metadata.name): the TaskManager's

@@ -110,6 +110,29 @@ end)
 describe("cluster.desired", function()
   local wc = fixture_objects("wordcount")
 
+  it("makes each of several JobManagers (HA) announce its pod IP; one JobManager keeps the Service name", function()
+    local function manifest(replicas)
+      return { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster", metadata = { name = "ha" },
+        spec = { image = { name = "flink:1.20.5" }, jobManager = { replicas = replicas },
+          taskManager = { replicas = 1 },
+          job = { jarFile = "/j.jar", upgradeMode = "last-state", highAvailability = { storageDir = "file:///ha" } } } }
+    end
+    local out = cluster.desired({ cluster = defaults.apply(manifest(2)) })
+    local sts = by_kind(out.objects, "StatefulSet", "ha-jobmanager")
+    assert.equal(2, sts.spec.replicas)
+    local c = sts.spec.template.spec.containers[1]
+    assert.same({ "jobmanager", "-D", "jobmanager.rpc.address=$(POD_IP)" }, c.args)
+    assert.same({ name = "POD_IP", valueFrom = { fieldRef = { apiVersion = "v1", fieldPath = "status.podIP" } } },
+      env_of(c).POD_IP)
+    assert.is_true(out.ha_configmaps)
+    -- the TaskManagers keep `taskmanager`, and a single JobManager `jobmanager`
+    local tm = by_kind(out.objects, "StatefulSet", "ha-taskmanager").spec.template.spec.containers[1]
+    assert.same({ "taskmanager" }, tm.args)
+    local one = by_kind(render(manifest(1)), "StatefulSet", "ha-jobmanager").spec.template.spec.containers[1]
+    assert.same({ "jobmanager" }, one.args)
+    assert.is_nil(env_of(one).POD_IP)
+  end)
+
   it("returns the objects in apply order", function()
     local order = {}
     for i, o in ipairs(wc) do order[i] = o.kind .. "/" .. o.metadata.name end

@@ -88,7 +88,9 @@ end
 --   events={{type=, reason="SavepointDisposed"|"SavepointDisposalFailed", message=}...},
 --   requeue_after=<seconds or nil>}
 -- job.savepointHistory: every savepoint that ended, newest first, and its retention
--- (spec.job.savepointRetention): lib.retention.
+-- (spec.job.savepointRetention): lib.retention. job.latestCheckpoint: the latest completed
+-- checkpoint Flink reported (flink.health, the health polls of a job with checkpointing on):
+-- lib.upgrade.latest_checkpoint.
 -- input: {cluster=<defaulted, status as observed>, job=<from job.observe>, start_time=<unix s the
 --   job started in Flink, 0 unknown>, flink={operations={<trigger id>={phase=, status=, location=,
 --   failure=, error=, not_found=, time=}}, disposals={<trigger id>={...}}} (fc.flink.view),
@@ -111,6 +113,10 @@ function savepoint.decide(input)
   local running = j.state == "Running" and j.id ~= nil
   local dir = spec.savepointsDir
   local operations = (input.flink or {}).operations or {}
+  -- the latest completed checkpoint Flink reported for this job (lib.upgrade.latest_checkpoint):
+  -- with HA (last-state) what the JobManager recovers from
+  local seen = (((input.flink or {}).health or {})[j.id or ""] or {}).checkpoints
+  j.latestCheckpoint = upgrade.latest_checkpoint(j.latestCheckpoint, j.id, type(seen) == "table" and seen.latest or nil)
 
   local function requeue(s)
     if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end

@@ -154,6 +154,18 @@ describe("policies/savepoint.lua", function()
     assert.equal(4, out.requeue_after)
   end)
 
+  it("records the job's latest completed checkpoint from Flink's answer in job.latestCheckpoint", function()
+    local inp = input({}, nil, 2000)
+    inp.flink.health = { [ID] = { checkpoints = { completed = 3, latest_ack = 1999000,
+      latest = { id = 3, path = "file:/ck/" .. ID .. "/chk-3", timestamp = 1999000 } } } }
+    local out = savepoint.decide(inp)
+    assert.same({ jobID = ID, id = 3, path = "file:/ck/" .. ID .. "/chk-3", timestamp = clock.format(1999) },
+      out.job.latestCheckpoint)
+    -- the next pass without an answer keeps it
+    local again = input({}, { job = out.job }, 2005)
+    assert.same(out.job.latestCheckpoint, savepoint.decide(again).job.latestCheckpoint)
+  end)
+
   it("gives each trigger of the same second its own id", function()
     local trigger = require("lib.trigger")
     local a = trigger.id(1700000100, nil)

@@ -6,6 +6,25 @@ local upgrade = require("lib.upgrade")
 local flinkconf = require("lib.flinkconf")
 
 describe("lib.upgrade", function()
+  it("records the latest completed checkpoint Flink reported, keeps it without an answer", function()
+    local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
+    local seen = { id = 7, path = "file:/state/checkpoints/" .. ID .. "/chk-7", timestamp = 1764484805123 }
+    local rec = upgrade.latest_checkpoint(nil, ID, seen)
+    assert.same({ jobID = ID, id = 7, path = "file:/state/checkpoints/" .. ID .. "/chk-7",
+      timestamp = "2025-11-30T06:40:05Z" }, rec)
+    -- no answer (or no checkpoint yet): the one recorded stays; none recorded: nil
+    assert.equal(rec, upgrade.latest_checkpoint(rec, ID, nil))
+    assert.is_nil(upgrade.latest_checkpoint(nil, ID, nil))
+    assert.is_nil(upgrade.latest_checkpoint(nil, nil, seen))
+    -- a newer one replaces it; an older id of the same job (an answer from before a restore) does not
+    local newer = upgrade.latest_checkpoint(rec, ID, { id = 9, path = "file:/c/chk-9", timestamp = 1764484807000 })
+    assert.same({ jobID = ID, id = 9, path = "file:/c/chk-9", timestamp = "2025-11-30T06:40:07Z" }, newer)
+    assert.equal(newer, upgrade.latest_checkpoint(newer, ID, seen))
+    -- another job (resubmitted): its own checkpoints, whatever their ids
+    local other = "00000000000000000000000000000001"
+    assert.same({ jobID = other, id = 1 }, upgrade.latest_checkpoint(newer, other, { id = 1, timestamp = 0 }))
+  end)
+
   it("defaults to savepoint with savepointsDir, else stateless; an explicit mode wins", function()
     assert.equal("savepoint", upgrade.mode({ savepointsDir = "/sp" }))
     assert.equal("stateless", upgrade.mode({}))

@@ -60,11 +60,13 @@ describe("deploy/rbac.yaml", function()
       expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
       expand("flinkoperator.k8s.io", { "flinkclusters/status" }, { "get", "patch", "update" }),
       concat(table.unpack(children)),
+      -- Flink's HA ConfigMaps by label selector (fc.haclean)
+      expand("", { "configmaps" }, { "deletecollection" }),
       expand("", { "events" }, { "create", "patch" }),
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(84, #want)
+    assert.are.equal(85, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 

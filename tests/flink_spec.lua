@@ -238,9 +238,11 @@ describe("fc.flink.view", function()
         "", 103),
       ["job_checkpoints/" .. ID] = answer({ kind = "job_checkpoints", job_id = ID }, 200,
         '{"counts":{"restored":0,"total":5,"in_progress":0,"completed":4,"failed":1},'
-        .. '"latest":{"completed":{"id":4,"latest_ack_timestamp":1764484805123},"failed":null}}', "", 104),
+        .. '"latest":{"completed":{"id":4,"latest_ack_timestamp":1764484805123,'
+        .. '"external_path":"file:/state/checkpoints/' .. ID .. '/chk-4"},"failed":null}}', "", 104),
     } })
-    assert.same({ restarts = 12, restarts_time = 103, checkpoints = { completed = 4, latest_ack = 1764484805123 },
+    assert.same({ restarts = 12, restarts_time = 103, checkpoints = { completed = 4, latest_ack = 1764484805123,
+      latest = { id = 4, path = "file:/state/checkpoints/" .. ID .. "/chk-4", timestamp = 1764484805123 } },
       checkpoints_time = 104 }, v.health[ID])
     -- a metric not collected yet ([]), no checkpoint yet (latest.completed null), a 404
     v = flink.view({ answers = {

@@ -44,7 +44,7 @@ describe("flink-controller test #bin", function()
   local function taskmanager_edit(edit)
     local dir = policy_copy()
     local text = fx.read(dir .. "/cluster.lua")
-    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager })",
+    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager,)",
       "\n  for _, o in ipairs(objects) do\n"
         .. "    if o.metadata.name:match('%%-taskmanager$') then " .. edit .. " end\n"
         .. "  end\n%1", 1)

@@ -463,7 +463,7 @@ describe("flink-controller render with the project's policies #bin", function()
     local dir = fx.tmpdir()
     assert(os.execute("cp -r " .. fx.quote(ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
     local text = slurp(dir .. "/cluster.lua")
-    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager })",
+    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager,)",
       "\n  if c.metadata.name == 'second' then objects[2].spec.replicas = 0 / 0 end\n%1", 1)
     assert.equal(1, n)
     fx.write(dir .. "/cluster.lua", edited)
@@ -484,7 +484,7 @@ describe("flink-controller render with the project's policies #bin", function()
     local text = slurp(dir .. "/cluster.lua")
     local pdb = "  objects[#objects + 1] = { apiVersion = 'policy/v1', kind = 'PodDisruptionBudget',\n"
       .. "    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n"
-    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager })",
+    local edited, n = text:gsub("\n(  return { objects = objects, jobmanager = jobmanager,)",
       "\n" .. pdb .. "%1", 1)
     assert.equal(1, n)
     fx.write(dir .. "/cluster.lua", edited)

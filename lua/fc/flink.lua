@@ -250,7 +250,7 @@ end
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
 --   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}},
 --   submissions={<job id>={...}},
---   health={<job id>={restarts=, restarts_time=, checkpoints={completed=, latest_ack=}, checkpoints_time=}},
+--   health={<job id>={restarts=, restarts_time=, checkpoints={completed=, latest_ack=, latest=}, checkpoints_time=}},
 --   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
 -- 0 when Flink did not answer>, body=<text>, error=<transport error or "">, time=<unix s>}},
@@ -278,7 +278,9 @@ end
 --   job_restarts: 2xx with [{id="numRestarts", value="<n>"}] -> health[job id].restarts = n,
 --     restarts_time (a metric not yet collected, `[]`: nothing).
 --   job_checkpoints: 2xx -> health[job id].checkpoints = {completed=<counts.completed>,
---     latest_ack=<latest.completed.latest_ack_timestamp, ms; 0 when none>}, checkpoints_time.
+--     latest_ack=<latest.completed.latest_ack_timestamp, ms; 0 when none>, latest=<with a
+--     latest.completed: {id=<its id>, path=<its external_path>, timestamp=<latest_ack_timestamp, ms>}>},
+--     checkpoints_time.
 --   cancel: nothing (the job list tells).
 --   list_taskmanagers: 2xx with a `taskmanagers` list -> taskmanagers = {ids=<their `id`s, the
 --     TaskManagers' resource ids>, time}; else nothing (a registration is judged only from an answer).
@@ -366,6 +368,11 @@ function flink.view(raw)
         done = type(done) == "table" and done or {}
         h.checkpoints = { completed = math.tointeger(tonumber(doc.counts.completed)) or 0,
           latest_ack = math.tointeger(tonumber(done.latest_ack_timestamp)) or 0 }
+        local cid = math.tointeger(tonumber(done.id))
+        if cid then
+          h.checkpoints.latest = { id = cid, path = str(done.external_path),
+            timestamp = math.tointeger(tonumber(done.latest_ack_timestamp)) or 0 }
+        end
         h.checkpoints_time = time
       end
       v.health[intent.job_id] = h

@@ -15,6 +15,7 @@ local fcflink = require("fc.flink")
 local fchealth = require("fc.health")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
+local haclean = require("fc.haclean")
 
 local reconcile = {}
 
@@ -277,9 +278,12 @@ local function index(objects)
 end
 
 -- Events for what changed between the observed status `old` and the new status `new` (cluster
--- state, job state, savepoint, user control, PolicyError resolved), appended to `events`.
+-- state, job state, savepoint, user control, PolicyError resolved), appended to `events`. A new
+-- cluster's first state Creating gets none: it tells nothing the FlinkCluster's creation and its
+-- status do not (one write per cluster fewer at creation; its `Creating -> Running` event names
+-- it, and a first state other than Creating, e.g. an adopted cluster's, still gets one).
 local function transition_events(old, new, events)
-  if old.state ~= new.state then
+  if old.state ~= new.state and (old.state ~= nil or new.state ~= "Creating") then
     events[#events + 1] = {
       type = new.state == "Reconciling" and "Warning" or "Normal",
       reason = "StateChanged",
@@ -588,8 +592,10 @@ function run(host, snapshot, hold)
   local old_status = cluster.status or {}
   local result = { actions = {}, events = {} }
   if md.deletionTimestamp then
-    -- being deleted: the garbage collector removes the children (controller ownerReferences)
+    -- being deleted: the garbage collector removes the children (controller ownerReferences);
+    -- with fc.haclean's finalizer, Flink's HA ConfigMaps go first
     taskmanagers.forget(tostring(md.namespace or "default") .. "/" .. tostring(md.name))
+    result.actions = haclean.deleting(cluster, children)
     return result
   end
 
@@ -872,6 +878,12 @@ function run(host, snapshot, hold)
     target = target or flink_target(tostring(md.namespace or "default"), des.jobmanager)
     expect(target ~= nil, "cluster", "desired", "Native TaskManagers need jobmanager {service, port}")
     result.actions[#result.actions + 1] = fcflink.action({ kind = "list_taskmanagers" }, target)
+  end
+  -- Flink's HA ConfigMaps (fc.haclean): the finalizer, their deletion after a DeleteCluster cleanup
+  expect(des.ha_configmaps == nil or type(des.ha_configmaps) == "boolean", "cluster", "desired",
+    "ha_configmaps must be a boolean")
+  for _, a in ipairs(haclean.pass(cluster, des.ha_configmaps, cleanup, children)) do
+    result.actions[#result.actions + 1] = a
   end
   if jd.remove_annotation ~= nil then
     expect(type(jd.remove_annotation) == "string", "job", "decide", "remove_annotation must be an annotation key")

@@ -15,6 +15,8 @@
 --               recovers the job graph it was given, so a change of the job itself
 --               (upgrade.JOB_FIELDS) cannot go this way: such an update falls back to
 --               savepoint when savepointsDir is set, else stateless (upgrade.effective).
+local clock = require("lib.clock")
+
 local upgrade = {}
 
 upgrade.STATELESS, upgrade.SAVEPOINT, upgrade.LAST_STATE = "stateless", "savepoint", "last-state"
@@ -73,6 +75,22 @@ end
 -- (spec.job.upgradeMode last-state).
 function upgrade.ha_enabled(spec)
   return type(spec.job) == "table" and upgrade.mode(spec.job) == upgrade.LAST_STATE
+end
+
+--- upgrade.latest_checkpoint(kept, job_id, seen) -> status.components.job.latestCheckpoint:
+-- {jobID=, id=<Flink's checkpoint id>, path=<its external path, the directory a last-state
+-- recovery or a manual `fromSavepoint` starts from>, timestamp=<when it completed, RFC 3339>},
+-- the latest completed checkpoint Flink reported (GET /jobs/<id>/checkpoints, latest.completed:
+-- `seen` = fc.flink.view's health[<job id>].checkpoints.latest {id, path, timestamp=<ms>}), else
+-- `kept` (the one recorded before: a pass without a new answer keeps it; an older id of the
+-- same job, an answer before a restore, does not replace it). nil when there is neither.
+function upgrade.latest_checkpoint(kept, job_id, seen)
+  kept = type(kept) == "table" and kept or nil
+  if type(job_id) ~= "string" or type(seen) ~= "table" or math.type(seen.id) ~= "integer" then return kept end
+  if kept and kept.jobID == job_id and (tonumber(kept.id) or 0) > seen.id then return kept end
+  local ms = math.tointeger(seen.timestamp) or 0
+  return { jobID = job_id, id = seen.id, path = type(seen.path) == "string" and seen.path or nil,
+    timestamp = ms > 0 and clock.format(ms // 1000) or nil }
 end
 
 return upgrade

@@ -103,6 +103,15 @@ static kube_call *fake_delete(kube_client *kc, const kube_kind *k, const char *n
     return fake_record(w, NULL, cb, ud, err, errlen);
 }
 
+static kube_call *fake_delete_collection(kube_client *kc, const kube_kind *k, const char *ns, const char *selector,
+                                         const char *propagation, kube_done_fn cb, void *ud, char *err, size_t errlen)
+{
+    (void)kc;
+    char w[512];
+    snprintf(w, sizeof w, "deletecollection %s %s -l %s %s", k->kind, ns, selector, propagation ? propagation : "-");
+    return fake_record(w, NULL, cb, ud, err, errlen);
+}
+
 static kube_call *fake_event_create(kube_client *kc, json_t *involved, const char *type, const char *reason,
                                     const char *message, kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
@@ -123,6 +132,7 @@ static const kube_ops fake_ops = {.apply = fake_apply,
                                   .patch = fake_patch,
                                   .patch_status = fake_patch_status,
                                   .delete = fake_delete,
+                                  .delete_collection = fake_delete_collection,
                                   .event_create = fake_event_create,
                                   .cancel = fake_cancel};
 
@@ -444,6 +454,68 @@ static void test_fenced(void)
     ctx.leading = 1;
 }
 
+/* fc.haclean's actions: the HA ConfigMaps deleted by selector (nothing expected of the cache),
+ * then the finalizer's removal after the status, and only when every write went through */
+#define HA_ACTIONS                                                                                             \
+    "{\"actions\":[{\"op\":\"delete_collection\",\"kind\":\"ConfigMap\",\"selector\":"                    \
+    "\"app=c1,configmap-type=high-availability\"},{\"op\":\"patch_finalizers\",\"finalizers\":[\"x/keep\"],"   \
+    "\"resourceVersion\":\"100\",\"after_status\":true,\"unless_failed\":true}]}"
+
+static void test_ha_cleanup(void)
+{
+    fake_reset();
+    expect_clear();
+    start(HA_ACTIONS);
+    IS_STR(what(0), "deletecollection ConfigMap ns1 -l app=c1,configmap-type=high-availability Background",
+           "the HA ConfigMaps by label selector, in the cluster's namespace");
+    answer(200, "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"300\"},\"items\":[]}", NULL);
+    IS_STR(what(1), "patch FlinkCluster ns1/c1", "then the finalizers");
+    IS_STR(calls[1].body, "{\"metadata\":{\"finalizers\":[\"x/keep\"],\"resourceVersion\":\"100\"}}",
+           "a merge patch of the whole list at the resourceVersion read");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"301\"}}", NULL);
+    IS_INT(ncalls, 2, "two writes");
+    IS_STR(json_string_value(json_object_get(expected("0/c1"), "rv")), "301", "the cluster is expected at its patch");
+    IS_INT((int)json_object_size(json_object_get(c1()->expect, "objects")), 1,
+           "and nothing else: the list the deletion answered is in no cache");
+    OK(ctx.items == NULL, "finished");
+
+    /* the deletion fails: the finalizer stays, the key is retried */
+    fake_reset();
+    expect_clear();
+    int errors = ctx.action_errors;
+    start(HA_ACTIONS);
+    answer(500, "{\"kind\":\"Status\",\"reason\":\"InternalError\"}", "etcd timeout");
+    IS_INT(ncalls, 2, "no finalizer patch after a failed deletion (the second write is its Warning Event)");
+    IS_STR(what(1), "event Warning DeleteFailed about c1", "the failure's Event: DeleteFailed");
+    answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"c1.19c\"}}", NULL);
+    IS_INT(ctx.action_errors, errors + 1, "one failed write");
+    IS_INT(workqueue_failures(ctx.q, "ns1/c1"), 1, "the key is requeued with backoff");
+    OK(ctx.items == NULL, "finished");
+    workqueue_forget(ctx.q, "ns1/c1");
+
+    /* after the pass's own status write: at the resourceVersion that write answered */
+    fake_reset();
+    expect_clear();
+    start("{\"actions\":[{\"op\":\"patch_finalizers\",\"finalizers\":[\"flinkoperator.k8s.io/ha-configmaps\"],"
+          "\"resourceVersion\":\"100\",\"after_status\":true}],\"status\":{\"state\":\"Creating\"}}");
+    IS_STR(what(0), "status FlinkCluster ns1/c1", "the status first");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"555\"},"
+                "\"status\":{\"state\":\"Creating\"}}", NULL);
+    IS_STR(calls[1].body,
+           "{\"metadata\":{\"finalizers\":[\"flinkoperator.k8s.io/ha-configmaps\"],\"resourceVersion\":\"555\"}}",
+           "then the finalizer, at the version the status write made (not a conflict with it)");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"556\"}}", NULL);
+    OK(ctx.items == NULL, "finished");
+
+    /* the last finalizer (an empty Lua table comes as {}): the field removed */
+    fake_reset();
+    expect_clear();
+    start("{\"actions\":[{\"op\":\"patch_finalizers\",\"finalizers\":{},\"resourceVersion\":\"7\"}]}");
+    IS_STR(calls[0].body, "{\"metadata\":{\"finalizers\":null,\"resourceVersion\":\"7\"}}", "null: none left");
+    answer(200, "{\"kind\":\"FlinkCluster\",\"metadata\":{\"name\":\"c1\",\"resourceVersion\":\"8\"}}", NULL);
+    OK(ctx.items == NULL, "finished");
+}
+
 int main(void)
 {
     FILE *devnull = fopen("/dev/null", "w");
@@ -461,6 +533,7 @@ int main(void)
     test_refused();
     test_status_kept();
     test_fenced();
+    test_ha_cleanup();
     fake_reset();
     ctx_free();
     log_set_output(NULL);

@@ -459,6 +459,21 @@ static void net_tests(int port)
     json_decref(b);
 
     reset(&o);
+    kube_delete_collection(c, &kube_kind_configmap, "echo", "app=hac,configmap-type=high-availability", "Background",
+                           on_done, &o, err, sizeof err);
+    wait_done(&o);
+    IS_STR(jstr(o.body, "method"), "DELETE", "delete collection: DELETE");
+    IS_STR(jstr(o.body, "path"), "/api/v1/namespaces/echo/configmaps", "delete collection: the collection's path");
+    IS_STR(jstr(json_object_get(o.body, "query"), "labelSelector"), "app=hac,configmap-type=high-availability",
+           "delete collection: the label selector, intact");
+    b = json_loads(jstr(o.body, "body"), 0, NULL);
+    IS_STR(jstr(b, "propagationPolicy"), "Background", "delete collection: propagationPolicy");
+    json_decref(b);
+    OK(kube_delete_collection(c, &kube_kind_configmap, "echo", "", NULL, on_done, &o, err, sizeof err) == NULL &&
+           kube_delete_collection(c, &kube_kind_configmap, "echo", NULL, NULL, on_done, &o, err, sizeof err) == NULL,
+       "delete collection without a selector refused (never every object of the kind)");
+
+    reset(&o);
     json_t *inv = json_pack("{s:s,s:s,s:{s:s,s:s,s:s}}", "apiVersion", "flinkoperator.k8s.io/v1beta1", "kind",
                             "FlinkCluster", "metadata", "name", "fc1", "namespace", "echo", "uid", "u-1");
     kube_event_create(c, inv, "Warning", "PolicyError", "cluster.lua:12: boom", on_done, &o, err, sizeof err);

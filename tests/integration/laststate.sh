@@ -2,7 +2,7 @@
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # upgradeMode last-state on the real node (issue 29 item 1; sourced by tests/integration/run.sh
 # after realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why,
-# all_vertices_running, config_value, real_done):
+# all_vertices_running, config_value, node_has_image):
 #   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second, upgradeMode
 #                last-state (the HA storage and the checkpoints on a hostPath volume every
 #                JobManager pod of the one node sees; the pods run as the ServiceAccount the
@@ -16,10 +16,16 @@
 #                replaced with no savepoint, the same job id resumes from a checkpoint (restored
 #                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
 #                (--force) -> the same job resumes from a checkpoint, not resubmitted.
+#                The status records the latest checkpoint (latestCheckpoint); at the end the
+#                cluster is deleted while the controller runs (its HA finalizer).
 #   laststate2   the same on flink:2.3.0
+#   haclean      (kwok) the HA ConfigMaps deleted with the cluster, below
+#   jmha         two JobManagers, the leader killed, below
 
-# laststate_cluster NAME HOSTDIR VERSION SLOTS: the Ticker job cluster in upgradeMode last-state,
-# HA storage and checkpoints under HOSTDIR (mounted at /state), no savepointsDir.
+# laststate_cluster NAME HOSTDIR VERSION SLOTS [JM_REPLICAS]: the Ticker job cluster in
+# upgradeMode last-state, HA storage and checkpoints under HOSTDIR (mounted at /state), no
+# savepointsDir; JM_REPLICAS JobManagers (default 1). Each pod requests 200m CPU (limit 500m):
+# the real node's two cores hold two JobManagers, a TaskManager and ZooKeeper.
 laststate_cluster() {
   local vol="
     volumes: [{name: state, hostPath: {path: $2, type: DirectoryOrCreate}}]
@@ -34,10 +40,11 @@ metadata:
 spec:
   image: {name: "flink:$3"}
   jobManager:
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+    replicas: ${5:-1}
+    resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}$vol
   taskManager:
     replicas: 1
-    resources: {limits: {memory: "1024Mi", cpu: "500m"}}$vol
+    resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}$vol
   job:
     jarFile: /opt/flink/usrlib/testenv-jobs.jar
     className: testenv.Ticker
@@ -89,17 +96,41 @@ no_savepoint() {
     os.exit(#h > 0 and 0 or 1)' /dev/null
 }
 
+# resumes_same NS NAME ID BEFORE CASE: job ID of FlinkCluster NAME runs again restored from a
+# checkpoint (not a savepoint) whose id is BEFORE or later, Running in the status under the same
+# id, not resubmitted (restartCount 0); RESTORED is set to the restored checkpoint's id
+resumes_same() {
+  local ns=$1 name=$2 id=$3 before=$4
+  resumed() {
+    RESTORED=$(ckpt "$ns" "$name" "$id" latest.restored.id)
+    [ -n "$RESTORED" ] && [ "$RESTORED" -ge "$before" ] && jm_get "$ns" "$name" "/jobs/$id" | all_vertices_running
+  }
+  poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" "$name" "/jobs/$id/checkpoints")"
+    why "$ns" "$name"; tail -n 20 "$WORK/$5.log"; return 1; }
+  expect "restored from a savepoint" "$(ckpt "$ns" "$name" "$id" latest.restored.is_savepoint)" false || return 1
+  poll 30 is_job "$ns" "$name" Running || { why "$ns" "$name"; return 1; }
+  expect "job id after the JobManager's loss" "$(job_field "$ns" "$name" id)" "$id" || return 1
+  expect "restartCount (not resubmitted)" "$(job_field "$ns" "$name" restartCount)" 0
+}
+
+# laststate_start CASE VERSION DESC: status 1 (a SKIP line for DESC) without the real node or
+# the flink:VERSION image; else a namespace LS_NS with ZooKeeper (laststate_zk), the HA and
+# checkpoint directory LS_DIR on the host, and controller CASE watching the namespace
+laststate_start() {
+  real_node_ready || { skip "$3" "no real node in this environment"; return 1; }
+  node_has_image "docker.io/library/flink:$2" || { skip "$3" "no flink:$2 image on the node"; return 1; }
+  LS_NS=$(new_ns "$1" real)
+  LS_DIR=$TESTENV_DIR/savepoints/$LS_NS
+  mkdir -p "$LS_DIR" && chmod 0777 "$LS_DIR"
+  laststate_zk "$2" | kc -n "$LS_NS" apply -f - >/dev/null
+  FLINK_DIRECT=1 start_controller "$1" --namespace "$LS_NS"
+}
+
 laststate_case() {
   local c=$1 version=$2
   local desc="real pods, Flink $version: upgradeMode last-state"
-  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
-  local ns dir
-  ns=$(new_ns "$c" real)
-  dir=$TESTENV_DIR/savepoints/$ns
-  mkdir -p "$dir" && chmod 0777 "$dir"
-  laststate_zk "$version" | kc -n "$ns" apply -f - >/dev/null
-  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  laststate_start "$c" "$version" "$desc" || return 0
+  local ns=$LS_NS dir=$LS_DIR
   laststate_cluster ls "$dir" "$version" 2 | kc -n "$ns" apply -f - >/dev/null
   # tasks RUNNING and at least N completed checkpoints of job $id
   checkpointed() {
@@ -128,8 +159,18 @@ laststate_case() {
     done
     # the HA services keep the job graph in the storage directory
     [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
+    # the status records the latest completed checkpoint Flink reports (lib.upgrade.latest_checkpoint)
+    recorded() {
+      local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
+      [ -n "$cid" ] && [ "$cid" -ge 1 ]
+    }
+    poll 60 recorded || { echo "no latestCheckpoint: $(jp "$ns" flinkcluster/ls '{.status.components.job}')"; return 1; }
+    expect "latestCheckpoint.jobID" "$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.jobID}')" "$id" ||
+      return 1
+    local cpath; cpath=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.path}')
+    case $cpath in file:/state/checkpoints/"$id"/chk-*) ;; *) echo "latestCheckpoint.path: $cpath"; return 1 ;; esac
   }
-  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made" t_ls_running
+  check "$desc: job Running with checkpoints, the JobManager runs with HA (its storage written) as the ServiceAccount the controller made; status records its latest checkpoint" t_ls_running
   # each check runs in a subshell (check): the job id is read again in each
   t_ls_upgrade() {
     local old_jm old_rev before restored id
@@ -159,6 +200,12 @@ laststate_case() {
     poll 60 checkpointed 1 || { echo "job $id takes no checkpoint after its recovery"; return 1; }
     local after; after=$(ckpt "$ns" ls "$id" latest.completed.id)
     [ "$after" -gt "$restored" ] || { echo "checkpoint ids do not go on: latest $after, restored $restored"; return 1; }
+    status_after() {
+      local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
+      [ -n "$cid" ] && [ "$cid" -gt "$restored" ]
+    }
+    poll 30 status_after || { echo "status latestCheckpoint not past $restored: $(jp "$ns" flinkcluster/ls \
+      '{.status.components.job.latestCheckpoint}')"; return 1; }
     poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
     expect "job id after the upgrade" "$(job_field "$ns" ls id)" "$id" || return 1
     [ "$(jp "$ns" flinkcluster/ls '{.status.currentRevision}')" != "$old_rev" ] || { echo "currentRevision unchanged"; return 1; }
@@ -172,26 +219,145 @@ laststate_case() {
   }
   check "$desc: a Flink option changed -> pods replaced with no savepoint, the same job restored from checkpoint > 0, checkpoint ids go on" t_ls_upgrade
   t_ls_jm_killed() {
-    local old_jm before restored id
+    local old_jm before id
     id=$(job_field "$ns" ls id)
     old_jm=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}')
     before=$(ckpt "$ns" ls "$id" latest.completed.id)
     kc -n "$ns" delete pod ls-jobmanager-0 --grace-period=0 --force >/dev/null 2>&1
     back() { local u; u=$(jp "$ns" pod/ls-jobmanager-0 '{.metadata.uid}'); [ -n "$u" ] && [ "$u" != "$old_jm" ]; }
     poll 60 back || { echo "the StatefulSet did not bring the JobManager back"; return 1; }
-    resumed() {
-      restored=$(ckpt "$ns" ls "$id" latest.restored.id)
-      [ -n "$restored" ] && [ "$restored" -ge "$before" ] && jm_get "$ns" ls "/jobs/$id" | all_vertices_running
-    }
-    poll 150 resumed || { echo "job $id did not resume: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; why "$ns" ls
-      tail -n 20 "$WORK/$c.log"; return 1; }
-    expect "restored from a savepoint" "$(ckpt "$ns" ls "$id" latest.restored.is_savepoint)" false || return 1
-    poll 30 is_job "$ns" ls Running || { why "$ns" ls; return 1; }
-    expect "job id after the JobManager's loss" "$(job_field "$ns" ls id)" "$id" || return 1
-    expect "restartCount (not resubmitted)" "$(job_field "$ns" ls restartCount)" 0 || return 1
+    resumes_same "$ns" ls "$id" "$before" "$c"
   }
   check "$desc: JobManager pod killed -> the same job resumes from its latest checkpoint, not resubmitted" t_ls_jm_killed
-  real_done "$c" "$ns" ls "$dir"
+  t_ls_deleted() {
+    # an HA ConfigMap as Flink's Kubernetes HA services would leave it (ZooKeeper here keeps none)
+    kc -n "$ns" create configmap ls-cluster-config-map --from-literal=leader=x >/dev/null &&
+      kc -n "$ns" label configmap ls-cluster-config-map app=ls configmap-type=high-availability >/dev/null || return 1
+    ha_delete "$ns" ls
+  }
+  check "$desc: FlinkCluster deleted -> its pods, then its HA ConfigMaps go, then the finalizer lets it go" t_ls_deleted
+  ha_done "$c" "$ns" ls "$dir"
+}
+
+# ha_delete NS NAME: deletes FlinkCluster NAME with the controller running (its finalizer
+# flinkoperator.k8s.io/ha-configmaps waits for it) and checks that it, its pods and its HA
+# ConfigMaps are gone
+ha_delete() {
+  local has
+  has=$(jp "$1" "flinkcluster/$2" '{.metadata.finalizers}')
+  case $has in *flinkoperator.k8s.io/ha-configmaps*) ;; *) echo "no HA finalizer on $2: $has"; return 1 ;; esac
+  kc -n "$1" delete flinkcluster "$2" --wait=false >/dev/null || return 1
+  cluster_gone() { [ -z "$(jp "$1" "flinkcluster/$2" '{.metadata.name}')" ]; }
+  poll 120 cluster_gone "$1" "$2" || { echo "FlinkCluster $2 still there: $(jp "$1" "flinkcluster/$2" '{.metadata}')"
+    return 1; }
+  expect "HA ConfigMaps of $2 left" "$(kc -n "$1" get configmap -l "app=$2,configmap-type=high-availability" -o name)" "" ||
+    return 1
+  pods_gone() { [ -z "$(kc -n "$1" get pods -l "cluster=$2" -o name 2>/dev/null)" ]; }
+  poll 120 pods_gone "$1" "$2" || { echo "pods of $2 left: $(kc -n "$1" get pods -l "cluster=$2" -o name)"; return 1; }
+}
+
+# ha_done CASE NS NAME DIR: the end of a case with an HA cluster: deleted while the controller
+# runs (the finalizer needs it), then the controller stopped, then (a failed case) whatever is
+# left let go of the finalizer so that its namespace can be deleted
+ha_done() {
+  kc -n "$2" delete flinkcluster "$3" --wait=true --timeout=120s >/dev/null 2>&1
+  stop_controller "$1" >/dev/null
+  kc -n "$2" patch flinkcluster "$3" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+  kc -n "$2" delete pods -l "cluster=$3" --wait=true --timeout=120s >/dev/null 2>&1
+  rm -rf "$4"
 }
 case_laststate() { laststate_case laststate 1.20.5; }
 case_laststate2() { laststate_case laststate2 2.3.0; }
+
+# haclean (kwok): Flink's HA ConfigMaps are removed with the FlinkCluster (lua/fc/haclean.lua).
+# Flink is not running here: the ConfigMaps its Kubernetes HA services would write
+# (<name>-cluster-config-map, <name>-<job id>-config-map, labels app=<name>,
+# configmap-type=high-availability, no ownerReference) are made by hand.
+case_haclean() {
+  local ns
+  ns=$(new_ns haclean)
+  start_controller haclean --namespace "$ns"
+  laststate_cluster hac /tmp/haclean-unused 1.20.5 1 | kc -n "$ns" apply -f - >/dev/null
+  # ha_cm NAME APP [TYPE]: a ConfigMap labelled app=APP (and configmap-type=TYPE)
+  ha_cm() {
+    kc -n "$ns" create configmap "$1" --from-literal=leader=x >/dev/null &&
+      kc -n "$ns" label configmap "$1" "app=$2" ${3:+"configmap-type=$3"} >/dev/null
+  }
+  t_hac_finalizer() {
+    has_fin() { jp "$ns" flinkcluster/hac '{.metadata.finalizers}' | grep -q 'flinkoperator.k8s.io/ha-configmaps'; }
+    poll 60 has_fin || { echo "no finalizer: $(jp "$ns" flinkcluster/hac '{.metadata.finalizers}')"; return 1; }
+    poll 60 jp "$ns" statefulset/hac-jobmanager '{.metadata.name}' || { echo "no JobManager StatefulSet"; return 1; }
+  }
+  check "kwok: a last-state cluster carries the finalizer flinkoperator.k8s.io/ha-configmaps" t_hac_finalizer
+  t_hac_deleted() {
+    ha_cm hac-cluster-config-map hac high-availability || return 1
+    ha_cm hac-00000000000000000000000000000001-config-map hac high-availability || return 1
+    # not the cluster's: another cluster-id's HA ConfigMap, and one of app=hac that is not HA
+    ha_cm other-cluster-config-map other high-availability || return 1
+    ha_cm hac-notes hac || return 1
+    ha_delete "$ns" hac || { tail -n 15 "$WORK/haclean.log"; return 1; }
+    expect "other ConfigMaps" "$(kc -n "$ns" get configmap other-cluster-config-map hac-notes -o name | sort | tr '\n' ' ')" \
+      "configmap/hac-notes configmap/other-cluster-config-map " || return 1
+  }
+  check "kwok: FlinkCluster deleted -> its StatefulSets, then its HA ConfigMaps (app=hac, configmap-type=high-availability) go, then the finalizer; other ConfigMaps stay" t_hac_deleted
+  ha_done haclean "$ns" hac /tmp/haclean-unused
+}
+
+# jmha (real node): two JobManagers with HA (ZooKeeper, as laststate): the leader killed
+# (--force) -> the standby takes over and the same job goes on from its latest checkpoint (no
+# resubmission). The JobManager Service selects both pods: REST on a standby is served through
+# the leader (its handlers find the leading Dispatcher by the HA services), each JobManager
+# announcing its own pod IP (policies/cluster.lua, replicas > 1).
+case_jmha() {
+  local c=jmha version=1.20.5
+  local desc="real pods, Flink $version: two JobManagers with HA"
+  laststate_start "$c" "$version" "$desc" || return 0
+  local ns=$LS_NS dir=$LS_DIR
+  laststate_cluster jm "$dir" "$version" 1 2 | kc -n "$ns" apply -f - >/dev/null
+  # pod_log_has POD TEXT: the log of POD holds TEXT (read whole first: `grep -q` in a pipe would
+  # end kubectl early with SIGPIPE, a failure under pipefail)
+  pod_log_has() { local l; l=$(kc -n "$ns" logs "$1" 2>/dev/null) && grep -qF -- "$2" <<<"$l"; }
+  # leads POD: the JobManager in POD logged its leadership (Flink's leader election)
+  leads() { pod_log_has "$1" 'was granted leadership'; }
+  t_jmha_running() {
+    poll 240 is_job "$ns" jm Running || { why "$ns" jm; tail -n 15 "$WORK/$c.log"; return 1; }
+    poll 60 sts_ready "$ns" jm-jobmanager || { echo "not both JobManagers ready"; why "$ns" jm; return 1; }
+    local id; id=$(job_field "$ns" jm id)
+    two_ckpts() { [ "$(ckpt "$ns" jm "$id" counts.completed)" -ge 2 ]; }
+    poll 90 two_ckpts || { echo "job $id: no 2 completed checkpoints"; return 1; }
+    local ip0 ip1
+    ip0=$(jp "$ns" pod/jm-jobmanager-0 '{.status.podIP}')
+    ip1=$(jp "$ns" pod/jm-jobmanager-1 '{.status.podIP}')
+    if [ -z "$ip0" ] || [ -z "$ip1" ]; then echo "pod IPs: '$ip0' '$ip1'"; return 1; fi
+    # each JobManager's RPC runs at its own pod IP (pekko.tcp://flink@<IP>:<port>), not the Service's name
+    pod_log_has jm-jobmanager-0 "@$ip0:" || { echo "jm-jobmanager-0 does not run at $ip0"; return 1; }
+    pod_log_has jm-jobmanager-1 "@$ip1:" || { echo "jm-jobmanager-1 does not run at $ip1"; return 1; }
+    # exactly one leader
+    local n=0 p
+    for p in jm-jobmanager-0 jm-jobmanager-1; do leads "$p" && n=$((n + 1)); done
+    expect "JobManagers that lead" "$n" 1
+  }
+  check "$desc: the job Running with checkpoints, two JobManager pods Ready, one of them the leader" t_jmha_running
+  t_jmha_failover() {
+    local id leader standby before p
+    id=$(job_field "$ns" jm id)
+    for p in jm-jobmanager-0 jm-jobmanager-1; do
+      if leads "$p"; then leader=$p; else standby=$p; fi
+    done
+    if [ -z "$leader" ] || [ -z "$standby" ]; then echo "leader '$leader', standby '$standby'"; return 1; fi
+    before=$(ckpt "$ns" jm "$id" latest.completed.id)
+    kc -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
+    poll 90 leads "$standby" || { echo "$standby did not take the leadership"; kc -n "$ns" logs "$standby" | tail -n 20
+      return 1; }
+    resumes_same "$ns" jm "$id" "$before" "$c" || return 1
+    # checkpoints go on under the new leader
+    goes_on() { [ "$(ckpt "$ns" jm "$id" latest.completed.id)" -gt "$RESTORED" ]; }
+    poll 60 goes_on || { echo "no checkpoint after the restore $RESTORED"; return 1; }
+  }
+  check "$desc: the leading JobManager killed -> the standby leads, the same job resumes from its latest checkpoint, not resubmitted" \
+    t_jmha_failover
+  t_jmha_deleted() { ha_delete "$ns" jm; }
+  check "$desc: FlinkCluster deleted -> its pods and the cluster gone" t_jmha_deleted
+  ha_done "$c" "$ns" jm "$dir"
+  kc -n "$ns" delete pod zk --wait=true --timeout=60s >/dev/null 2>&1
+}

@@ -75,6 +75,10 @@ a ClusterRole, or by a Role in each of watchNamespaces. */}}
 - apiGroups: [""]
   resources: ["configmaps", "services", "serviceaccounts"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+# Flink's HA ConfigMaps of a deleted cluster, by label (lua/fc/haclean.lua)
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["deletecollection"]
 - apiGroups: ["apps"]
   resources: ["statefulsets", "controllerrevisions"]
   verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
