@@ -184,7 +184,7 @@ static void executor_patch_cluster(struct run_item *it, json_t *patch, char *err
     char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (text)
-        it->call = it->ctx->ops->patch(it->ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+        it->call = it->ctx->ops->patch(it->ctx->kc, RUN_ITEM_KIND(it), it->ns, it->name, NULL,
                                        "application/merge-patch+json", text, executor_kube_done, it, err, errlen);
     free(text);
 }
@@ -257,6 +257,24 @@ static int executor_start_action(struct run_item *it, json_t *a)
                 json_object_set_new(ann, json_string_value(k), json_null());
         }
         executor_patch_cluster(it, json_pack("{s:{s:o}}", "metadata", "annotations", ann), err, sizeof err);
+        if (it->call)
+            return 1;
+    } else if (strcmp(op, "set_finalizers") == 0) {
+        /* {op="set_finalizers", finalizers=[...], resource_version=<the observed one>}: the whole
+         * list (a merge patch replaces a list); with the observed resourceVersion, so that a
+         * list changed meanwhile by someone else is a conflict (409, retried), not overwritten */
+        snprintf(it->what, sizeof it->what, "patch finalizers");
+        it->verb = "PATCH";
+        json_t *fin = json_object_get(a, "finalizers");
+        const char *rv = json_string_value(json_object_get(a, "resource_version"));
+        if (json_is_array(fin)) {
+            json_t *md = json_pack("{s:O}", "finalizers", fin);
+            if (md && rv)
+                json_object_set_new(md, "resourceVersion", json_string(rv));
+            executor_patch_cluster(it, md ? json_pack("{s:o}", "metadata", md) : NULL, err, sizeof err);
+        } else {
+            snprintf(err, sizeof err, "finalizers must be a list");
+        }
         if (it->call)
             return 1;
     } else if (strcmp(op, "flink") == 0) {
@@ -334,7 +352,7 @@ void executor_step(struct run_item *it)
         }
         case PHASE_STATUS:
             /* a savepoint's end is counted once: when the status recording it is written */
-            if (it->sent && !it->status_refused)
+            if (it->sent && !it->status_refused && RUN_ITEM_KIND(it) == &kube_kind_flinkcluster)
                 clustermetrics_savepoint_ended(&it->ctx->m, it->ns, json_object_get(it->cluster, "status"),
                                               it->sent);
             it->phase = PHASE_CONTROL;
