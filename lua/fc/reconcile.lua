@@ -883,6 +883,8 @@ function reconcile.run(snapshot)
   if type(snapshot) ~= "table" or type(snapshot.cluster) ~= "table" then
     error("reconcile.run: snapshot.cluster must be a table", 2)
   end
+  -- a job on a session cluster (its own object, its own key in the core)
+  if snapshot.cluster.kind == "FlinkJob" then return require("fc.flinkjob").run(snapshot) end
   local host = require("fc.host")
   local ok, res = pcall(run, host, snapshot)
   if ok then return res end

@@ -1,0 +1,206 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- Specs of fc.flinkjob (a FlinkJob's pass: a job on a session cluster) through fc.reconcile.run
+-- with the real policies/ (job.lua, savepoint.lua, lib.restsubmit), as the core calls it.
+local lyaml = require("lyaml")
+local cjson = require("cjson")
+local fx = require("support.fixtures")
+local util = require("fc.util")
+local host = require("fc.host")
+local reconcile = require("fc.reconcile")
+local flinkjob = require("fc.flinkjob")
+
+local ROOT = fx.ROOT
+local T0 = 1764484800
+local UID = "7f1e2d3c-aaaa-4bbb-8ccc-123456789abc"
+local JAR = "http://jars.example/testenv-jobs.jar"
+
+local function session(over)
+  local c = lyaml.load(fx.read(ROOT .. "/deploy/examples/wordcount.yaml"))
+  c.metadata.name = "session"
+  c.metadata.namespace = "default"
+  c.metadata.uid = "0b6c3f5e-1111-4222-8333-944455556666"
+  c.spec.job = nil
+  c.status = { state = "Running", components = {
+    jobManagerStatefulSet = { name = "session-jobmanager", state = "Ready" },
+    jobManagerService = { name = "session-jobmanager", state = "Ready" },
+    taskManagerStatefulSet = { name = "session-taskmanager", state = "Ready" } } }
+  for k, v in pairs(over or {}) do c[k] = v end
+  return c
+end
+
+local function job(over, status)
+  local j = { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkJob",
+    metadata = { name = "ticker", namespace = "default", uid = UID, generation = 1, resourceVersion = "10",
+      finalizers = { flinkjob.FINALIZER } },
+    spec = { clusterRef = { name = "session" },
+      job = { jarFile = JAR, className = "testenv.Ticker", args = { "a" }, parallelism = 1,
+        savepointsDir = "file:///tmp/sp" } },
+    status = status }
+  for k, v in pairs(over or {}) do j[k] = v end
+  return j
+end
+
+-- raw answers as the core records them: {<id>={intent=, status=, body=, error=, time=}}
+local function answers(list, since)
+  local out = {}
+  for i, a in ipairs(list) do
+    out["a" .. i] = { intent = a.intent, status = a.status or 200, body = a.body or "", error = a.error or "",
+      time = a.time }
+  end
+  return { answers = out, since = since or T0 - 100 }
+end
+
+local function listed(jobs, time)
+  return { intent = { kind = "list_jobs" }, body = cjson.encode({ jobs = jobs }), time = time }
+end
+
+local function ops(r)
+  local out = {}
+  for _, a in ipairs(r.actions) do
+    if a.op == "flink" then
+      out[#out + 1] = a.method .. " " .. a.path
+    else
+      out[#out + 1] = a.op
+    end
+  end
+  return out
+end
+
+local function cond(st, t)
+  for _, c in ipairs(st.conditions or {}) do
+    if c.type == t then return c end
+  end
+end
+
+describe("fc.flinkjob through reconcile.run", function()
+  before_each(function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+  end)
+
+  it("adds its finalizer first, with the observed resourceVersion, and nothing else", function()
+    local fj = job()
+    fj.metadata.finalizers = { "other/keep" }
+    local r = reconcile.run({ cluster = fj, session = session(), flink = {}, now = T0 })
+    assert.same({ { op = "set_finalizers", finalizers = { "other/keep", flinkjob.FINALIZER }, resource_version = "10" } },
+      r.actions)
+    assert.is_nil(r.status)
+  end)
+
+  it("waits for a missing session cluster, and refuses a job cluster, Ready=False with the reason", function()
+    local r = reconcile.run({ cluster = job(), flink = {}, now = T0 })
+    assert.equal("ClusterNotFound", cond(r.status, "Ready").reason)
+    assert.equal("FlinkCluster session not found in namespace default", cond(r.status, "Ready").message)
+    assert.equal(flinkjob.WAIT_SECONDS, r.requeue_after)
+    local jc = session()
+    jc.spec.job = { jarFile = "/opt/job.jar" }
+    r = reconcile.run({ cluster = job(), session = jc, flink = {}, now = T0 })
+    assert.equal("NotASessionCluster", cond(r.status, "Ready").reason)
+    assert.same({}, r.actions)
+  end)
+
+  it("submits through REST with its own job id, never adopting another FlinkJob's job", function()
+    -- pass 1: a new submission, Checking: the job list is asked
+    local r1 = reconcile.run({ cluster = job(), session = session(), flink = {}, now = T0 })
+    assert.same({ "GET /jobs/overview" }, ops(r1))
+    assert.same({ scheme = "http", namespace = "default", service = "session-jobmanager", port = 8081 },
+      r1.actions[1].target)
+    local id = r1.status.job.submission.jobID
+    assert.equal(flinkjob.own_job_id(string.format("%08x", T0) .. string.rep("0", 24), UID), id)
+    assert.are_not.equal(string.rep("0", 16), id:sub(9, 24))
+    -- pass 2: the list shows another job running (another FlinkJob's): ours is uploaded anyway
+    local other = { jid = "ffffffff000000000000000000000001", state = "RUNNING", name = "other" }
+    local r2 = reconcile.run({ cluster = job(nil, r1.status), session = session(),
+      flink = answers({ listed({ other }, T0 + 1) }), now = T0 + 1 })
+    assert.same({ "upload_jar" }, { r2.actions[1].intent.kind })
+    assert.equal(JAR, r2.actions[1].intent.jar_url)
+    assert.equal("Uploading", r2.status.job.submission.state)
+    assert.is_nil(r2.status.job.id)
+    -- pass 3: the jar id came back: run with our id
+    local up = { intent = { kind = "upload_jar", id = id }, body = cjson.encode({ filename = "/tmp/flink-web/abc_jobs.jar",
+      status = "success" }), time = T0 + 2 }
+    local r3 = reconcile.run({ cluster = job(nil, r2.status), session = session(),
+      flink = answers({ listed({ other }, T0 + 1), up }), now = T0 + 2 })
+    assert.equal("POST /jars/abc_jobs.jar/run", ops(r3)[1])
+    assert.equal(id, r3.actions[1].body.jobId)
+    assert.equal("testenv.Ticker", r3.actions[1].body.entryClass)
+    assert.equal(id, r3.status.jobID)
+    -- pass 4: Flink lists it RUNNING: Running, Ready=True, current revision recorded
+    local r4 = reconcile.run({ cluster = job(nil, r3.status), session = session(),
+      flink = answers({ listed({ other, { jid = id, state = "RUNNING", ["start-time"] = (T0 + 3) * 1000 } }, T0 + 4) }),
+      now = T0 + 4 })
+    assert.equal("Running", r4.status.state)
+    assert.equal("True", cond(r4.status, "Ready").status)
+    assert.is_string(r4.status.currentRevision)
+    assert.is_nil(r4.status.nextRevision)
+  end)
+
+  local function running_status()
+    local id = "656d0c40" .. "1234567812345678" .. "00000000"
+    return { state = "Running", jobID = id, currentRevision = nil,
+      job = { id = id, state = "Running", submission = { jobID = id, state = "Submitted", time = T0 } },
+      jobManager = { scheme = "http", service = "session-jobmanager", port = 8081 } }, id
+  end
+
+  it("stops the job with a savepoint when spec.job changes (upgrade), keeps it on an unchanged spec", function()
+    local st, id = running_status()
+    local run_list = answers({ listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, T0 + 5) })
+    local r0 = reconcile.run({ cluster = job(nil, st), session = session(), flink = run_list, now = T0 + 5 })
+    assert.equal("Running", r0.status.state)
+    local rev = r0.status.currentRevision
+    assert.is_string(rev)
+    -- the same spec again: no stop, no savepoint
+    local r1 = reconcile.run({ cluster = job(nil, r0.status), session = session(), flink = run_list, now = T0 + 6 })
+    for _, a in ipairs(r1.actions) do assert.are_not.equal("stop", (a.intent or {}).kind) end
+    -- new args: the update stops the job with a savepoint
+    local changed = job(nil, r0.status)
+    changed.spec.job.args = { "b" }
+    changed.metadata.generation = 2
+    local r2 = reconcile.run({ cluster = changed, session = session(), flink = run_list, now = T0 + 7 })
+    local kinds = {}
+    for _, a in ipairs(r2.actions) do kinds[#kinds + 1] = (a.intent or {}).kind end
+    assert.same({ "stop", "list_jobs" }, kinds)
+    assert.equal(id, r2.actions[1].intent.job_id)
+    assert.equal(rev, r2.status.currentRevision)
+    assert.is_string(r2.status.nextRevision)
+    assert.are_not.equal(rev, r2.status.nextRevision)
+    assert.equal("update", r2.status.savepoint.triggerReason)
+    assert.is_true(r2.status.savepoint.stop)
+  end)
+
+  it("cancels its job on deletion, then releases the finalizer once Flink lists it ended", function()
+    local st, id = running_status()
+    local fj = job(nil, st)
+    fj.metadata.deletionTimestamp = "2025-11-30T06:40:10Z" -- T0 + 10
+    -- a job list older than the deletion: asked again, nothing cancelled yet
+    local r0 = reconcile.run({ cluster = fj, session = session(),
+      flink = answers({ listed({ { jid = id, state = "RUNNING" } }, T0 + 5) }), now = T0 + 11 })
+    assert.same({ "GET /jobs/overview" }, ops(r0))
+    -- listed RUNNING after the deletion: cancelled
+    local r1 = reconcile.run({ cluster = fj, session = session(),
+      flink = answers({ listed({ { jid = id, state = "RUNNING" } }, T0 + 12) }), now = T0 + 12 })
+    assert.same({ "PATCH /jobs/" .. id .. "?mode=cancel", "GET /jobs/overview" }, ops(r1))
+    assert.equal(flinkjob.DELETE_POLL_SECONDS, r1.requeue_after)
+    -- CANCELED: the finalizer goes (another's stays)
+    fj.metadata.finalizers = { flinkjob.FINALIZER, "other/keep" }
+    local r2 = reconcile.run({ cluster = fj, session = session(),
+      flink = answers({ listed({ { jid = id, state = "CANCELED" } }, T0 + 14) }), now = T0 + 14 })
+    assert.same({ { op = "set_finalizers", finalizers = { "other/keep" }, resource_version = "10" } }, r2.actions)
+    assert.equal("JobCancelled", r2.events[1].reason)
+  end)
+
+  it("releases a deleted FlinkJob whose JobManager never answers after DELETE_GIVE_UP_SECONDS, with a Warning", function()
+    local st = running_status()
+    local fj = job(nil, st)
+    fj.metadata.deletionTimestamp = "2025-11-30T06:40:10Z"
+    local r = reconcile.run({ cluster = fj, session = session(), flink = {}, now = T0 + 10 + flinkjob.DELETE_GIVE_UP_SECONDS })
+    assert.same({ "set_finalizers" }, ops(r))
+    assert.equal("JobNotCancelled", r.events[1].reason)
+  end)
+
+  it("own_view keeps only the FlinkJob's own ids in the job list", function()
+    local v = flinkjob.own_view({ reachable = true, jobs = { { jid = "a" }, { jid = "b" }, { id = "c" } } },
+      { id = "a", submission = { jobID = "c" } })
+    assert.same({ { jid = "a" }, { id = "c" } }, v.jobs)
+    assert.is_true(v.reachable)
+  end)
+end)
