@@ -59,12 +59,15 @@ describe("deploy/rbac.yaml", function()
     local want = concat(
       expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
       expand("flinkoperator.k8s.io", { "flinkclusters/status" }, { "get", "patch", "update" }),
+      -- FlinkJobs (lua/fc/flinkjob.lua): watched, their finalizer patched, their status written
+      expand("flinkoperator.k8s.io", { "flinkjobs" }, { "get", "list", "watch", "patch", "update" }),
+      expand("flinkoperator.k8s.io", { "flinkjobs/status" }, { "get", "patch", "update" }),
       concat(table.unpack(children)),
       expand("", { "events" }, { "create", "patch" }),
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(84, #want)
+    assert.are.equal(92, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 
