@@ -204,3 +204,41 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.is_true(v.reachable)
   end)
 end)
+
+describe("fc.admission of a FlinkJob", function()
+  local admission = require("fc.admission")
+  before_each(function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+  end)
+  local function review(obj, op)
+    return { apiVersion = "admission.k8s.io/v1", kind = "AdmissionReview",
+      request = { uid = "u1", operation = op or "CREATE", namespace = "default", object = obj } }
+  end
+
+  it("allows a valid FlinkJob", function()
+    local fj = job()
+    local r = admission.validate(review(fj)).review.response
+    assert.same({ uid = "u1", allowed = true }, r)
+  end)
+
+  it("refuses a jarFile that is no http(s) URL, a missing clusterRef, last-state, and spec.job's own rules, by path", function()
+    local fj = job()
+    fj.spec.clusterRef = nil
+    fj.spec.job.jarFile = "/opt/flink/usrlib/job.jar"
+    fj.spec.job.upgradeMode = "last-state"
+    fj.spec.job.parallelism = 0
+    local r = admission.validate(review(fj)).review.response
+    assert.is_false(r.allowed)
+    assert.equal(422, r.status.code)
+    local msg = r.status.message
+    assert.truthy(msg:find("ticker: spec.clusterRef.name: is required", 1, true), msg)
+    assert.truthy(msg:find("ticker: spec.job.jarFile: must be an http(s):// URL", 1, true), msg)
+    assert.truthy(msg:find("ticker: spec.job.upgradeMode: last-state is for job clusters", 1, true), msg)
+    assert.truthy(msg:find("ticker: spec.job.parallelism:", 1, true), msg)
+  end)
+
+  it("a DELETE of a FlinkJob is allowed untouched", function()
+    local r = admission.validate(review(job(), "DELETE")).review.response
+    assert.is_true(r.allowed)
+  end)
+end)

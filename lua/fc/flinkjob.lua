@@ -122,6 +122,59 @@ function flinkjob.as_cluster(fj, session)
   return c
 end
 
+-- A session cluster to validate a FlinkJob's spec.job in when its own is not at hand (admission,
+-- render): only the spec.job errors count (flinkjob.validate).
+local function stub_session(fj)
+  local md = fj.metadata or {}
+  local ref = type(fj.spec) == "table" and fj.spec.clusterRef or nil
+  local name = type(ref) == "table" and type(ref.name) == "string" and ref.name ~= "" and ref.name or "session"
+  return { apiVersion = "flinkoperator.k8s.io/v1beta1", kind = "FlinkCluster",
+    metadata = { name = name, namespace = md.namespace },
+    spec = { image = { name = "flink:1.20.5" }, jobManager = {}, taskManager = { replicas = 1 } } }
+end
+
+--- flinkjob.validate(host, fj [, session]) -> true, errors, defaulted | false, failure: the FlinkJob's own
+-- rules ({path=, message=} with the FlinkJob's field paths), then spec.job through the job
+-- cluster's defaults and validate policies, in `session` (the FlinkCluster it names; a stand-in
+-- when nil) as the controller runs it (only the errors under spec.job count: the rest is the
+-- session cluster's), and the defaulted cluster. false, failure: a policy failed (fc.contract's
+-- typed failure {kind, policy, hook, message}).
+function flinkjob.validate(host, fj, session)
+  local errs = {}
+  local function bad(path, message) errs[#errs + 1] = { path = path, message = message } end
+  local spec = fj.spec
+  if type(spec) ~= "table" then
+    bad("spec", "is required (clusterRef and job)")
+    return true, errs
+  end
+  local ref = spec.clusterRef
+  if type(ref) ~= "table" or type(ref.name) ~= "string" or ref.name == "" then
+    bad("spec.clusterRef.name", "is required: the session cluster (a FlinkCluster in the same namespace)")
+  end
+  if type(spec.job) ~= "table" then
+    bad("spec.job", "is required")
+    return true, errs
+  end
+  if type(spec.job.jarFile) ~= "string" or not spec.job.jarFile:match("^https?://") then
+    bad("spec.job.jarFile", "must be an http(s):// URL: a FlinkJob is submitted through the JobManager's REST API "
+      .. "(the controller downloads the jar and uploads it)")
+  end
+  if spec.job.upgradeMode == "last-state" then
+    bad("spec.job.upgradeMode", "last-state is for job clusters (Flink's HA restarts the cluster): use savepoint "
+      .. "or stateless")
+  end
+  local raw = flinkjob.as_cluster(fj, session or stub_session(fj))
+  local ok, defaulted = contract.call(host, "defaults", "apply", raw)
+  if not ok then return false, defaulted end
+  local v
+  ok, v = contract.call(host, "validate", "check", { cluster = defaulted, raw = raw, old = nil })
+  if not ok then return false, v end
+  for _, e in ipairs(v.errors or {}) do
+    if type(e.path) == "string" and e.path:sub(1, 8) == "spec.job" then errs[#errs + 1] = e end
+  end
+  return true, errs, defaulted
+end
+
 -- The status the job policies read (cluster.status of a job cluster) from the FlinkJob's.
 local function policy_status(st)
   return { components = { job = st.job }, savepoint = st.savepoint, control = st.control,
@@ -225,16 +278,11 @@ local function pass(host, snapshot)
   end
 
   -- the job policies' cluster: defaults and validation of spec.job as in a job cluster
-  local raw = flinkjob.as_cluster(fj, session)
-  local defaulted = call(host, "defaults", "apply", raw)
-  local v = call(host, "validate", "check", { cluster = defaulted, raw = raw, old = nil })
-  local errs = {}
-  for _, e in ipairs(v.errors or {}) do
-    if type(e.path) == "string" and e.path:sub(1, 8) == "spec.job" then
-      errs[#errs + 1] = e.path .. ": " .. tostring(e.message)
-    end
-  end
-  if #errs > 0 then
+  local vok, errors, defaulted = flinkjob.validate(host, fj, session)
+  if not vok then error(setmetatable({ failure = errors }, Failure), 0) end
+  if #errors > 0 then
+    local errs = {}
+    for _, e in ipairs(errors) do errs[#errs + 1] = tostring(e.path) .. ": " .. tostring(e.message) end
     return waiting(fj, old_status.state or "Pending", "InvalidSpec", table.concat(errs, "; "), now, result, nil)
   end
   defaulted.status = policy_status(old_status)
