@@ -267,8 +267,10 @@ static int executor_start_action(struct run_item *it, json_t *a)
         it->verb = "PATCH";
         json_t *fin = json_object_get(a, "finalizers");
         const char *rv = json_string_value(json_object_get(a, "resource_version"));
-        if (json_is_array(fin)) {
-            json_t *md = json_pack("{s:O}", "finalizers", fin);
+        /* an empty Lua table comes as {}: the empty list */
+        int none = json_is_object(fin) && json_object_size(fin) == 0;
+        if (json_is_array(fin) || none) {
+            json_t *md = none ? json_pack("{s:[]}", "finalizers") : json_pack("{s:O}", "finalizers", fin);
             if (md && rv)
                 json_object_set_new(md, "resourceVersion", json_string(rv));
             executor_patch_cluster(it, md ? json_pack("{s:o}", "metadata", md) : NULL, err, sizeof err);

@@ -102,6 +102,10 @@ case_flinkjob() {
     t_fj_running
   t_fj_upgrade() {
     local id loc restored
+    # (each check runs in a subshell: the ids are read again)
+    a_id=$(fj ticker-a jobID)
+    b_id=$(fj ticker-b jobID)
+    [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
     kc -n "$ns" patch flinkjob ticker-a --type merge -p '{"spec":{"job":{"args":["50"]}}}' >/dev/null || return 1
     resumed() {
       id=$(fj ticker-a jobID)
@@ -126,12 +130,14 @@ case_flinkjob() {
     # the other FlinkJob untouched: the same job, RUNNING
     expect "ticker-b's job id" "$(fj ticker-b jobID)" "$b_id" || return 1
     expect "Flink's state of ticker-b's job $b_id" "$(flink_state "$b_id")" RUNNING || return 1
-    a_id=$id
     echo "ticker-a now $id from $loc"
   }
   check "$desc: spec.job.args of one -> stop-with-savepoint, resubmitted restored from that savepoint; the other keeps its job RUNNING" \
     t_fj_upgrade
   t_fj_delete() {
+    a_id=$(fj ticker-a jobID)
+    b_id=$(fj ticker-b jobID)
+    [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
     kc -n "$ns" delete flinkjob ticker-b --wait=true --timeout=60s >/dev/null ||
       { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/flinkjob.log"; return 1; }
     expect "Flink's state of the deleted FlinkJob's job $b_id" "$(flink_state "$b_id")" CANCELED || return 1
