@@ -40,11 +40,12 @@ local function job(over, status)
   return j
 end
 
--- raw answers as the core records them: {<id>={intent=, status=, body=, error=, time=}}
+-- raw answers as the core records them: {<id>={intent=, status=, body=, error=, time=}} (`key`: the
+-- answer's id; a savepoint's trigger and polls share the trigger id, the latest kept)
 local function answers(list, since)
   local out = {}
   for i, a in ipairs(list) do
-    out["a" .. i] = { intent = a.intent, status = a.status or 200, body = a.body or "", error = a.error or "",
+    out[a.key or ("a" .. i)] = { intent = a.intent, status = a.status or 200, body = a.body or "", error = a.error or "",
       time = a.time }
   end
   return { answers = out, since = since or T0 - 100 }
@@ -165,6 +166,57 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.are_not.equal(rev, r2.status.nextRevision)
     assert.equal("update", r2.status.savepoint.triggerReason)
     assert.is_true(r2.status.savepoint.stop)
+  end)
+
+  it("resubmits the updated job from the stop's savepoint with a new id, then the update is done", function()
+    local st, id = running_status()
+    local run_list = answers({ listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, T0 + 5) })
+    local r0 = reconcile.run({ cluster = job(nil, st), session = session(), flink = run_list, now = T0 + 5 })
+    local changed = job(nil, r0.status)
+    changed.spec.job.args = { "b" }
+    changed.metadata.generation = 2
+    local r1 = reconcile.run({ cluster = changed, session = session(), flink = run_list, now = T0 + 7 })
+    local trig = r1.actions[1].intent.id
+    -- the stop accepted (its savepoint polled next), then completed, the job FINISHED
+    local loc = "file:/savepoints/savepoint-656d0c-0123456789ab"
+    local accepted = { key = trig, intent = { kind = "stop", id = trig, job_id = id }, status = 202,
+      body = cjson.encode({ ["request-id"] = trig }), time = T0 + 7 }
+    local r2 = reconcile.run({ cluster = util.merge(changed, { status = r1.status }), session = session(),
+      flink = answers({ accepted, listed({ { jid = id, state = "RUNNING" } }, T0 + 8) }), now = T0 + 9 })
+    r2.status = r2.status or r1.status -- nothing new until the poll answers
+    assert.equal("InProgress", r2.status.savepoint.state)
+    local done = answers({
+      { key = trig, intent = { kind = "savepoint_status", id = trig, job_id = id },
+        body = cjson.encode({ status = { id = "COMPLETED" }, operation = { location = loc } }), time = T0 + 11 },
+      listed({ { jid = id, state = "FINISHED" } }, T0 + 11) })
+    local r3 = reconcile.run({ cluster = util.merge(changed, { status = r2.status }), session = session(), flink = done,
+      now = T0 + 11 })
+    if r3.status.job.submission.state ~= "Checking" then
+      -- the savepoint read first, the resubmission on the next pass
+      r3 = reconcile.run({ cluster = util.merge(changed, { status = r3.status }), session = session(), flink = done,
+        now = T0 + 11 })
+    end
+    assert.equal(loc, r3.status.job.savepointLocation)
+    assert.equal(loc, r3.status.job.fromSavepoint)
+    local sub = r3.status.job.submission
+    assert.equal("Checking", sub.state)
+    assert.are_not.equal(id, sub.jobID)
+    assert.equal(flinkjob.own_job_id(sub.jobID, UID), sub.jobID)
+    -- the list (FINISHED old job only) answered after the check began: upload, then run from the savepoint
+    local after = answers({ listed({ { jid = id, state = "FINISHED" } }, T0 + 12) })
+    local r4 = reconcile.run({ cluster = util.merge(changed, { status = r3.status }), session = session(), flink = after,
+      now = T0 + 12 })
+    assert.equal("upload_jar", r4.actions[1].intent.kind)
+    local up = { intent = { kind = "upload_jar", id = sub.jobID },
+      body = cjson.encode({ filename = "/tmp/flink-web/x_jobs.jar", status = "success" }), time = T0 + 13 }
+    local r5 = reconcile.run({ cluster = util.merge(changed, { status = r4.status }), session = session(),
+      flink = answers({ listed({ { jid = id, state = "FINISHED" } }, T0 + 12), up }), now = T0 + 13 })
+    assert.equal("POST /jars/x_jobs.jar/run", ops(r5)[1])
+    assert.equal(loc, r5.actions[1].body.savepointPath)
+    assert.same({ "b" }, r5.actions[1].body.programArgsList)
+    assert.equal(sub.jobID, r5.status.jobID)
+    assert.is_nil(r5.status.nextRevision)
+    assert.are_not.equal(r0.status.currentRevision, r5.status.currentRevision)
   end)
 
   it("cancels its job on deletion, then releases the finalizer once Flink lists it ended", function()
