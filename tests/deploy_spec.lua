@@ -275,7 +275,8 @@ describe("deploy/webhook (the admission webhook component)", function()
       assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
         operations = { "CREATE", "UPDATE" }, scope = "Namespaced",
         -- FlinkJobs are validated (fc.flinkjob.validate), not mutated
-        resources = kind == "ValidatingWebhookConfiguration" and { "flinkclusters", "flinkjobs" } or { "flinkclusters" } } },
+        resources = kind == "ValidatingWebhookConfiguration" and { "flinkclusters", "flinkjobs" }
+          or { "flinkclusters" } } },
         h.rules)
       -- the documented trade-off (docs/admission.md)
       assert.are.equal("Ignore", h.failurePolicy)

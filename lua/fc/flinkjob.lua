@@ -187,8 +187,8 @@ local function deleting(fj, session, view, now, result)
   local st = fj.status or {}
   local j = st.job or {}
   local function release(why, warn)
-    result.actions[#result.actions + 1] = { op = "set_finalizers", finalizers = without(md.finalizers, flinkjob.FINALIZER),
-      resource_version = md.resourceVersion }
+    result.actions[#result.actions + 1] = { op = "set_finalizers",
+      finalizers = without(md.finalizers, flinkjob.FINALIZER), resource_version = md.resourceVersion }
     if warn then
       result.events[#result.events + 1] = { type = "Warning", reason = "JobNotCancelled", message = why }
     end

@@ -276,7 +276,8 @@ function render.run(opts)
         for _, e in ipairs(r.errors) do err(e) end
         if r.objects then
           local meta = v.metadata
-          local key = tostring(meta.namespace or "") .. "/" .. meta.name .. (v.kind == "FlinkJob" and " (FlinkJob)" or "")
+          local key = tostring(meta.namespace or "") .. "/" .. meta.name
+            .. (v.kind == "FlinkJob" and " (FlinkJob)" or "")
           local where = opts.name_files and string.format("%s document %d", source, d.index)
             or string.format("document %d", d.index)
           if seen[key] then
