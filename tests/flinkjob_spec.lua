@@ -45,7 +45,8 @@ end
 local function answers(list, since)
   local out = {}
   for i, a in ipairs(list) do
-    out[a.key or ("a" .. i)] = { intent = a.intent, status = a.status or 200, body = a.body or "", error = a.error or "",
+    out[a.key or ("a" .. i)] = { intent = a.intent, status = a.status or 200, body = a.body or "",
+      error = a.error or "",
       time = a.time }
   end
   return { answers = out, since = since or T0 - 100 }
@@ -82,7 +83,8 @@ describe("fc.flinkjob through reconcile.run", function()
     local fj = job()
     fj.metadata.finalizers = { "other/keep" }
     local r = reconcile.run({ cluster = fj, session = session(), flink = {}, now = T0 })
-    assert.same({ { op = "set_finalizers", finalizers = { "other/keep", flinkjob.FINALIZER }, resource_version = "10" } },
+    assert.same({ { op = "set_finalizers", finalizers = { "other/keep", flinkjob.FINALIZER },
+      resource_version = "10" } },
       r.actions)
     assert.is_nil(r.status)
   end)
@@ -117,7 +119,8 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.equal("Uploading", r2.status.job.submission.state)
     assert.is_nil(r2.status.job.id)
     -- pass 3: the jar id came back: run with our id
-    local up = { intent = { kind = "upload_jar", id = id }, body = cjson.encode({ filename = "/tmp/flink-web/abc_jobs.jar",
+    local up = { intent = { kind = "upload_jar", id = id },
+      body = cjson.encode({ filename = "/tmp/flink-web/abc_jobs.jar",
       status = "success" }), time = T0 + 2 }
     local r3 = reconcile.run({ cluster = job(nil, r2.status), session = session(),
       flink = answers({ listed({ other }, T0 + 1), up }), now = T0 + 2 })
@@ -204,7 +207,8 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.equal(flinkjob.own_job_id(sub.jobID, UID), sub.jobID)
     -- the list (FINISHED old job only) answered after the check began: upload, then run from the savepoint
     local after = answers({ listed({ { jid = id, state = "FINISHED" } }, T0 + 12) })
-    local r4 = reconcile.run({ cluster = util.merge(changed, { status = r3.status }), session = session(), flink = after,
+    local r4 = reconcile.run({ cluster = util.merge(changed, { status = r3.status }), session = session(),
+      flink = after,
       now = T0 + 12 })
     assert.equal("upload_jar", r4.actions[1].intent.kind)
     local up = { intent = { kind = "upload_jar", id = sub.jobID },
@@ -240,11 +244,12 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.equal("JobCancelled", r2.events[1].reason)
   end)
 
-  it("releases a deleted FlinkJob whose JobManager never answers after DELETE_GIVE_UP_SECONDS, with a Warning", function()
+  it("releases a deleted FlinkJob whose JobManager never answers for DELETE_GIVE_UP_SECONDS, a Warning", function()
     local st = running_status()
     local fj = job(nil, st)
     fj.metadata.deletionTimestamp = "2025-11-30T06:40:10Z"
-    local r = reconcile.run({ cluster = fj, session = session(), flink = {}, now = T0 + 10 + flinkjob.DELETE_GIVE_UP_SECONDS })
+    local r = reconcile.run({ cluster = fj, session = session(), flink = {},
+      now = T0 + 10 + flinkjob.DELETE_GIVE_UP_SECONDS })
     assert.same({ "set_finalizers" }, ops(r))
     assert.equal("JobNotCancelled", r.events[1].reason)
   end)
@@ -273,7 +278,7 @@ describe("fc.admission of a FlinkJob", function()
     assert.same({ uid = "u1", allowed = true }, r)
   end)
 
-  it("refuses a jarFile that is no http(s) URL, a missing clusterRef, last-state, and spec.job's own rules, by path", function()
+  it("refuses a jarFile no http(s) URL, a missing clusterRef, last-state and spec.job's own rules, by path", function()
     local fj = job()
     fj.spec.clusterRef = nil
     fj.spec.job.jarFile = "/opt/flink/usrlib/job.jar"

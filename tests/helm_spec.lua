@@ -369,7 +369,8 @@ describe("helm lint and helm template of the chart", function()
   it("rbac.create and serviceAccount.create false: no RBAC, no ServiceAccount", function()
     local objs = template({ rbac = { create = false }, serviceAccount = { create = false, name = "mine" } })
     assert.are.same({ "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io",
-      "CustomResourceDefinition/flinkjobs.flinkoperator.k8s.io", "Deployment/flink-system/flink-controller" }, ids(objs))
+      "CustomResourceDefinition/flinkjobs.flinkoperator.k8s.io", "Deployment/flink-system/flink-controller" },
+      ids(objs))
     local _, pod = controller(objs)
     assert.are.equal("mine", pod.serviceAccountName)
   end)
