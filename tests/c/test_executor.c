@@ -444,6 +444,54 @@ static void test_fenced(void)
     ctx.leading = 1;
 }
 
+/* A FlinkJob's pass (it->kind): its finalizers, status and Events are the FlinkJob's. */
+static void test_flinkjob(void)
+{
+    fake_reset();
+    expect_clear();
+    unsigned long errors0 = ctx.action_errors;
+    struct run_item *it = calloc(1, sizeof *it);
+    it->ctx = &ctx;
+    it->key = strdup("ns1/" RUN_FLINKJOB_KEY "j1");
+    it->kind = &kube_kind_flinkjob;
+    snprintf(it->ns, sizeof it->ns, "ns1");
+    snprintf(it->name, sizeof it->name, "j1");
+    it->cluster = json_loads("{\"apiVersion\":\"flinkoperator.k8s.io/v1beta1\",\"kind\":\"FlinkJob\",\"metadata\":"
+                             "{\"name\":\"j1\",\"namespace\":\"ns1\",\"uid\":\"u-j\",\"resourceVersion\":\"7\"}}",
+                             0, NULL);
+    /* an empty list comes from Lua as {} */
+    it->result = json_loads("{\"actions\":[{\"op\":\"set_finalizers\",\"finalizers\":{},\"resource_version\":\"7\"},"
+                            "{\"op\":\"set_finalizers\",\"finalizers\":[\"a/b\"]},"
+                            "{\"op\":\"set_finalizers\",\"finalizers\":\"x\"}],"
+                            "\"status\":{\"state\":\"Running\"},"
+                            "\"events\":[{\"type\":\"Normal\",\"reason\":\"JobRunning\",\"message\":\"m\"}]}",
+                            0, NULL);
+    it->started = 1;
+    it->phase = PHASE_ACTIONS;
+    it->next_item = ctx.items;
+    ctx.items = it;
+    ctx.inflight++;
+    workqueue_add(ctx.q, it->key);
+    workqueue_get(ctx.q);
+    executor_step(it);
+    IS_STR(what(0), "patch FlinkJob ns1/j1", "the finalizers of the FlinkJob, not of a FlinkCluster");
+    IS_STR(calls[0].body, "{\"metadata\":{\"finalizers\":[],\"resourceVersion\":\"7\"}}",
+           "{} is the empty list; with the resourceVersion read (a conflict, not an overwrite)");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"8\"}}", NULL);
+    IS_STR(calls[1].body, "{\"metadata\":{\"finalizers\":[\"a/b\"]}}", "a list as given, no resourceVersion when none");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"9\"}}", NULL);
+    IS_STR(what(2), "status FlinkJob ns1/j1", "a finalizers value that is no list is not sent; the status is the FlinkJob's");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"10\"},"
+                "\"status\":{\"state\":\"Running\"}}", NULL);
+    IS_STR(what(3), "event Normal JobRunning about j1", "its Events are about the FlinkJob");
+    answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"j1.1\"}}", NULL);
+    IS_STR(what(4), "event Warning PatchFailed about j1", "the refused action too");
+    answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"j1.2\"}}", NULL);
+    IS_INT(ctx.action_errors, errors0 + 1, "the bad action counted");
+    OK(ctx.items == NULL, "finished");
+    workqueue_forget(ctx.q, "ns1/" RUN_FLINKJOB_KEY "j1");
+}
+
 int main(void)
 {
     FILE *devnull = fopen("/dev/null", "w");
@@ -461,6 +509,7 @@ int main(void)
     test_refused();
     test_status_kept();
     test_fenced();
+    test_flinkjob();
     fake_reset();
     ctx_free();
     log_set_output(NULL);
