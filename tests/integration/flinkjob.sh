@@ -8,9 +8,9 @@
 # that savepoint while the other keeps its id RUNNING; a deleted FlinkJob's job cancelled in Flink
 # before the object goes (finalizer). Helpers from lib.sh and realpods.sh.
 
-# session_cluster NAME HOSTDIR: a session cluster (no spec.job) of flink:1.20.5, its savepoints in
+# fj_session_cluster NAME HOSTDIR: a session cluster (no spec.job) of flink:1.20.5, its savepoints in
 # HOSTDIR on the host (hostPath at /savepoints on the JobManager and TaskManager), 2 slots.
-session_cluster() {
+fj_session_cluster() {
   local res='resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}'
   local vol="
     volumes: [{name: savepoints, hostPath: {path: $2, type: DirectoryOrCreate}}]
@@ -68,7 +68,7 @@ case_flinkjob() {
     -l 'app=flink' 2>/dev/null)" ]; }
   poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
   FLINK_DIRECT=1 start_controller flinkjob --namespace "$ns"
-  session_cluster session "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  fj_session_cluster session "$spdir" | kc -n "$ns" apply -f - >/dev/null
   flink_job ticker-a session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
   flink_job ticker-b session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
   fj() { jp "$ns" "flinkjob/$1" "{.status.$2}"; }
