@@ -73,7 +73,7 @@ case_flinkjob() {
   flink_job ticker-b session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
   fj() { jp "$ns" "flinkjob/$1" "{.status.$2}"; }
   fj_running() { [ "$(fj "$1" state)" = Running ]; }
-  flink_state() { jm_get "$ns" session "/jobs/$1" | jget state; }
+  fj_flink_state() { jm_get "$ns" session "/jobs/$1" | jget state; }
   fj_why() { echo "$1: $(kc -n "$ns" get flinkjob "$1" -o jsonpath='{.status}' 2>&1 | head -c 1500)"; }
   t_fj_running() {
     poll 240 fj_running ticker-a || { fj_why ticker-a; why "$ns" session; tail -n 15 "$WORK/flinkjob.log"; return 1; }
@@ -81,8 +81,8 @@ case_flinkjob() {
     a_id=$(fj ticker-a jobID)
     b_id=$(fj ticker-b jobID)
     [ -n "$a_id" ] && [ -n "$b_id" ] && [ "$a_id" != "$b_id" ] || { echo "job ids '$a_id' and '$b_id'"; return 1; }
-    expect "Flink's state of ticker-a's job $a_id" "$(flink_state "$a_id")" RUNNING || return 1
-    expect "Flink's state of ticker-b's job $b_id" "$(flink_state "$b_id")" RUNNING || return 1
+    expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
+    expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
     # the session cluster itself is a session cluster still: no job of its own, Running
     expect "session cluster state" "$(state "$ns" session)" Running || return 1
     expect "session cluster job" "$(jp "$ns" flinkcluster/session '{.status.components.job}')" "" || return 1
@@ -116,7 +116,7 @@ case_flinkjob() {
     case "$loc" in file:/savepoints/*) ;; *) echo "savepoint location '$loc' is not under /savepoints"; return 1 ;; esac
     [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata in $spdir for $loc"; return 1; }
     expect "savepoint trigger" "$(fj ticker-a savepoint.triggerReason) $(fj ticker-a savepoint.stop)" "update true" || return 1
-    expect "Flink's state of the old job $a_id (stopped with a savepoint)" "$(flink_state "$a_id")" FINISHED || return 1
+    expect "Flink's state of the old job $a_id (stopped with a savepoint)" "$(fj_flink_state "$a_id")" FINISHED || return 1
     restored_from() {
       restored=$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.external_path)
       [ -n "$restored" ]
@@ -129,7 +129,7 @@ case_flinkjob() {
     expect "ticker-a nextRevision (update done)" "$(fj ticker-a nextRevision)" "" || return 1
     # the other FlinkJob untouched: the same job, RUNNING
     expect "ticker-b's job id" "$(fj ticker-b jobID)" "$b_id" || return 1
-    expect "Flink's state of ticker-b's job $b_id" "$(flink_state "$b_id")" RUNNING || return 1
+    expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
     echo "ticker-a now $id from $loc"
   }
   check "$desc: spec.job.args of one -> stop-with-savepoint, resubmitted restored from that savepoint; the other keeps its job RUNNING" \
@@ -140,8 +140,8 @@ case_flinkjob() {
     [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
     kc -n "$ns" delete flinkjob ticker-b --wait=true --timeout=60s >/dev/null ||
       { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/flinkjob.log"; return 1; }
-    expect "Flink's state of the deleted FlinkJob's job $b_id" "$(flink_state "$b_id")" CANCELED || return 1
-    expect "Flink's state of ticker-a's job $a_id" "$(flink_state "$a_id")" RUNNING || return 1
+    expect "Flink's state of the deleted FlinkJob's job $b_id" "$(fj_flink_state "$b_id")" CANCELED || return 1
+    expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
     expect "ticker-a state" "$(fj ticker-a state)" Running
   }
   check "$desc: a deleted FlinkJob's job is cancelled in Flink before the object goes; the other runs on" t_fj_delete
