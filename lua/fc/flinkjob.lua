@@ -361,11 +361,7 @@ local function pass(host, snapshot)
           .. tostring(old_status.state or "(new)") .. " -> " .. tostring(new.state) }
     end
   end
-  for _, r in pairs({ sd.requeue_after, jd.requeue_after }) do
-    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
-      result.requeue_after = r
-    end
-  end
+  require("fc.reconcile").requeue_earliest(result, { sd.requeue_after, jd.requeue_after })
   local unencodable = codec.unencodable(result)
   if unencodable then error(setmetatable({ failure = { kind = "badresult",
     message = "policy output cannot be sent to the API server: " .. unencodable } }, Failure), 0) end

@@ -42,6 +42,17 @@ local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
 end
 
+--- reconcile.requeue_earliest(result, values): result.requeue_after = the smallest positive number
+-- among `values` (a list with holes allowed: the policies' requeue_after, nil when not asked)
+-- and result.requeue_after itself.
+function reconcile.requeue_earliest(result, values)
+  for _, r in pairs(values) do
+    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
+      result.requeue_after = r
+    end
+  end
+end
+
 -- A policy failure: raised inside run() and turned into a result by it.
 local PolicyFailure = {}
 PolicyFailure.__index = PolicyFailure
@@ -847,11 +858,7 @@ function run(host, snapshot, hold)
   end
 
   -- 8. requeue: the earliest time a policy asked for
-  for _, r in pairs({ sd.requeue_after, jd.requeue_after }) do
-    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
-      result.requeue_after = r
-    end
-  end
+  reconcile.requeue_earliest(result, { sd.requeue_after, jd.requeue_after })
   -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
   local unencodable = codec.unencodable(result)
   if unencodable then
