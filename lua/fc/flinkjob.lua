@@ -306,6 +306,7 @@ local function pass(host, snapshot)
     flink = own, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = {},
     components = components, update = update, now = now })
   local j = jd.job
+  j.name = nil -- the submitter Job's name (job.observe's): a FlinkJob has none
   -- a new submission's id: our own (own_job_id), set before any request names it
   local sub = j.submission
   local old_sub = (old_status.job or {}).submission
