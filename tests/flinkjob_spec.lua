@@ -134,6 +134,7 @@ describe("fc.flinkjob through reconcile.run", function()
       now = T0 + 4 })
     assert.equal("Running", r4.status.state)
     assert.equal("True", cond(r4.status, "Ready").status)
+    assert.is_nil(r4.status.job.name) -- no submitter Job
     assert.is_string(r4.status.currentRevision)
     assert.is_nil(r4.status.nextRevision)
   end)
