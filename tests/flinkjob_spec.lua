@@ -224,6 +224,36 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.are_not.equal(r0.status.currentRevision, r5.status.currentRevision)
   end)
 
+  it("cancels a job whose stop-with-savepoint succeeded while Flink still runs it, resubmits once it ended", function()
+    local st, id = running_status()
+    local loc = "file:/savepoints/savepoint-656d0c-0123456789ab"
+    st.state, st.job.state = "Updating", "Updating"
+    st.job.savepointLocation = loc
+    st.savepoint = { jobID = id, triggerID = "692be6c7000000000000000000000000", state = "Succeeded", stop = true,
+      triggerReason = "update", requestTime = "2025-11-30T06:40:07Z", triggerTime = "2025-11-30T06:40:07Z" }
+    st.currentRevision = "00000000" -- not spec.job's: an update
+    st.nextRevision = nil
+    local fj = job(nil, st)
+    -- Flink lists the job RUNNING still: not resubmitted, cancelled
+    local r1 = reconcile.run({ cluster = fj, session = session(),
+      flink = answers({ listed({ { jid = id, state = "RUNNING" } }, T0 + 20) }), now = T0 + 20 })
+    local kinds = {}
+    for _, a in ipairs(r1.actions) do kinds[#kinds + 1] = a.intent.kind end
+    assert.same({ "list_jobs", "cancel" }, kinds)
+    assert.equal(id, r1.actions[2].intent.job_id)
+    local s1 = r1.status or st
+    assert.equal(id, s1.job.id)
+    assert.equal("Updating", s1.job.state)
+    assert.equal("00000000", s1.currentRevision)
+    -- CANCELED: resubmitted from the stop's savepoint, a new id
+    local r2 = reconcile.run({ cluster = job(nil, s1), session = session(),
+      flink = answers({ listed({ { jid = id, state = "CANCELED" } }, T0 + 22) }), now = T0 + 22 })
+    assert.is_nil(r2.status.job.id)
+    assert.equal("Checking", r2.status.job.submission.state)
+    assert.are_not.equal(id, r2.status.job.submission.jobID)
+    assert.equal(loc, r2.status.job.fromSavepoint)
+  end)
+
   it("cancels its job on deletion, then releases the finalizer once Flink lists it ended", function()
     local st, id = running_status()
     local fj = job(nil, st)

@@ -175,6 +175,41 @@ function flinkjob.validate(host, fj, session)
   return true, errs, defaulted
 end
 
+--- flinkjob.replaced_alive(prev, j, sp, view, jd) -> intents: a session cluster keeps a job the
+-- update replaces (a job cluster's JobManager goes with it): while Flink still lists the job of
+-- the previous record `prev` (status.job) as not ended after its update's stop-with-savepoint
+-- succeeded (savepoint `sp`), or after job.decide moved on from its id, it is cancelled and the
+-- resubmission waits: `j` (job.decide's record) keeps the old id, submission and state
+-- Updating, and jd's submission intents are dropped. Returns the cancel and list intents ({}
+-- when the old job is gone or was never replaced).
+function flinkjob.replaced_alive(prev, j, sp, view, jd)
+  if type(prev) ~= "table" or type(prev.id) ~= "string" then return {} end
+  local stopped = type(sp) == "table" and sp.stop and sp.jobID == prev.id and sp.state == "Succeeded"
+  if j.id == prev.id and not (stopped and j.state == "Updating") then return {} end
+  local listed
+  for _, x in ipairs(view.jobs or {}) do
+    if (x.jid or x.id) == prev.id then listed = x end
+  end
+  local state = listed and (listed.state or listed.status) or ""
+  if not listed or ENDED[state] then return {} end
+  if j.id ~= prev.id then
+    j.id, j.submission, j.state, j.missingSince = prev.id, util.deepcopy(prev.submission), "Updating", nil
+    j.fromSavepoint = prev.fromSavepoint
+    local keep = {}
+    for _, i in ipairs(jd.intents or {}) do
+      if i.kind ~= "upload_jar" and i.kind ~= "run_jar" and i.kind ~= "list_jobs" then keep[#keep + 1] = i end
+    end
+    jd.intents = keep
+    jd.update_done = nil
+  end
+  local out = {}
+  if state ~= "CANCELLING" then out[1] = { kind = "cancel", job_id = prev.id } end
+  local listing = false
+  for _, i in ipairs(jd.intents or {}) do listing = listing or i.kind == "list_jobs" end
+  if not listing then out[#out + 1] = { kind = "list_jobs" } end
+  return out
+end
+
 -- The status the job policies read (cluster.status of a job cluster) from the FlinkJob's.
 local function policy_status(st)
   return { components = { job = st.job }, savepoint = st.savepoint, control = st.control,
@@ -307,6 +342,8 @@ local function pass(host, snapshot)
     components = components, update = update, now = now })
   local j = jd.job
   j.name = nil -- the submitter Job's name (job.observe's): a FlinkJob has none
+  local extra = flinkjob.replaced_alive(old_status.job, j, sd.savepoint, view, jd)
+  if #extra > 0 then result.requeue_after = 2 end
   -- a new submission's id: our own (own_job_id), set before any request names it
   local sub = j.submission
   local old_sub = (old_status.job or {}).submission
@@ -321,7 +358,7 @@ local function pass(host, snapshot)
   end
   local target = { scheme = obs.jobmanager.scheme or "http", namespace = tostring(md.namespace),
     service = obs.jobmanager.service, port = math.tointeger(tonumber(obs.jobmanager.port)) or obs.jobmanager.port }
-  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {} }) do
+  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {}, extra }) do
     for _, intent in ipairs(list) do
       result.actions[#result.actions + 1] = fcflink.action(intent, target)
     end
