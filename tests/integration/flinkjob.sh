@@ -116,7 +116,11 @@ case_flinkjob() {
     case "$loc" in file:/savepoints/*) ;; *) echo "savepoint location '$loc' is not under /savepoints"; return 1 ;; esac
     [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata in $spdir for $loc"; return 1; }
     expect "savepoint trigger" "$(fj ticker-a savepoint.triggerReason) $(fj ticker-a savepoint.stop)" "update true" || return 1
-    expect "Flink's state of the old job $a_id (stopped with a savepoint)" "$(fj_flink_state "$a_id")" FINISHED || return 1
+    # GET /jobs/<id> answers from Flink's cache of the job (web.refresh-interval, 3 s) for a while
+    fj_state_is() { [ "$(fj_flink_state "$1")" = "$2" ]; }
+    poll 30 fj_state_is "$a_id" FINISHED ||
+      { echo "Flink's state of the old job $a_id (stopped with a savepoint): $(fj_flink_state "$a_id"), want FINISHED"
+        echo "savepoint: $(fj ticker-a savepoint)"; jm_get "$ns" session /jobs/overview; echo; return 1; }
     restored_from() {
       restored=$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.external_path)
       [ -n "$restored" ]
@@ -140,7 +144,9 @@ case_flinkjob() {
     [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
     kc -n "$ns" delete flinkjob ticker-b --wait=true --timeout=60s >/dev/null ||
       { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/flinkjob.log"; return 1; }
-    expect "Flink's state of the deleted FlinkJob's job $b_id" "$(fj_flink_state "$b_id")" CANCELED || return 1
+    fj_state_is() { [ "$(fj_flink_state "$1")" = "$2" ]; }
+    poll 30 fj_state_is "$b_id" CANCELED ||
+      { echo "Flink's state of the deleted FlinkJob's job $b_id: $(fj_flink_state "$b_id"), want CANCELED"; return 1; }
     expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
     expect "ticker-a state" "$(fj ticker-a state)" Running
   }
