@@ -32,8 +32,9 @@ ASAN_OBJS:= $(SRCS:core/%.c=$(BUILD)/asan/obj/%.o)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Lua C modules also built as loadable .so files, so busted (lua5.4) can
-# require them: fc.<name> -> build/lib/fc/<name>.so from core/lua_<name>.c
-LUA_CMODS := $(patsubst core/lua_%.c,%,$(wildcard core/lua_*.c))
+# require them: fc.<name> -> build/lib/fc/<name>.so from core/lua_<name>.c. Not fc.host
+# (core/lua_host.c, the host's own table: under busted fc.host is fc.sandbox's, below).
+LUA_CMODS := $(filter-out host,$(patsubst core/lua_%.c,%,$(wildcard core/lua_*.c)))
 LUA_SOS   := $(LUA_CMODS:%=$(BUILD)/lib/fc/%.so)
 
 C_TESTS   := $(patsubst tests/c/%.c,$(BUILD)/tests/%,$(wildcard tests/c/test_*.c))
@@ -125,9 +126,12 @@ $(BUILD)/asan/flink-controller: $(ASAN_OBJS)
 $(BUILD)/lib/fc/%.so: $(BUILD)/obj/lua_%.o
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(sort $^ $(wildcard $(BUILD)/obj/$*.o)) $(LDFLAGS)
-$(BUILD)/lib/fc/slots.so: $(BUILD)/obj/slots.o
+# the slot accounting: core/slots.c and its rooms (core/slotsctx.h)
+SLOTS_OBJS := $(patsubst %,$(BUILD)/obj/%.o,slots slots_shape slots_prio slots_pass)
+$(BUILD)/lib/fc/slots.so: $(SLOTS_OBJS)
 # fc.sandbox: the binary's policy host (lhost and the C modules it preloads) for busted
-$(BUILD)/lib/fc/sandbox.so: $(BUILD)/obj/lhost.o $(BUILD)/obj/lpattern.o $(BUILD)/obj/util.o $(BUILD)/obj/lua_slots.o $(BUILD)/obj/slots.o
+LHOST_OBJS := $(patsubst %,$(BUILD)/obj/%.o,lhost lhost_budget lhost_env lhost_load lua_host)
+$(BUILD)/lib/fc/sandbox.so: $(LHOST_OBJS) $(BUILD)/obj/lpattern.o $(BUILD)/obj/util.o $(BUILD)/obj/lua_slots.o $(SLOTS_OBJS)
 .SECONDARY: $(BUILD)/obj/lua_sandbox.o
 
 $(BUILD)/tests/%: tests/c/%.c $(LIB_OBJS)
@@ -155,9 +159,9 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 fuzz: $(FUZZ_BINS)
 
 # Benchmarks (not part of `make test`): print ns/op of the hot paths.
-$(BUILD)/bench/slots_bench: bench/slots_bench.c $(BUILD)/obj/slots.o core/slots.h
+$(BUILD)/bench/slots_bench: bench/slots_bench.c $(SLOTS_OBJS) core/slots.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ bench/slots_bench.c $(BUILD)/obj/slots.o -lm
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Icore -o $@ bench/slots_bench.c $(SLOTS_OBJS) -lm
 
 bench: $(BUILD)/bench/slots_bench
 	$(BUILD)/bench/slots_bench

@@ -22,11 +22,15 @@ spread over K namespaces of equal size:
             --ceiling-only runs this phase alone on a fresh environment, --ceiling-clients C
             with C clients (the controller keeps up to 64 requests in flight); a 429, or a
             timeout (500, 503, 504) of a GET or PATCH, is waited out and sent again, counted in
-            "retried".
+            "retried";
+  bare      before it, the same ceiling with kube-controller-manager paused (SIGSTOP: no pod is
+            made, the API server's own work alone) at 16 and 64 clients (--bare-clients), into
+            namespaces of its own; the ratios of the controller's times to both ceilings.
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
 import argparse
+import calendar
 import http.client
 import json
 import os
@@ -376,6 +380,18 @@ class Watcher:
                 time.sleep(0.5)
 
 
+def log_time(log, text):
+    """The time (epoch seconds) of the first line of the controller's log holding `text`, or None."""
+    with open(log, errors="replace") as f:
+        for line in f:
+            if text in line:
+                m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z", line)
+                if m:
+                    return calendar.timegm(time.strptime(m.group(1).split(".")[0], "%Y-%m-%dT%H:%M:%S")) + \
+                        float("0." + (m.group(1).split(".") + ["0"])[1])
+    return None
+
+
 def wait_for(check, timeout, step=0.2):
     end = time.time() + timeout
     while time.time() < end:
@@ -465,6 +481,107 @@ def ceiling(api, home, variant, clients, progress):
             "env_cpu_s": cpu_since(cpu0), "retried": retried}
 
 
+def testenv_pid(name):
+    """The pid of the test environment's process `name` (tests/env/up.sh's pid file: "name pid
+    start"), only while it is still that process (same start time, /proc/<pid>/stat field 22)."""
+    with open(os.path.join(os.environ["TESTENV_DIR"], "pids")) as f:
+        for line in f:
+            got = line.split()
+            if len(got) == 3 and got[0] == name:
+                try:
+                    with open("/proc/%s/stat" % got[1]) as st:
+                        if st.read().rsplit(")", 1)[1].split()[19] == got[2]:
+                            return int(got[1])
+                except (OSError, IndexError):
+                    pass
+    return None
+
+
+class Paused:
+    """The pod-making controllers paused (kube-controller-manager: StatefulSets', Jobs' and
+    Deployments' pods, EndpointSlices, the garbage collector) by SIGSTOP, continued by SIGCONT on
+    leaving, also on an error. The API server's own work alone: the bare ceiling."""
+
+    def __init__(self, names=("kube-controller-manager",)):
+        self.pids = [p for p in (testenv_pid(n) for n in names) if p]
+        if len(self.pids) != len(names):
+            raise RuntimeError("bare ceiling: no %s in %s/pids" % (" or ".join(names), os.environ["TESTENV_DIR"]))
+
+    def __enter__(self):
+        for p in self.pids:
+            os.kill(p, signal.SIGSTOP)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.pids:
+            try:
+                os.kill(p, signal.SIGCONT)  # a second time is harmless
+            except ProcessLookupError:
+                pass
+        return False
+
+
+def bare_ceilings(api, clusters, namespaces, variant, clients_list, progress):
+    """The bare ceiling: `ceiling` with no controller and kube-controller-manager paused, into
+    fresh namespaces (one set per entry of clients_list, e.g. 16 and 64 clients), which are
+    deleted while it is still paused (a terminating namespace admits no pod, so its StatefulSets'
+    pods are never made) and awaited after. -> {"16": ceiling result, ...}, "deleted": bool."""
+    out, made = {}, []
+    with Paused():
+        for k in clients_list:
+            nss = ["%s-bare%d" % (x, k) for x in namespaces]
+            for x in nss:
+                make_namespace(api, x)
+            made += nss
+            progress.clear()
+            out[str(k)] = ceiling(api, spread(clusters, nss), variant, k, progress)
+        for x in made:
+            delete_namespace(api, x)
+    out["deleted"] = all([delete_namespace(api, x, 900) for x in made])
+    return out
+
+
+# the writes of the API server's apiserver_request_total (verb label) and the kinds the
+# controller writes (resource label); others' writes to them counted too (the controller-manager's
+# ControllerRevisions of the StatefulSets and its Events)
+WRITE_VERBS = ("POST", "APPLY", "PATCH", "PUT", "DELETE")  # as the API server names them (CleanVerb)
+WRITE_RESOURCES = ("configmaps", "services", "statefulsets", "jobs", "ingresses", "controllerrevisions",
+                   "events", "flinkclusters", "pods")
+
+
+def apiserver_writes(api):
+    """{"resource[/subresource] VERB": count} of the API server's apiserver_request_total so far, or
+    None when the scrape failed."""
+    # a connection of its own: the thread's keep-alive one may have been closed by the server
+    # while idle (a converge phase of minutes)
+    c = http.client.HTTPSConnection(api.host, api.port, context=api.ctx, timeout=120)
+    try:
+        c.request("GET", "/metrics", headers={"Accept": "text/plain"})
+        text = c.getresponse().read().decode(errors="replace")
+    except (OSError, http.client.HTTPException):
+        return None
+    finally:
+        c.close()
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(re.findall(r'(\w+)="([^"]*)"', line))
+        if labels.get("verb") not in WRITE_VERBS or labels.get("resource") not in WRITE_RESOURCES:
+            continue
+        key = labels["resource"] + ("/" + labels["subresource"] if labels.get("subresource") else "") + " " + labels["verb"]
+        out[key] = out.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def writes_since(before, after, n):
+    """Per cluster: the API server's writes since `before`, by resource and verb (None when
+    either scrape failed)."""
+    if before is None or after is None:
+        return None
+    return {k: round((v - before.get(k, 0)) / n, 2) for k, v in sorted(after.items()) if v > before.get(k, 0)}
+
+
 def perf_record(pid, out):
     """perf recording pid (cpu-clock, call graphs) into out until perf_top."""
     return subprocess.Popen(["perf", "record", "-q", "-F", "999", "-e", "cpu-clock", "-g", "-o", out, "-p", str(pid)],
@@ -537,6 +654,14 @@ def main():
     ap.add_argument("--ceiling-clients", type=int, default=CLIENTS, metavar="C",
                     help="concurrent clients of the ceiling (default %d; the controller keeps up to "
                          "--workers, 64, requests in flight)" % CLIENTS)
+    ap.add_argument("--bare-clients", default="16,64", metavar="C,C",
+                    help="the bare ceiling's client counts (default 16,64): the same work with no "
+                         "controller and kube-controller-manager paused (SIGSTOP), so no pod is made")
+    ap.add_argument("--no-bare", action="store_true", help="skip the bare ceiling")
+    ap.add_argument("--converge-paused", action="store_true",
+                    help="keep kube-controller-manager paused from the controller's start until every "
+                         "child and status exists (the bare ceiling's conditions: no pod is made "
+                         "meanwhile, so one status write per cluster), then continue it for Running")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -553,6 +678,12 @@ def main():
     cut = argv.index("--") if "--" in argv else len(argv)
     a = ap.parse_args(argv[:cut])
     a.controller_args = argv[cut + 1:]
+    try:
+        a.bare_clients = [int(x) for x in a.bare_clients.split(",") if x]
+    except ValueError:
+        ap.error("--bare-clients: numbers separated by commas")
+    if a.no_bare or a.no_ceiling:
+        a.bare_clients = []
     api = Api()
     tag = "%d-%d" % (os.getpid(), int(time.time()) % 100000)
     ns, ns_idle, ns_ceiling = "bench-" + tag, "bench-idle-" + tag, "bench-ceiling-" + tag
@@ -564,6 +695,7 @@ def main():
     log = a.log or "/tmp/converge-%s.log" % tag
     clusters = names(a.n)
     r = {"n": a.n, "variant": a.variant, "namespaces": kns, "controller_args": " ".join(a.controller_args),
+         "converge_paused": a.converge_paused,
          "ceiling_clients": a.ceiling_clients}
     home = spread(clusters, nss)
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
@@ -572,6 +704,9 @@ def main():
     signal.signal(signal.SIGTERM, stop_on_signal)
     try:
         if a.ceiling_only:
+            if a.bare_clients:
+                live["ceiling"] = {}
+                r["bare"] = bare_ceilings(api, clusters, nss_ceiling, a.variant, a.bare_clients, live["ceiling"])
             for x in nss_ceiling:
                 make_namespace(api, x)
             live["ceiling"] = {}
@@ -600,6 +735,13 @@ def main():
             running = Watcher(api, nss, "FlinkCluster", "0",
                               lambda o: o.get("status", {}).get("state") == "Running")
             cpu0 = env_cpu()
+            aw0 = apiserver_writes(api)
+            # --converge-paused: the controller's children and first statuses on the bare API
+            # server (kube-controller-manager paused until then: no pod yet), as the bare ceiling
+            paused = Paused() if a.converge_paused else None
+            if paused:
+                paused.__enter__()
+                started.append(paused)
             c = Controller(ns if kns == 1 else None, log, a.controller_args)
             started.append(c.p)
             t0 = c.t_exec
@@ -617,6 +759,13 @@ def main():
             r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
             ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
             r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
+            if paused:
+                r["writes_paused"] = c.writes()
+                paused.__exit__()
+            # start to "caches synced" (the controller's log): a slow first list (seen: 60 s for
+            # the FlinkClusters) delays every figure above by as much
+            synced = log_time(log, "caches synced")
+            r["synced_s"] = round(synced - t0, 2) if synced else None
             ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
             r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
             r["env_cpu_s"] = cpu_since(cpu0)  # the control plane's CPU until every cluster Running
@@ -624,6 +773,8 @@ def main():
             text = c.metrics()
             r["writes"] = c.writes(text)
             r["writes_per_cluster"] = round(sum(r["writes"].values()) / a.n, 2)
+            # by kind, as the API server counted them (everyone's writes to those kinds meanwhile)
+            r["apiserver_writes_per_cluster"] = writes_since(aw0, apiserver_writes(api), a.n)
             r["cpu_s"] = round(c.proc.cpu(), 2)
             r["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
             # where the memory is once converged: the compact caches' texts and the Lua state
@@ -694,13 +845,16 @@ def main():
             r["namespace_deleted"] = all([delete_namespace(api, x, 900) for x in nss])
 
         if not a.no_ceiling and not a.ceiling_only:
-            for x in nss_ceiling:
-                make_namespace(api, x)
             # the converge figures are in hand by now: a failing ceiling (e.g. an API error) is
             # reported beside them instead of losing them
             print("converge-partial: " + json.dumps(r), flush=True)
             try:
+                if a.bare_clients:
+                    live["ceiling"] = {}
+                    r["bare"] = bare_ceilings(api, clusters, nss_ceiling, a.variant, a.bare_clients, live["ceiling"])
                 live["ceiling"] = {}
+                for x in nss_ceiling:
+                    make_namespace(api, x)
                 r["ceiling"] = ceiling(api, spread(clusters, nss_ceiling), a.variant, a.ceiling_clients,
                                        live["ceiling"])
             except (OSError, RuntimeError, ValueError, subprocess.CalledProcessError) as e:
@@ -711,7 +865,9 @@ def main():
         interrupted(r, live)
     finally:
         for p in started:
-            if p.poll() is None:
+            if isinstance(p, Paused):
+                p.__exit__()
+            elif p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGKILL)  # a controller's group (its wrapper's children)
                 except ProcessLookupError:
@@ -719,17 +875,35 @@ def main():
                 p.wait()
         for n in nodes:
             api.request("DELETE", "/api/v1/nodes/" + n)
-        for n in set([ns, ns_idle, ns_ceiling] + nss + nss_ceiling):
+        bare_nss = ["%s-bare%d" % (x, k) for x in nss_ceiling for k in a.bare_clients]
+        for n in set([ns, ns_idle, ns_ceiling] + nss + nss_ceiling + bare_nss):
             api.request("DELETE", "/api/v1/namespaces/" + n)
     if r.get("ceiling") and r.get("children_s"):
         r["children_vs_ceiling"] = round(r["children_s"] / r["ceiling"]["children_s"], 2)
         if r.get("status_s"):
             r["status_vs_ceiling"] = round(r["status_s"] / r["ceiling"]["status_s"], 2)
+    for k in a.bare_clients:
+        b = (r.get("bare") or {}).get(str(k))
+        if b and r.get("children_s"):
+            r["children_vs_bare_%d" % k] = round(r["children_s"] / b["children_s"], 2)
+            if r.get("status_s"):
+                r["status_vs_bare_%d" % k] = round(r["status_s"] / b["status_s"], 2)
+    bare_rows = []
+    for k in a.bare_clients:
+        b = (r.get("bare") or {}).get(str(k)) or {}
+        bare_rows += [
+            ("bare ceiling, %d clients: children / + status, s" % k, "%s / %s" % (b.get("children_s"), b.get("status_s"))),
+            ("children / bare %d, status / bare %d" % (k, k),
+             "%s / %s" % (r.get("children_vs_bare_%d" % k), r.get("status_vs_bare_%d" % k))),
+            ("control plane CPU in bare %d, s" % k, b.get("env_cpu_s")),
+        ]
     print("converge-json: " + json.dumps(r, sort_keys=True))
     rows = [
         ("FlinkClusters (%s)" % a.variant, a.n),
         ("namespaces", kns if kns == 1 or a.ceiling_only else "%d (controller on all)" % kns),
         ("controller flags", r["controller_args"] or "(defaults)"),
+        ("converge with kube-controller-manager paused", r.get("converge_paused")),
+        ("start to caches synced, s", r.get("synced_s")),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
         ("all Running, s", r.get("running_s")),
@@ -738,7 +912,9 @@ def main():
         ("API server ceiling: + status, s", (r.get("ceiling") or {}).get("status_s")),
         ("children / ceiling", r.get("children_vs_ceiling")),
         ("status / ceiling", r.get("status_vs_ceiling")),
+    ] + bare_rows + [
         ("writes by verb", r.get("writes")),
+        ("API server's writes per cluster, by kind", r.get("apiserver_writes_per_cluster")),
         ("control plane CPU to all Running, s", r.get("env_cpu_s")),
         ("control plane CPU in the ceiling, s", (r.get("ceiling") or {}).get("env_cpu_s")),
         ("ceiling: requests sent again, by answer", (r.get("ceiling") or {}).get("retried")),

@@ -226,6 +226,14 @@ size_t clustermetrics_index_len(const clustermetrics_index *x)
     return x ? json_object_size(x->recs) : 0;
 }
 
+void clustermetrics_index_keys(const clustermetrics_index *x, void (*fn)(const char *key, void *ud), void *ud)
+{
+    const char *k;
+    json_t *rec;
+    if (x)
+        json_object_foreach(x->recs, k, rec) fn(k, ud);
+}
+
 void clustermetrics_collect(const metrics_controller *m, const clustermetrics_index *x)
 {
     if (!m)

@@ -60,6 +60,9 @@ int clustermetrics_index_put(clustermetrics_index *x, json_t *cluster);
 /* A FlinkCluster deleted: forgotten. */
 void clustermetrics_index_delete(clustermetrics_index *x, json_t *cluster);
 size_t clustermetrics_index_len(const clustermetrics_index *x);
+/* Calls fn(key, ud) with each indexed cluster's "namespace/name" (borrowed for the call); fn
+ * must not change the index. For counts at a scrape without decoding cached objects. */
+void clustermetrics_index_keys(const clustermetrics_index *x, void (*fn)(const char *key, void *ud), void *ud);
 /* clustermetrics_begin, then every indexed cluster counted as clustermetrics_add does. */
 void clustermetrics_collect(const metrics_controller *m, const clustermetrics_index *x);
 

@@ -331,7 +331,7 @@ static int executor_start_hash_patch(struct run_item *it)
 void executor_step(struct run_item *it)
 {
     for (;;) {
-        if (it->phase != PHASE_DONE && !run_may_write(it->ctx)) {
+        if (it->phase != PHASE_DONE && !run_may_write_key(it->ctx, it->key)) {
             run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
             it->fenced = 1;
             it->phase = PHASE_DONE;

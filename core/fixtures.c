@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "lhost_json.h"
 #include "util.h"
 
 #define FIXTURES_FILE_MAX ((size_t)16 << 20) /* bytes of one fixture file */
@@ -87,18 +88,16 @@ static int fixtures_case(struct lhost *h, const char *policy, const char *dir, c
                            fixtures_file(dir, "input.yaml"), "old", fixtures_file(dir, "old.yaml"), "expected",
                            fixtures_file(dir, "expected.yaml"), "partial", fixtures_file(dir, "expected-partial.yaml"));
     char err[4096] = "";
-    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL;
-    char *res_text = NULL;
+    json_t *res = NULL;
     int passed = 0;
     if (json_is_null(json_object_get(in, "input"))) {
         fprintf(out, "FAIL %s/%s: no input.yaml\n", policy, casename);
         goto done;
     }
-    if (!text || lhost_call_json(h, "fc.fixtures", "run_case", text, &res_text, err, sizeof err)) {
+    if (!(res = lhost_json_call(h, "fc.fixtures", "run_case", in, 0, err, sizeof err))) {
         fprintf(out, "FAIL %s/%s: %s\n", policy, casename, *err ? err : "out of memory");
         goto done;
     }
-    json_t *res = json_loads(res_text, 0, NULL);
     const char *output = json_string_value(json_object_get(res, "output"));
     if (update && output) {
         char path[4096];
@@ -120,8 +119,6 @@ static int fixtures_case(struct lhost *h, const char *policy, const char *dir, c
     }
     json_decref(res);
 done:
-    free(res_text);
-    free(text);
     json_decref(in);
     return passed;
 }

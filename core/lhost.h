@@ -20,7 +20,7 @@
  *     coroutine/io/debug/package; `require` serves fc.util, fc.quantity, fc.slots and
  *     lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;
  *   - every call (and the loading of a policy file) runs under a CPU-time budget and a
- *     memory cap.  Time: a CPU-time timer of the thread (LHOST_TIMER_SIGNAL in core/lhost.c)
+ *     memory cap.  Time: a CPU-time timer of the thread (LHOST_TIMER_SIGNAL in core/lhost_budget.c)
  *     arms the count hook for every instruction at the deadline, and the count hook checks the
  *     clock every LHOST_HOOK_EVERY instructions besides (the only check where timers are
  *     refused); once tripped the hook fires before every instruction and raises again, so
@@ -31,7 +31,7 @@
  *     the cap tripped, e.g. the `s = s .. s` or the `x:rep(n)` line: "rep.lua:3: policy
  *     exceeded its memory cap (64 MiB)".  That position is read in the allocator, at a cost
  *     independent of the depth of the stack (a trip in a 100,000-deep recursion is as quick as
- *     any), which is safe up to Lua 5.4.4 (see core/lhost.c); built against a later release,
+ *     any), which is safe up to Lua 5.4.4 (see core/lhost_budget.c); built against a later release,
  *     a failure that unwinds uncaught names the hook function's first line instead;
  *   - C code that runs long without returning to the VM is bounded where its cost is not
  *     linear in what the memory cap bounds: string.find/match/gmatch/gsub are core/lpattern.c

@@ -17,6 +17,7 @@
 
 #include "kube.h"
 #include "lhost.h"
+#include "lhost_json.h"
 #include "util.h"
 
 enum { LIVEDIFF_MAXKINDS = 16 };
@@ -105,19 +106,11 @@ static void livediff_type(json_t *obj, const kube_kind *k)
 static int livediff_selector(struct livediff *d, const char *name, char *sel, size_t n, char *err, size_t errlen)
 {
     json_t *arg = json_string(name);
-    char *in = arg ? json_dumps(arg, JSON_ENCODE_ANY) : NULL, *out = NULL;
+    json_t *v = lhost_json_call(d->h, "fc.names", "selector", arg, JSON_DECODE_ANY, err, errlen);
     json_decref(arg);
-    if (!in) {
-        snprintf(err, errlen, "out of memory");
+    if (!v)
         return -1;
-    }
-    int rc = lhost_call_json(d->h, "fc.names", "selector", in, &out, err, errlen);
-    free(in);
-    if (rc)
-        return -1;
-    json_t *v = json_loads(out, JSON_DECODE_ANY, NULL);
-    free(out);
-    rc = json_is_string(v) && snprintf(sel, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
+    int rc = json_is_string(v) && snprintf(sel, n, "%s", json_string_value(v)) < (int)n ? 0 : -1;
     if (rc)
         snprintf(err, errlen, "names.selector(\"%s\") must return a string of fewer than %zu bytes", name, n);
     json_decref(v);
@@ -178,14 +171,9 @@ static json_t *livediff_children(struct livediff *d, json_t *cluster)
 static json_t *livediff_lua(struct livediff *d, const char *fn, json_t *in, const char *what)
 {
     char err[4096];
-    char *text = json_dumps(in, JSON_COMPACT), *out = NULL;
-    json_t *res = NULL;
-    if (!text || lhost_call_json(d->h, "fc.livediff", fn, text, &out, err, sizeof err))
-        fprintf(stderr, "diff: %s: %s\n", what, text ? err : "out of memory");
-    else
-        res = json_loads(out, 0, NULL);
-    free(text);
-    free(out);
+    json_t *res = lhost_json_call(d->h, "fc.livediff", fn, in, 0, err, sizeof err);
+    if (!res)
+        fprintf(stderr, "diff: %s: %s\n", what, err);
     return res;
 }
 

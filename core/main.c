@@ -32,6 +32,7 @@
 
 #include "fixtures.h"
 #include "lhost.h"
+#include "lhost_json.h"
 #include "livediff.h"
 #include "run.h"
 #include "util.h"
@@ -606,15 +607,13 @@ static int cmd_reconcile(int argc, char **argv)
     struct lhost *h = lhost_new(&o, err, sizeof err);
     json_t *in = json_pack("{s:s%, s:s}", "text", text, len, "source", file);
     free(text);
-    char *in_text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL;
-    json_decref(in);
     int code = EXIT_USAGE;
+    json_t *res = NULL;
     if (!h)
         fprintf(stderr, "reconcile: %s\n", err);
-    else if (!in_text || lhost_call_json(h, "fc.replay", "run", in_text, &out, err, sizeof err))
-        fprintf(stderr, "reconcile: %s\n", in_text ? err : "out of memory");
+    else if (!(res = lhost_json_call(h, "fc.replay", "run", in, 0, err, sizeof err)))
+        fprintf(stderr, "reconcile: %s\n", err);
     else {
-        json_t *res = json_loads(out, 0, NULL);
         size_t i;
         json_t *line;
         json_array_foreach(json_object_get(res, "stderr"), i, line) fprintf(stderr, "%s\n", json_string_value(line));
@@ -622,8 +621,7 @@ static int cmd_reconcile(int argc, char **argv)
         code = json_integer_value(json_object_get(res, "code")) == 0 ? EXIT_OK : EXIT_INVALID;
         json_decref(res);
     }
-    free(in_text);
-    free(out);
+    json_decref(in);
     if (h)
         lhost_free(h);
     return code;

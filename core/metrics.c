@@ -599,6 +599,7 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
     const char *ns_op_result[] = { "namespace", "operation", "result" };
     const char *method_path_code[] = { "method", "path", "code" };
     const char *method_path[] = { "method", "path" };
+    const char *shard[] = { "shard" };
     metrics_controller c = {0};
     if (!r || !m) {
         util_set_err(err, errlen, "metrics_register_controller: no registry");
@@ -625,6 +626,10 @@ int metrics_register_controller(metrics_registry *r, metrics_controller *m, char
         policy_kind, NULL, 0);
     REG(leader, METRICS_GAUGE, "flink_controller_leader",
         "1 while this replica holds the leader Lease, else 0.", 0, NULL, NULL, 0);
+    REG(shard_owned, METRICS_GAUGE, "flink_controller_shard_owned",
+        "With --shards N > 1: 1 while this replica holds that shard's Lease (flink-controller-shard-<shard>), else 0.", 1, shard, NULL, 0);
+    REG(shard_clusters, METRICS_GAUGE, "flink_controller_shard_clusters",
+        "With --shards N > 1: FlinkClusters of each shard in this replica's cache.", 1, shard, NULL, 0);
     REG(policy_reloads_total, METRICS_COUNTER, "flink_controller_policy_reloads_total",
         "Policy sets from --policy-configmap checked (compiled, fixtures run) by result.", 1, result,
         NULL, 0);

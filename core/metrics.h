@@ -139,6 +139,10 @@ typedef struct metrics_controller {
                                                (no response), verb "GET"|"PATCH"|... */
     metrics_family *policy_errors_total;    /* counter {policy, kind}: "job", "timeout" (fc.contract) */
     metrics_family *leader;                 /* gauge 0/1: this replica leads */
+    metrics_family *shard_owned;            /* gauge {shard} 0/1: this replica holds that shard's
+                                               Lease (run --shards N > 1 only) */
+    metrics_family *shard_clusters;         /* gauge {shard}: FlinkClusters of that shard in the
+                                               cache (run --shards N > 1 only) */
     metrics_family *policy_reloads_total;   /* counter {result}: "accepted"|"refused" policy sets
                                                of --policy-configmap */
     metrics_family *policy_set_info;        /* gauge {hash}: 1 for the policy set serving

@@ -11,6 +11,7 @@
 #include "flinkcall.h"
 #include "log.h"
 #include "options.h"
+#include "shard.h"
 #include "util.h"
 
 void options_usage(FILE *out)
@@ -18,7 +19,8 @@ void options_usage(FILE *out)
     fprintf(out,
             "usage: flink-controller run [--kubeconfig F] [--context NAME] [--namespace NS]... [--policy-dir D]\n"
             "         [--metrics-addr A] [--health-addr A] [--leader-elect]\n"
-            "         [--leader-election-namespace NS] [--qps N --burst N] [--log-format text|json]\n"
+            "         [--leader-election-namespace NS] [--shards N [--shard-index I]]\n"
+            "         [--qps N --burst N] [--log-format text|json]\n"
             "         [--log-level debug|info|warn|error]\n"
             "         [--workers N] [--flink-access auto|service|proxy] [--flink-base-url URL]\n"
             "         [--policy-timeout-ms N] [--policy-memory-mib N]\n"
@@ -35,6 +37,10 @@ void options_usage(FILE *out)
             "--metrics-addr/--health-addr: HOST:PORT of /metrics and of /healthz, /readyz; none\n"
             "unless given; \":8081\" (no host) is loopback only, as 127.0.0.1:8081; every interface\n"
             "is asked for by name: 0.0.0.0:8081, or [::]:8081 (IPv6 and IPv4); \"0\" disables.\n"
+            "--shards N: split the FlinkClusters into N shards (FNV-1a of namespace/name mod N), each\n"
+            "with its own Lease flink-controller-shard-<i>; a replica reconciles the shards it holds\n"
+            "(docs/sharding.md). --shard-index I: the shard preferred (default: the StatefulSet\n"
+            "ordinal of POD_NAME, else a hash of it). Not with --leader-elect.\n"
             "--qps/--burst: a client-side limit of API requests (token bucket); default none (0):\n"
             "the API server's priority and fairness and its 429 Retry-After answers pace the writes.\n"
             "--webhook-addr: also serve the admission webhook (POST /validate, /mutate) over TLS\n"
@@ -52,7 +58,8 @@ enum {
     RO_CONTEXT = 299, RO_KUBECONFIG = 300, RO_NAMESPACE, RO_POLICY_DIR, RO_METRICS, RO_HEALTH, RO_LEADER, RO_LEADER_NS, RO_QPS,
     RO_BURST, RO_LOG_FORMAT, RO_WORKERS, RO_FLINK_BASE, RO_TIMEOUT, RO_MEMORY, RO_LOG_LEVEL,
     RO_FLINK_ACCESS, RO_WEBHOOK_ADDR, RO_WEBHOOK_CERT, RO_WEBHOOK_KEY, RO_DEBUG_SNAPSHOT, RO_POLICY_CM,
-    RO_POLICY_WORK, RO_WEBHOOK_SECRET, RO_WEBHOOK_SERVICE, RO_WEBHOOK_CONFIG, RO_WEBHOOK_VALIDITY, RO_WEBHOOK_HOST
+    RO_POLICY_WORK, RO_WEBHOOK_SECRET, RO_WEBHOOK_SERVICE, RO_WEBHOOK_CONFIG, RO_WEBHOOK_VALIDITY, RO_WEBHOOK_HOST,
+    RO_SHARDS, RO_SHARD_INDEX
 };
 
 /* The webhook options' combinations: files or a Secret for --webhook-addr, the Secret's
@@ -125,6 +132,8 @@ int options_parse(int argc, char **argv, struct options *o)
         {"health-addr", required_argument, NULL, RO_HEALTH},
         {"leader-elect", no_argument, NULL, RO_LEADER},
         {"leader-election-namespace", required_argument, NULL, RO_LEADER_NS},
+        {"shards", required_argument, NULL, RO_SHARDS},
+        {"shard-index", required_argument, NULL, RO_SHARD_INDEX},
         {"qps", required_argument, NULL, RO_QPS},
         {"burst", required_argument, NULL, RO_BURST},
         {"log-format", required_argument, NULL, RO_LOG_FORMAT},
@@ -184,6 +193,17 @@ int options_parse(int argc, char **argv, struct options *o)
             break;
         case RO_LEADER_NS:
             o->leader_ns = optarg;
+            break;
+        case RO_SHARDS:
+            if (options_parse_int("--shards", optarg, 1, SHARD_MAX, &n))
+                return -1;
+            o->shards = (int)n;
+            break;
+        case RO_SHARD_INDEX:
+            if (options_parse_int("--shard-index", optarg, 0, SHARD_MAX - 1, &n))
+                return -1;
+            o->shard_index = (long)n;
+            o->shard_index_set = 1;
             break;
         case RO_QPS:
             if (options_parse_num("--qps", optarg, 0, 1e6, &o->qps))
@@ -294,6 +314,15 @@ int options_parse(int argc, char **argv, struct options *o)
     }
     if (options_check_webhook(o))
         return -1;
+    if (o->shards > 1 && o->leader_elect) {
+        fprintf(stderr, "run: --shards: not with --leader-elect (each shard has its own Lease)\n");
+        return -1;
+    }
+    if (o->shard_index_set && o->shard_index >= (o->shards > 1 ? o->shards : 1)) {
+        fprintf(stderr, "run: --shard-index: %ld is not below --shards %d\n", o->shard_index,
+                o->shards > 1 ? o->shards : 1);
+        return -1;
+    }
     return 0;
 }
 

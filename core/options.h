@@ -27,6 +27,9 @@ struct options {
     double webhook_validity_s;
     int leader_elect;
     const char *leader_ns;
+    int shards;          /* --shards N (0 or 1: one shard, as without the flag) */
+    long shard_index;    /* --shard-index I, when shard_index_set */
+    int shard_index_set;
     double qps;
     int burst;
     int json_logs;

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "policyset.h"
+#include "lhost_json.h"
 #include "runctx.h"
 #include "util.h"
 
@@ -47,18 +48,10 @@ void policyset_set_info(struct run_ctx *ctx)
  * then ""), or NULL with the reason in err ("out of memory", or the framework's error). */
 static json_t *policyset_lua(struct run_ctx *ctx, const char *fn, json_t *in, char *err, size_t errlen)
 {
-    char *text = in ? json_dumps(in, JSON_COMPACT) : NULL, *out = NULL;
+    json_t *res = lhost_json_call(ctx->host, "fc.override", fn, in, JSON_DECODE_ANY | JSON_ALLOW_NUL, err, errlen);
     json_decref(in);
-    json_t *res = NULL;
-    util_set_err(err, errlen, "out of memory");
-    if (text && lhost_call_json(ctx->host, "fc.override", fn, text, &out, err, errlen) == 0) {
-        if ((res = json_loads(out, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL)))
-            err[0] = '\0';
-        else
-            util_set_err(err, errlen, "fc.override.%s: its result is not JSON", fn);
-    }
-    free(text);
-    free(out);
+    if (res)
+        err[0] = '\0';
     return res;
 }
 

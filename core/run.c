@@ -33,6 +33,7 @@
 #include "run.h"
 #include "runctx.h"
 #include "server.h"
+#include "shard.h"
 #include "snapshot.h"
 #include "util.h"
 #include "webhook.h"
@@ -124,12 +125,60 @@ static const char *run_kind_name(int k)
     return k >= 0 ? run_kinds[k]->kind : "?";
 }
 
+/* A cluster's shard among --shards (0 without). */
+static int run_shard_of(struct run_ctx *ctx, const char *key)
+{
+    return shard_of_key(key, ctx->o.shards);
+}
+
+/* The FlinkClusters of each shard, counted by their keys in the metrics index (no cached object
+ * decoded at a scrape). */
+struct run_shard_count {
+    struct run_ctx *ctx;
+    long n[SHARD_MAX];
+};
+
+static void run_count_shard(const char *key, void *ud)
+{
+    struct run_shard_count *c = ud;
+    c->n[run_shard_of(c->ctx, key)]++;
+}
+
+/* flink_controller_shard_owned and _shard_clusters, at each scrape. */
+static void run_shard_metrics(struct run_ctx *ctx)
+{
+    struct run_shard_count c = {.ctx = ctx};
+    clustermetrics_index_keys(ctx->cm_index, run_count_shard, &c);
+    for (int i = 0; i < ctx->o.shards; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "%d", i);
+        const char *v[] = {b};
+        metrics_set(ctx->m.shard_owned, v, shard_owned(ctx->shards, i));
+        metrics_set(ctx->m.shard_clusters, v, (double)c.n[i]);
+    }
+}
+
+/* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
+ * missing or the key does not fit. */
+static int run_cluster_key(json_t *obj, char *key, size_t n)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!ns || !name)
+        return -1;
+    int w = snprintf(key, n, "%s/%s", ns, name);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
 static void run_on_scrape(void *ud)
 {
     struct run_ctx *ctx = ud;
     if (ctx->q)
         metrics_set(ctx->m.workqueue_depth, NULL, (double)workqueue_len(ctx->q));
     metrics_set(ctx->m.leader, NULL, ctx->o.leader_elect && ctx->leading ? 1 : 0);
+    if (ctx->shards)
+        run_shard_metrics(ctx);
     metrics_set(ctx->m.lua_memory_bytes, NULL, (double)lhost_mem_used(ctx->host));
     struct mallinfo2 mi = mallinfo2();
     const char *in_use[] = {"in_use"}, *free_[] = {"free"};
@@ -189,7 +238,23 @@ static void run_forget_key(struct run_ctx *ctx, const char *key)
  * deadline even before the elector's timer runs). */
 int run_may_write(struct run_ctx *ctx)
 {
+    if (ctx->shards)
+        return shard_may_write(ctx->shards, 0);
     return !ctx->o.leader_elect || (ctx->leading && leader_may_write(ctx->le));
+}
+
+int run_may_write_key(struct run_ctx *ctx, const char *key)
+{
+    if (ctx->shards)
+        return shard_may_write(ctx->shards, run_shard_of(ctx, key));
+    return run_may_write(ctx);
+}
+
+/* 1 when this replica reconciles `key`: always without --shards, else while it owns the key's
+ * shard (the key of a shard it does not own is dropped: the shard's owner has it). */
+static int run_owns_key(struct run_ctx *ctx, const char *key)
+{
+    return !ctx->shards || shard_owned(ctx->shards, run_shard_of(ctx, key));
 }
 
 /* Takes `key` from the queue and starts working on it. */
@@ -297,10 +362,21 @@ static void run_released(int ok, void *ud)
 }
 
 /* Work in flight is done: release the lease (when leading), then leave the loop. */
+static void run_shards_released(void *ud)
+{
+    struct run_ctx *ctx = ud;
+    run_log(LOG_INFO, NULL, "shard leases released", NULL);
+    ev_break(ctx->loop, EVBREAK_ALL);
+}
+
 static void run_finish_stop(struct run_ctx *ctx)
 {
     if (ctx->releasing)
         return;
+    if (ctx->shards && shard_release_all(ctx->shards, run_shards_released, ctx) == 0) {
+        ctx->releasing = 1;
+        return;
+    }
     if (ctx->le && leader_is_leader(ctx->le) && leader_release(ctx->le, run_released, ctx) == 0) {
         ctx->releasing = 1;
         return;
@@ -321,6 +397,11 @@ static int run_pump_some(struct run_ctx *ctx, int max)
         const char *key = workqueue_get(ctx->q);
         if (!key)
             break;
+        if (!run_owns_key(ctx, key)) {
+            workqueue_forget(ctx->q, key);
+            workqueue_done(ctx->q, key);
+            continue;
+        }
         run_process(ctx, key);
         ctx->activity++;
         n++;
@@ -376,19 +457,6 @@ static void run_on_ready(workqueue *q, void *ud)
 
 /* ---- reflector callbacks ------------------------------------------------------------------- */
 
-/* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
- * missing or the key does not fit. */
-static int run_cluster_key(json_t *obj, char *key, size_t n)
-{
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    if (!ns || !name)
-        return -1;
-    int w = snprintf(key, n, "%s/%s", ns, name);
-    return w < 0 || (size_t)w >= n ? -1 : 0;
-}
-
 static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
 {
     (void)old;
@@ -411,7 +479,9 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
     } else if (!reflector_owner_key(obj, kube_kind_flinkcluster.kind, run_labels.cluster, key, sizeof key)) {
         return;
     }
-    workqueue_add(ctx->q, key);
+    /* the watches are shared by every shard: another shard's events are dropped here */
+    if (run_owns_key(ctx, key))
+        workqueue_add(ctx->q, key);
 }
 
 /* "<namespace>/FlinkJob:<name>" of a FlinkJob object into key (n bytes); 0, or -1. */
@@ -441,7 +511,9 @@ static void run_on_job_event(reflector *r, reflector_event ev, json_t *obj, json
         return;
     if (ev == REFLECTOR_DELETED)
         run_forget_key(ctx, key);
-    workqueue_add(ctx->q, key);
+    /* sharded by its own key, as a cluster (another shard's events are dropped here) */
+    if (run_owns_key(ctx, key))
+        workqueue_add(ctx->q, key);
 }
 
 static void run_enqueue_job(json_t *obj, void *ud)
@@ -566,15 +638,17 @@ static void run_started_leading(void *ud)
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
-static void run_stopped_leading(void *ud)
+/* Fences the passes in flight of shard `shard` (-1: all): their calls cancelled, nothing more
+ * written (a request already sent cannot be taken back; its answer is dropped); and the Flink
+ * calls in flight of those keys. */
+static void run_fence(struct run_ctx *ctx, int shard)
 {
-    struct run_ctx *ctx = ud;
-    ctx->leading = 0;
-    metrics_set(ctx->m.leader, NULL, 0);
-    /* fenced: the keys in flight write nothing more (a request already sent cannot be taken
-     * back; its answer is dropped), nor do the Flink calls in flight */
-    while (ctx->items) {
+    for (;;) {
         struct run_item *it = ctx->items;
+        while (it && shard >= 0 && run_shard_of(ctx, it->key) != shard)
+            it = it->next_item;
+        if (!it)
+            break;
         if (it->call)
             ctx->ops->cancel(it->call);
         it->call = NULL;
@@ -583,7 +657,101 @@ static void run_stopped_leading(void *ud)
         it->fenced = 1;
         executor_finish(it);
     }
-    flinkcall_cancel_key(ctx, NULL);
+    if (shard < 0) {
+        flinkcall_cancel_key(ctx, NULL);
+        return;
+    }
+    for (;;) {
+        struct run_fcall *c = ctx->fcalls;
+        while (c && run_shard_of(ctx, c->key) != shard)
+            c = c->next;
+        if (!c)
+            break;
+        flinkcall_cancel_key(ctx, c->key);
+    }
+}
+
+/* A shard taken: its clusters are enqueued (they may have changed while another replica owned
+ * them); shard 0 also does the writes of no cluster (certificates). */
+struct run_shard_walk {
+    struct run_ctx *ctx;
+    int shard;
+};
+
+static void run_enqueue_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_cluster_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        workqueue_add(w->ctx->q, key);
+}
+
+static void run_forget_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_cluster_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        run_forget_key(w->ctx, key);
+}
+
+/* The same for the FlinkJobs (their own keys, lua/fc/flinkjob.lua). */
+static void run_enqueue_job_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        workqueue_add(w->ctx->q, key);
+}
+
+static void run_forget_job_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        run_forget_key(w->ctx, key);
+}
+
+static void run_shard_acquired(int shard, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    struct run_shard_walk w = {ctx, shard};
+    run_log(LOG_INFO, NULL, "shard owned", "shard", RUN_LD(shard), "identity", ctx->identity, NULL);
+    if (shard == 0)
+        certsync_check_now(ctx->cs);
+    for (size_t i = 0; i < ctx->nns; i++) {
+        if (ctx->nss[i].r[0])
+            reflector_foreach(ctx->nss[i].r[0], run_enqueue_in_shard, &w);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, run_enqueue_job_in_shard, &w);
+    }
+    ev_idle_start(ctx->loop, &ctx->pump_idle);
+}
+
+/* A shard lost (or released at the end): its passes fenced at once, what was kept of its
+ * clusters forgotten (the next owner starts from the cluster as it finds it); the process goes
+ * on with its other shards and campaigns for this one again (core/shard). */
+static void run_shard_lost(int shard, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    struct run_shard_walk w = {ctx, shard};
+    run_log(ctx->stopping ? LOG_INFO : LOG_WARN, NULL, "shard lost", "shard", RUN_LD(shard), NULL);
+    run_fence(ctx, shard);
+    for (size_t i = 0; i < ctx->nns; i++) {
+        if (ctx->nss[i].r[0])
+            reflector_foreach(ctx->nss[i].r[0], run_forget_in_shard, &w);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, run_forget_job_in_shard, &w);
+    }
+}
+
+static void run_stopped_leading(void *ud)
+{
+    struct run_ctx *ctx = ud;
+    ctx->leading = 0;
+    metrics_set(ctx->m.leader, NULL, 0);
+    /* fenced: the keys in flight write nothing more (a request already sent cannot be taken
+     * back; its answer is dropped), nor do the Flink calls in flight */
+    run_fence(ctx, -1);
     if (ctx->stopping)
         return;
     /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
@@ -679,6 +847,53 @@ static int run_transform(reflector *r, const kube_kind *kind, json_t *obj, void 
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */
+
+/* The holder identity (leader_default_identity) into ident (ni bytes) and the Leases' namespace
+ * (--leader-election-namespace, else leader_default_namespace) into lns (nl bytes); 0, or -1
+ * when one does not fit. */
+static int run_lease_identity(struct run_ctx *ctx, char *ident, size_t ni, char *lns, size_t nl)
+{
+    const kube_config *kcfg = kube_client_config(ctx->kc);
+    return leader_default_identity(ident, ni) ||
+           (ctx->o.leader_ns ? snprintf(lns, nl, "%s", ctx->o.leader_ns) >= (int)nl
+                             : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, nl));
+}
+
+/* --shards N > 1: one elector per shard (core/shard), the Leases in the leader election's
+ * namespace; the preferred shard from --shard-index or POD_NAME (else the host name). */
+static int run_start_shards(struct run_ctx *ctx, char *err, size_t n)
+{
+    char lns[254], host[256] = "";
+    if (run_lease_identity(ctx, ctx->identity, sizeof ctx->identity, lns, sizeof lns)) {
+        snprintf(err, n, "identity or namespace too long");
+        return -1;
+    }
+    const char *pod = getenv("POD_NAME");
+    if (!pod || !*pod) {
+        gethostname(host, sizeof host - 1);
+        pod = host;
+    }
+    int pref = shard_preferred(ctx->o.shard_index_set ? ctx->o.shard_index : -1, pod, ctx->o.shards);
+    shard_opts so = {.nshards = ctx->o.shards,
+                     .preferred = pref,
+                     .namespace = lns,
+                     .identity = ctx->identity,
+                     .on_acquired = run_shard_acquired,
+                     .on_lost = run_shard_lost,
+                     .ud = ctx};
+    ctx->shards = shard_start(ctx->loop, ctx->kc, &so, err, n);
+    if (!ctx->shards)
+        return -1;
+    for (int i = 0; i < ctx->o.shards; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "%d", i);
+        const char *v[] = {b};
+        metrics_set(ctx->m.shard_owned, v, 0);
+    }
+    run_log(LOG_INFO, NULL, "shards", "shards", RUN_LD(ctx->o.shards), "preferred", RUN_LD(pref),
+            "namespace", lns, "identity", ctx->identity, NULL);
+    return 0;
+}
 
 static int run_start_reflectors(struct run_ctx *ctx)
 {
@@ -975,10 +1190,7 @@ int run_main(int argc, char **argv)
     ctx->leading = !ctx->o.leader_elect;
     if (ctx->o.leader_elect) {
         char ident[300], lns[254];
-        const kube_config *kcfg = kube_client_config(ctx->kc);
-        if (leader_default_identity(ident, sizeof ident) ||
-            (ctx->o.leader_ns ? snprintf(lns, sizeof lns, "%s", ctx->o.leader_ns) >= (int)sizeof lns
-                              : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, sizeof lns))) {
+        if (run_lease_identity(ctx, ident, sizeof ident, lns, sizeof lns)) {
             run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", "identity or namespace too long", NULL);
             goto out;
         }
@@ -994,6 +1206,10 @@ int run_main(int argc, char **argv)
             goto out;
         }
         run_log(LOG_INFO, NULL, "leader election", "lease", LEADER_LEASE_NAME, "namespace", lns, "identity", ident, NULL);
+    }
+    if (ctx->o.shards > 1 && run_start_shards(ctx, err, sizeof err)) {
+        run_log(LOG_ERROR, NULL, "startup failed", "step", "shards", "error", err, NULL);
+        goto out;
     }
     if (ctx->o.webhook_secret) {
         /* every replica reads the Secret and serves its pair; only one that may write makes it */
@@ -1044,6 +1260,7 @@ out:
     /* before the client: an elector with a request in flight (a standby's try, say) cancels
      * its kube call, which kube_client_free would already have freed */
     leader_free(ctx->le);
+    shard_free(ctx->shards);
     certsync_free(ctx->cs);
     if (ctx->kc)
         kube_client_free(ctx->kc);

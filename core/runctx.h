@@ -27,6 +27,7 @@
 #include "override.h"
 #include "reflector.h"
 #include "server.h"
+#include "shard.h"
 #include "webhook.h"
 #include "workqueue.h"
 
@@ -112,6 +113,8 @@ struct run_ctx {
     webhook *wh;
     certsync *cs;
     leader_elector *le;
+    shard_set *shards;  /* --shards N > 1: the shard Leases (core/shard.h), else NULL */
+    char identity[300]; /* with --shards: this replica's holder identity */
     int releasing;
     metrics_registry *reg;
     metrics_controller m;
@@ -215,8 +218,14 @@ struct run_ns *run_ns_for(struct run_ctx *ctx, const char *ns);
 json_t *run_typed(json_t *obj, const kube_kind *k);
 
 /* 1 when this replica may write now: no leader election, or leading with the Lease renewed
- * within the renew deadline. */
+ * within the renew deadline; with --shards N > 1: holding shard 0 (the writes of no cluster:
+ * webhook certificates, the policy ConfigMap's status). */
 int run_may_write(struct run_ctx *ctx);
+
+/* 1 when this replica may write for workqueue key `key` now: with --shards N > 1 while it holds
+ * the key's shard Lease renewed within the renew deadline (shard_may_write), else as
+ * run_may_write. */
+int run_may_write_key(struct run_ctx *ctx, const char *key);
 
 /* Enqueues the key of FlinkCluster `obj` (ud: the ctx); a reflector_foreach callback. */
 void run_enqueue_cluster(json_t *obj, void *ud);

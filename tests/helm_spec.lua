@@ -104,6 +104,7 @@ describe("helm lint and helm template of the chart", function()
     monitoring = { metrics = { serviceMonitor = { enabled = true }, prometheusRule = { enabled = true },
       dashboard = { enabled = true } } },
     policyOverride = { policyOverride = { configMap = "flink-controller-policies" } },
+    shards = { shards = 3 },
     everything = { watchNamespaces = { "a" }, webhook = { enabled = true }, policyOverride = { configMap = "p" },
       metrics = { serviceMonitor = { enabled = true } } },
   }
@@ -364,6 +365,21 @@ describe("helm lint and helm template of the chart", function()
     assert.are.equal("fc", pod.serviceAccountName)
     assert.is_not_nil(find(objs, "ServiceAccount", "fc", "flink-system"))
     assert.are.equal("fc", find(objs, "ClusterRoleBinding", "flink-controller").subjects[1].name)
+  end)
+
+  it("shards 3: run --shards 3 instead of --leader-elect, the three shard Leases granted by name", function()
+    local objs = template({ shards = 3 })
+    local _, _, c = controller(objs)
+    assert.are.same({ "run", "--shards", "3", "--metrics-addr", "0.0.0.0:8080", "--health-addr", "0.0.0.0:8081",
+      "--log-format", "json", "--log-level", "info" }, c.args)
+    local rules = find(objs, "Role", "flink-controller-leader-election", "flink-system").rules
+    assert.are.same({ "create" }, rules[1].verbs)
+    assert.are.same({ "flink-controller-shard-0", "flink-controller-shard-1", "flink-controller-shard-2" },
+      rules[2].resourceNames)
+    assert.are.same({ "get", "update" }, rules[2].verbs)
+    -- the default: the single Lease, as deploy/rbac.yaml
+    local d = find(template({}), "Role", "flink-controller-leader-election", "flink-system").rules
+    assert.are.same({ "flink-controller" }, d[2].resourceNames)
   end)
 
   it("rbac.create and serviceAccount.create false: no RBAC, no ServiceAccount", function()

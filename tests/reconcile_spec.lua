@@ -514,8 +514,8 @@ describe("reconcile.run with policies-min", function()
     assert.equal("False", condition(r.status, "PolicyError").status)
     assert.equal("2025-11-30T06:40:00Z", r.status.lastUpdateTime)
     assert.same({
+      -- no StateChanged for the first state Creating (the creation says it)
       { type = "Warning", reason = "SpecWarning", message = "spec.flinkProperties: unknown field" },
-      { type = "Normal", reason = "StateChanged", message = "cluster state Creating" },
       { type = "Normal", reason = "JobStateChanged", message = "job state Pending" },
     }, r.events)
     assert.equal(10, r.requeue_after)

@@ -21,7 +21,7 @@
 --
 -- Failures: {kind = "error"|"timeout"|"nomem"|"badresult"|"contract", policy = "job",
 -- hook = "job.decide", message = "<file>:<line>: <message>" or "<policy>.lua: <hook>: <what>"}.
--- error/timeout/nomem/badresult(not plain data) come from fc.host (core/lhost.c's trip state).
+-- error/timeout/nomem/badresult(not plain data) come from fc.host (core/lhost_budget.c's trip state).
 local shape = require("fc.shape")
 
 local contract = {}

@@ -270,9 +270,12 @@ local function index(objects)
 end
 
 -- Events for what changed between the observed status `old` and the new status `new` (cluster
--- state, job state, savepoint, user control, PolicyError resolved), appended to `events`.
+-- state, job state, savepoint, user control, PolicyError resolved), appended to `events`. A new
+-- cluster's first state Creating gets none: it tells nothing the FlinkCluster's creation and its
+-- status do not (one write per cluster fewer at creation; its `Creating -> Running` event names
+-- it, and a first state other than Creating, e.g. an adopted cluster's, still gets one).
 local function transition_events(old, new, events)
-  if old.state ~= new.state then
+  if old.state ~= new.state and (old.state ~= nil or new.state ~= "Creating") then
     events[#events + 1] = {
       type = new.state == "Reconciling" and "Warning" or "Normal",
       reason = "StateChanged",

@@ -8,7 +8,7 @@
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject jsonlogs
 #                                        flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge
 #                                        rollout steady steady100
-#                                        prune stall fence jobupdate held refused undeclared stale livediff override render restart
+#                                        prune stall fence jobupdate held refused undeclared stale shards livediff override render restart
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), metrics (metrics.sh), native nativequota nativescale
 #                                        (native.sh), labelrename (names.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
 #                                        (realpods.sh) realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig
@@ -107,11 +107,13 @@ trap cleanup EXIT
 . "$HERE/metrics.sh"
 # shellcheck source=health.sh
 . "$HERE/health.sh"
+# shellcheck source=shards.sh
+. "$HERE/shards.sh"
 # shellcheck source=flinkjob.sh
 . "$HERE/flinkjob.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 healthrestart flinkjob adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 healthrestart flinkjob adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 # each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
 # durations are taken from
 for c in "${cases[@]}"; do
