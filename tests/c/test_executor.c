@@ -194,14 +194,16 @@ static void ctx_free(void)
 
 /* Starts the pass of cluster c1 in ns1 whose fc.reconcile.run answered `result` (JSON text): the
  * key taken off the queue as run_process takes it, the item at PHASE_ACTIONS. */
-static struct run_item *start(const char *result)
+static struct run_item *start_kind(const char *key, const char *name, const kube_kind *kind, const char *obj,
+                                   const char *result)
 {
     struct run_item *it = calloc(1, sizeof *it);
     it->ctx = &ctx;
-    it->key = strdup("ns1/c1");
+    it->key = strdup(key);
+    it->kind = kind;
     snprintf(it->ns, sizeof it->ns, "ns1");
-    snprintf(it->name, sizeof it->name, "c1");
-    it->cluster = json_loads(CLUSTER, 0, NULL);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->cluster = json_loads(obj, 0, NULL);
     it->result = json_loads(result, 0, NULL);
     it->started = 1;
     it->phase = PHASE_ACTIONS;
@@ -212,6 +214,11 @@ static struct run_item *start(const char *result)
     workqueue_get(ctx.q);
     executor_step(it);
     return it;
+}
+
+static struct run_item *start(const char *result)
+{
+    return start_kind("ns1/c1", "c1", NULL, CLUSTER, result);
 }
 
 static const char *what(int i)
@@ -450,30 +457,15 @@ static void test_flinkjob(void)
     fake_reset();
     expect_clear();
     unsigned long errors0 = ctx.action_errors;
-    struct run_item *it = calloc(1, sizeof *it);
-    it->ctx = &ctx;
-    it->key = strdup("ns1/" RUN_FLINKJOB_KEY "j1");
-    it->kind = &kube_kind_flinkjob;
-    snprintf(it->ns, sizeof it->ns, "ns1");
-    snprintf(it->name, sizeof it->name, "j1");
-    it->cluster = json_loads("{\"apiVersion\":\"flinkoperator.k8s.io/v1beta1\",\"kind\":\"FlinkJob\",\"metadata\":"
-                             "{\"name\":\"j1\",\"namespace\":\"ns1\",\"uid\":\"u-j\",\"resourceVersion\":\"7\"}}",
-                             0, NULL);
-    /* an empty list comes from Lua as {} */
-    it->result = json_loads("{\"actions\":[{\"op\":\"set_finalizers\",\"finalizers\":{},\"resource_version\":\"7\"},"
-                            "{\"op\":\"set_finalizers\",\"finalizers\":[\"a/b\"]},"
-                            "{\"op\":\"set_finalizers\",\"finalizers\":\"x\"}],"
-                            "\"status\":{\"state\":\"Running\"},"
-                            "\"events\":[{\"type\":\"Normal\",\"reason\":\"JobRunning\",\"message\":\"m\"}]}",
-                            0, NULL);
-    it->started = 1;
-    it->phase = PHASE_ACTIONS;
-    it->next_item = ctx.items;
-    ctx.items = it;
-    ctx.inflight++;
-    workqueue_add(ctx.q, it->key);
-    workqueue_get(ctx.q);
-    executor_step(it);
+    start_kind("ns1/" RUN_FLINKJOB_KEY "j1", "j1", &kube_kind_flinkjob,
+               "{\"apiVersion\":\"flinkoperator.k8s.io/v1beta1\",\"kind\":\"FlinkJob\",\"metadata\":"
+               "{\"name\":\"j1\",\"namespace\":\"ns1\",\"uid\":\"u-j\",\"resourceVersion\":\"7\"}}",
+               /* an empty list comes from Lua as {} */
+               "{\"actions\":[{\"op\":\"set_finalizers\",\"finalizers\":{},\"resource_version\":\"7\"},"
+               "{\"op\":\"set_finalizers\",\"finalizers\":[\"a/b\"]},"
+               "{\"op\":\"set_finalizers\",\"finalizers\":\"x\"}],"
+               "\"status\":{\"state\":\"Running\"},"
+               "\"events\":[{\"type\":\"Normal\",\"reason\":\"JobRunning\",\"message\":\"m\"}]}");
     IS_STR(what(0), "patch FlinkJob ns1/j1", "the finalizers of the FlinkJob, not of a FlinkCluster");
     IS_STR(calls[0].body, "{\"metadata\":{\"finalizers\":[],\"resourceVersion\":\"7\"}}",
            "{} is the empty list; with the resourceVersion read (a conflict, not an overwrite)");
