@@ -330,3 +330,33 @@ describe("fc.admission of a FlinkJob", function()
     assert.is_true(r.allowed)
   end)
 end)
+
+describe("fc.admission of a FlinkJob update", function()
+  local admission = require("fc.admission")
+  before_each(function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+  end)
+  local function update(obj, old)
+    return admission.validate({ apiVersion = "admission.k8s.io/v1", kind = "AdmissionReview",
+      request = { uid = "u2", operation = "UPDATE", namespace = "default", object = obj, oldObject = old } })
+      .review.response
+  end
+
+  it("refuses another clusterRef and the removal of savepointsDir (the CRD's transition rules' twins)", function()
+    local old = job()
+    local new = job()
+    new.spec.clusterRef = { name = "other" }
+    new.spec.job.savepointsDir = nil
+    local r = update(new, old)
+    assert.is_false(r.allowed)
+    assert.truthy(r.status.message:find("ticker: spec.clusterRef.name: cannot change (delete the FlinkJob and create "
+      .. "another)", 1, true), r.status.message)
+    assert.truthy(r.status.message:find("ticker: spec.job.savepointsDir: cannot be removed", 1, true), r.status.message)
+  end)
+
+  it("allows an update of args with the same clusterRef", function()
+    local new = job()
+    new.spec.job.args = { "b" }
+    assert.is_true(update(new, job()).allowed)
+  end)
+end)

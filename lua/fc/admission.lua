@@ -94,7 +94,8 @@ end
 local function validate_job(req, host)
   local obj = req.object
   local name = type(obj.metadata) == "table" and type(obj.metadata.name) == "string" and obj.metadata.name or "FlinkJob"
-  local ok, errors = require("fc.flinkjob").validate(host, obj)
+  local old = req.operation == "UPDATE" and type(req.oldObject) == "table" and req.oldObject or nil
+  local ok, errors = require("fc.flinkjob").validate(host, obj, nil, old)
   if not ok then return deny(req, { name .. ": policy: " .. tostring(errors.message) }) end
   if #errors == 0 then return reply(req, { allowed = true }) end
   local lines = {}

@@ -122,6 +122,12 @@ function flinkjob.as_cluster(fj, session)
   return c
 end
 
+-- The status the job policies read (cluster.status of a job cluster) from the FlinkJob's.
+local function policy_status(st)
+  return { components = { job = st.job }, savepoint = st.savepoint, control = st.control,
+    nextRevision = st.nextRevision, currentRevision = st.currentRevision }
+end
+
 -- A session cluster to validate a FlinkJob's spec.job in when its own is not at hand (admission,
 -- render): only the spec.job errors count (flinkjob.validate).
 local function stub_session(fj)
@@ -133,13 +139,15 @@ local function stub_session(fj)
     spec = { image = { name = "flink:1.20.5" }, jobManager = {}, taskManager = { replicas = 1 } } }
 end
 
---- flinkjob.validate(host, fj [, session]) -> true, errors, defaulted | false, failure: the FlinkJob's own
--- rules ({path=, message=} with the FlinkJob's field paths), then spec.job through the job
--- cluster's defaults and validate policies, in `session` (the FlinkCluster it names; a stand-in
--- when nil) as the controller runs it (only the errors under spec.job count: the rest is the
--- session cluster's), and the defaulted cluster. false, failure: a policy failed (fc.contract's
--- typed failure {kind, policy, hook, message}).
-function flinkjob.validate(host, fj, session)
+--- flinkjob.validate(host, fj [, session [, old]]) -> true, errors, defaulted | false, failure.
+-- errors ({path=, message=}, the FlinkJob's field paths): its own rules, then spec.job through the
+-- job cluster's defaults and validate policies in `session` (the FlinkCluster it names; a
+-- stand-in when nil) as the controller runs it (only the errors under spec.job count: the rest
+-- is the session cluster's); defaulted: that cluster. `old`: the stored FlinkJob of an update
+-- (the webhook's oldObject): its clusterRef may not change, and spec.job's update rules
+-- (validate.lua's twins of the CRD's transition rules, fc.rules.flinkjob) see its spec.job and
+-- status. false, failure: a policy failed (fc.contract's typed {kind, policy, hook, message}).
+function flinkjob.validate(host, fj, session, old)
   local errs = {}
   local function bad(path, message) errs[#errs + 1] = { path = path, message = message } end
   local spec = fj.spec
@@ -163,11 +171,21 @@ function flinkjob.validate(host, fj, session)
     bad("spec.job.upgradeMode", "last-state is for job clusters (Flink's HA restarts the cluster): use savepoint "
       .. "or stateless")
   end
+  local old_ref = type(old) == "table" and type(old.spec) == "table" and old.spec.clusterRef or nil
+  if type(old_ref) == "table" and type(ref) == "table" and old_ref.name ~= ref.name then
+    bad("spec.clusterRef.name", "cannot change (delete the FlinkJob and create another)")
+  end
   local raw = flinkjob.as_cluster(fj, session or stub_session(fj))
   local ok, defaulted = contract.call(host, "defaults", "apply", raw)
   if not ok then return false, defaulted end
+  local old_cluster
+  if type(old) == "table" and type(old.spec) == "table" and type(old.spec.job) == "table" then
+    ok, old_cluster = contract.call(host, "defaults", "apply", flinkjob.as_cluster(old, session or stub_session(old)))
+    if not ok then return false, old_cluster end
+    old_cluster.status = policy_status(type(old.status) == "table" and old.status or {})
+  end
   local v
-  ok, v = contract.call(host, "validate", "check", { cluster = defaulted, raw = raw, old = nil })
+  ok, v = contract.call(host, "validate", "check", { cluster = defaulted, raw = raw, old = old_cluster })
   if not ok then return false, v end
   for _, e in ipairs(v.errors or {}) do
     if type(e.path) == "string" and e.path:sub(1, 8) == "spec.job" then errs[#errs + 1] = e end
@@ -210,11 +228,6 @@ function flinkjob.replaced_alive(prev, j, sp, view, jd)
   return out
 end
 
--- The status the job policies read (cluster.status of a job cluster) from the FlinkJob's.
-local function policy_status(st)
-  return { components = { job = st.job }, savepoint = st.savepoint, control = st.control,
-    nextRevision = st.nextRevision, currentRevision = st.currentRevision }
-end
 
 -- The pass of a deleted FlinkJob holding our finalizer: cancel its job, then let it go.
 local function deleting(fj, session, view, now, result)
