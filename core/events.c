@@ -121,7 +121,7 @@ int events_start(struct run_item *it, json_t *ev, kube_done_fn done)
         it->call = ctx->ops->patch(ctx->kc, &kube_kind_event, it->ns, ev_name, NULL, "application/merge-patch+json",
                               patch, done, it, err, sizeof err);
     } else {
-        json_t *inv = run_typed(it->cluster, &kube_kind_flinkcluster);
+        json_t *inv = run_typed(it->cluster, RUN_ITEM_KIND(it));
         snprintf(it->what, sizeof it->what, "create event %s", reason);
         it->verb = "POST";
         it->call = ctx->ops->event_create(ctx->kc, inv, type, reason, message, done, it, err, sizeof err);

@@ -186,7 +186,7 @@ static void executor_patch_cluster(struct run_item *it, json_t *patch, char *err
     char *text = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (text)
-        it->call = it->ctx->ops->patch(it->ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, NULL,
+        it->call = it->ctx->ops->patch(it->ctx->kc, RUN_ITEM_KIND(it), it->ns, it->name, NULL,
                                        "application/merge-patch+json", text, executor_kube_done, it, err, errlen);
     free(text);
 }
@@ -263,7 +263,8 @@ static int executor_start_action(struct run_item *it, json_t *a)
         if (it->call)
             return 1;
     } else if (strcmp(op, "patch_finalizers") == 0) {
-        /* the whole list (a merge patch replaces lists), at the resourceVersion the pass read, or
+        /* of the pass's object (a FlinkCluster, or a FlinkJob: fc.flinkjob): the whole list (a
+         * merge patch replaces lists), at the resourceVersion the pass read, or
          * the one the pass's own status write produced (after_status): a finalizer someone else
          * changed meanwhile makes it a 409, retried from the new version. An empty list (from
          * Lua an empty table, encoded {}) removes the field (null). */
@@ -370,7 +371,7 @@ void executor_step(struct run_item *it)
         }
         case PHASE_STATUS:
             /* a savepoint's end is counted once: when the status recording it is written */
-            if (it->sent && !it->status_refused)
+            if (it->sent && !it->status_refused && RUN_ITEM_KIND(it) == &kube_kind_flinkcluster)
                 clustermetrics_savepoint_ended(&it->ctx->m, it->ns, json_object_get(it->cluster, "status"),
                                               it->sent);
             it->phase = PHASE_CONTROL;

@@ -83,6 +83,8 @@ double expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, c
     if (!e)
         return 0;
     json_t *objs = json_object_get(e, "objects");
+    /* a FlinkJob's pass: its own writes (kind 0) are of the FlinkJob, not of a FlinkCluster */
+    int job_key = strstr(key, "/" RUN_FLINKJOB_KEY) != NULL;
     const char *id;
     json_t *want;
     void *tmp;
@@ -90,7 +92,8 @@ double expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, c
     {
         int k = atoi(id);
         const char *name = strchr(id, '/') + 1;
-        json_t *have = k >= 0 && k < run_nkinds && rn->r[k] ? reflector_get_copy(rn->r[k], ns, name) : NULL;
+        reflector *src = k == 0 && job_key ? rn->jobs : k >= 0 && k < run_nkinds ? rn->r[k] : NULL;
+        json_t *have = src ? reflector_get_copy(src, ns, name) : NULL;
         json_t *hm = json_object_get(have, "metadata");
         const char *uid = json_string_value(json_object_get(want, "uid"));
         const char *not_rv = json_string_value(json_object_get(want, "not_rv"));

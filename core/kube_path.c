@@ -9,6 +9,7 @@
 #include <string.h>
 
 const kube_kind kube_kind_flinkcluster = {"flinkoperator.k8s.io/v1beta1", "FlinkCluster", "flinkclusters", 1};
+const kube_kind kube_kind_flinkjob = {"flinkoperator.k8s.io/v1beta1", "FlinkJob", "flinkjobs", 1};
 const kube_kind kube_kind_statefulset = {"apps/v1", "StatefulSet", "statefulsets", 1};
 const kube_kind kube_kind_service = {"v1", "Service", "services", 1};
 const kube_kind kube_kind_configmap = {"v1", "ConfigMap", "configmaps", 1};

@@ -17,7 +17,7 @@ typedef struct kube_kind {
     int namespaced;            /* 1 for namespaced resources */
 } kube_kind;
 
-extern const kube_kind kube_kind_flinkcluster, kube_kind_statefulset, kube_kind_service,
+extern const kube_kind kube_kind_flinkcluster, kube_kind_flinkjob, kube_kind_statefulset, kube_kind_service,
     kube_kind_configmap, kube_kind_ingress, kube_kind_job, kube_kind_pod, kube_kind_event,
     kube_kind_lease, kube_kind_namespace, kube_kind_controllerrevision, kube_kind_deployment,
     kube_kind_secret;

@@ -280,9 +280,16 @@ static void run_process(struct run_ctx *ctx, const char *key)
         snprintf(it->ns, sizeof it->ns, "%.*s", (int)(slash - key), key);
         snprintf(it->name, sizeof it->name, "%s", slash + 1);
     }
+    /* a FlinkJob's key names it "FlinkJob:<name>" (RUN_FLINKJOB_KEY) */
+    size_t plen = strlen(RUN_FLINKJOB_KEY);
+    int is_job = strncmp(it->name, RUN_FLINKJOB_KEY, plen) == 0;
+    if (is_job)
+        memmove(it->name, it->name + plen, strlen(it->name + plen) + 1);
+    it->kind = is_job ? &kube_kind_flinkjob : &kube_kind_flinkcluster;
     struct run_ns *rn = slash ? run_ns_for(ctx, it->ns) : NULL;
+    reflector *src = !rn ? NULL : is_job ? rn->jobs : rn->r[0];
     /* decoded from the compact cache: the pass's own tree (it->cluster) */
-    json_t *cluster = rn ? reflector_get_copy(rn->r[0], it->ns, it->name) : NULL;
+    json_t *cluster = src ? reflector_get_copy(src, it->ns, it->name) : NULL;
     if (!cluster) {
         /* deleted: the garbage collector removes the children; forget what we kept */
         run_forget_key(ctx, key);
@@ -307,8 +314,8 @@ static void run_process(struct run_ctx *ctx, const char *key)
     it->cluster = cluster;
     snprintf(it->policy_hash, sizeof it->policy_hash, "%s", ctx->ov.active_hash);
     struct snapshot_parts c = {0};
-    json_t *snap = snapshot_build(ctx, rn, key, cluster, &c);
-    char *in = json_dumps(snap, JSON_COMPACT);
+    json_t *snap = is_job ? snapshot_build_job(ctx, rn, key, cluster) : snapshot_build(ctx, rn, key, cluster, &c);
+    char *in = snap ? json_dumps(snap, JSON_COMPACT) : NULL;
     if (in && ctx->o.debug_snapshot_dir) {
         char *whole = snapshot_text(snap, &c);
         if (whole)
@@ -477,6 +484,46 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
         workqueue_add(ctx->q, key);
 }
 
+/* "<namespace>/FlinkJob:<name>" of a FlinkJob object into key (n bytes); 0, or -1. */
+static int run_job_key(json_t *obj, char *key, size_t n)
+{
+    json_t *meta = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!ns || !name)
+        return -1;
+    int w = snprintf(key, n, "%s/" RUN_FLINKJOB_KEY "%s", ns, name);
+    return w < 0 || (size_t)w >= n ? -1 : 0;
+}
+
+/* The FlinkJobs' watch: each its own key (lua/fc/flinkjob.lua reconciles it). */
+static void run_on_job_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
+{
+    (void)r;
+    (void)old;
+    struct run_ctx *ctx = ud;
+    ctx->activity++;
+    char key[600];
+    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
+    const char *kv[] = {kube_kind_flinkjob.kind, evnames[ev]};
+    metrics_inc(ctx->m.watch_events_total, kv);
+    if (run_job_key(obj, key, sizeof key))
+        return;
+    if (ev == REFLECTOR_DELETED)
+        run_forget_key(ctx, key);
+    /* sharded by its own key, as a cluster (another shard's events are dropped here) */
+    if (run_owns_key(ctx, key))
+        workqueue_add(ctx->q, key);
+}
+
+static void run_enqueue_job(json_t *obj, void *ud)
+{
+    struct run_ctx *ctx = ud;
+    char key[600];
+    if (run_job_key(obj, key, sizeof key) == 0)
+        workqueue_add(ctx->q, key);
+}
+
 void run_enqueue_cluster(json_t *obj, void *ud)
 {
     struct run_ctx *ctx = ud;
@@ -492,10 +539,13 @@ void run_check_synced(struct run_ctx *ctx)
 {
     if (ctx->synced || (ctx->ov.r && (!reflector_has_synced(ctx->ov.r) || !ctx->ov.settled)))
         return;
-    for (size_t i = 0; i < ctx->nns; i++)
+    for (size_t i = 0; i < ctx->nns; i++) {
         for (int k = 0; k < run_nkinds; k++)
             if (!ctx->nss[i].r[k] || !reflector_has_synced(ctx->nss[i].r[k]))
                 return;
+        if (!ctx->nss[i].jobs || !reflector_has_synced(ctx->nss[i].jobs))
+            return;
+    }
     ctx->synced = 1;
     run_log(LOG_INFO, NULL, "caches synced, ready", NULL);
     if (ctx->srv)
@@ -512,7 +562,8 @@ static void run_on_synced(reflector *r, void *ud)
 static void run_on_error(reflector *r, const char *what, void *ud)
 {
     struct run_ctx *ctx = ud;
-    const char *kind = r == ctx->ov.r ? "ConfigMap" : run_kind_name(run_kind_index(ctx, r));
+    int k = run_kind_index(ctx, r);
+    const char *kind = r == ctx->ov.r ? "ConfigMap" : k < 0 ? kube_kind_flinkjob.kind : run_kind_name(k);
     const char *kv[] = {kind};
     metrics_inc(ctx->m.watch_restarts_total, kv);
     run_log(LOG_WARN, NULL, "watch restarted", "kind", kind, "error", what, NULL);
@@ -535,13 +586,18 @@ static void run_begin_stop(struct run_ctx *ctx, int exit_code)
     ctx->stopping = 1;
     ctx->exit_code = exit_code;
     workqueue_shutdown(ctx->q);
-    for (size_t i = 0; i < ctx->nns; i++)
+    for (size_t i = 0; i < ctx->nns; i++) {
         for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k]) {
                 /* in-flight items hold their own references to what they need */
                 reflector_stop(ctx->nss[i].r[k]);
                 ctx->nss[i].r[k] = NULL;
             }
+        if (ctx->nss[i].jobs) {
+            reflector_stop(ctx->nss[i].jobs);
+            ctx->nss[i].jobs = NULL;
+        }
+    }
     if (ctx->ov.r) {
         reflector_stop(ctx->ov.r);
         ctx->ov.r = NULL;
@@ -574,8 +630,11 @@ static void run_started_leading(void *ud)
     certsync_check_now(ctx->cs); /* a new leader makes or renews the certificates at once */
     /* everything cached so far may have changed while another replica led */
     for (size_t i = 0; i < ctx->nns; i++)
-        if (ctx->nss[i].r[0])
+        if (ctx->nss[i].r[0]) {
             reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
+            if (ctx->nss[i].jobs)
+                reflector_foreach(ctx->nss[i].jobs, run_enqueue_job, ctx);
+        }
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
@@ -635,6 +694,23 @@ static void run_forget_in_shard(json_t *obj, void *ud)
         run_forget_key(w->ctx, key);
 }
 
+/* The same for the FlinkJobs (their own keys, lua/fc/flinkjob.lua). */
+static void run_enqueue_job_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        workqueue_add(w->ctx->q, key);
+}
+
+static void run_forget_job_in_shard(json_t *obj, void *ud)
+{
+    struct run_shard_walk *w = ud;
+    char key[600];
+    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
+        run_forget_key(w->ctx, key);
+}
+
 static void run_shard_acquired(int shard, void *ud)
 {
     struct run_ctx *ctx = ud;
@@ -642,9 +718,12 @@ static void run_shard_acquired(int shard, void *ud)
     run_log(LOG_INFO, NULL, "shard owned", "shard", RUN_LD(shard), "identity", ctx->identity, NULL);
     if (shard == 0)
         certsync_check_now(ctx->cs);
-    for (size_t i = 0; i < ctx->nns; i++)
+    for (size_t i = 0; i < ctx->nns; i++) {
         if (ctx->nss[i].r[0])
             reflector_foreach(ctx->nss[i].r[0], run_enqueue_in_shard, &w);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, run_enqueue_job_in_shard, &w);
+    }
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 
@@ -657,9 +736,12 @@ static void run_shard_lost(int shard, void *ud)
     struct run_shard_walk w = {ctx, shard};
     run_log(ctx->stopping ? LOG_INFO : LOG_WARN, NULL, "shard lost", "shard", RUN_LD(shard), NULL);
     run_fence(ctx, shard);
-    for (size_t i = 0; i < ctx->nns; i++)
+    for (size_t i = 0; i < ctx->nns; i++) {
         if (ctx->nss[i].r[0])
             reflector_foreach(ctx->nss[i].r[0], run_forget_in_shard, &w);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, run_forget_job_in_shard, &w);
+    }
 }
 
 static void run_stopped_leading(void *ud)
@@ -832,6 +914,13 @@ static int run_start_reflectors(struct run_ctx *ctx)
                 run_log(LOG_ERROR, NULL, "startup failed", "step", "watch", "kind", run_kinds[k]->plural, "error", err, NULL);
                 return -1;
             }
+        }
+        reflector_opts jo = {.namespace = ctx->nss[i].ns, .resync_s = RUN_RESYNC_S, .transform = run_transform,
+                             .compact = 1, .on_synced = run_on_synced, .on_error = run_on_error};
+        ctx->nss[i].jobs = reflector_start(ctx->kc, &kube_kind_flinkjob, &jo, run_on_job_event, ctx, err, sizeof err);
+        if (!ctx->nss[i].jobs) {
+            run_log(LOG_ERROR, NULL, "startup failed", "step", "watch", "kind", kube_kind_flinkjob.plural, "error", err, NULL);
+            return -1;
         }
     }
     return 0;
@@ -1155,6 +1244,8 @@ out:
         for (int k = 0; k < run_nkinds; k++)
             if (ctx->nss[i].r[k])
                 reflector_stop(ctx->nss[i].r[k]);
+        if (ctx->nss[i].jobs)
+            reflector_stop(ctx->nss[i].jobs);
         free(ctx->nss[i].ns);
     }
     free(ctx->nss);

@@ -53,7 +53,14 @@ extern struct run_label_names run_labels;
 struct run_ns {
     char *ns; /* NULL: all namespaces */
     reflector *r[RUN_MAXKINDS];
+    reflector *jobs; /* the FlinkJobs (jobs on session clusters; lua/fc/flinkjob.lua) */
 };
+
+/* A FlinkJob's workqueue key is "<namespace>/" RUN_FLINKJOB_KEY "<name>" (a Kubernetes name has
+ * no ':', so it never meets a FlinkCluster's "<namespace>/<name>"). */
+#define RUN_FLINKJOB_KEY "FlinkJob:"
+/* The kind of the object a pass is for (an item without one: a FlinkCluster). */
+#define RUN_ITEM_KIND(it) ((it)->kind ? (it)->kind : &kube_kind_flinkcluster)
 
 
 /* The policy set serving and the --policy-configmap watch (docs/policies.md, "Overriding policies in
@@ -133,7 +140,8 @@ struct run_item {
     char *key;
     char ns[254];
     char name[254];
-    json_t *cluster; /* the FlinkCluster the snapshot was built from */
+    json_t *cluster; /* the FlinkCluster (or FlinkJob) the snapshot was built from */
+    const kube_kind *kind; /* its kind: kube_kind_flinkcluster or kube_kind_flinkjob */
     json_t *result;  /* fc.reconcile.run's answer */
     enum run_phase phase;
     size_t next;     /* next action / event index */

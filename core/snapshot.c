@@ -96,6 +96,20 @@ json_t *snapshot_build(struct run_ctx *ctx, struct run_ns *rn, const char *key, 
     return snap;
 }
 
+json_t *snapshot_build_job(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *job)
+{
+    const char *ns = json_string_value(json_object_get(json_object_get(job, "metadata"), "namespace"));
+    json_t *ref = json_object_get(json_object_get(job, "spec"), "clusterRef");
+    const char *cname = json_string_value(json_object_get(ref, "name"));
+    json_t *session = ns && cname && rn->r[0] ? reflector_get_copy(rn->r[0], ns, cname) : NULL;
+    json_t *snap = json_pack("{s:o, s:{}, s:O, s:{}, s:I}", "cluster", run_typed(job, &kube_kind_flinkjob), "children",
+                             "flink", snapshot_flink_state(ctx, key), "dry_runs", "now", (json_int_t)time(NULL));
+    if (snap && session)
+        json_object_set_new(snap, "session", run_typed(session, &kube_kind_flinkcluster));
+    json_decref(session);
+    return snap;
+}
+
 /* The snapshot as one JSON text with the children's texts in place (--debug-snapshot-dir's
  * file, read back by `reconcile --snapshot`); NULL when a text does not decode. */
 char *snapshot_text(json_t *snap, const struct snapshot_parts *c)

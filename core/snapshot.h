@@ -43,6 +43,12 @@ json_t *snapshot_flink_state(struct run_ctx *ctx, const char *key);
 json_t *snapshot_build(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *cluster,
                        struct snapshot_parts *c);
 
+/* The snapshot of FlinkJob `job` (cached, of watches `rn`) for `key`, a new reference:
+ * {cluster (the FlinkJob, typed), session (its spec.clusterRef.name FlinkCluster from the cache,
+ * typed; absent when there is none), children={}, flink, dry_runs={}, now (unix s)}
+ * (lua/fc/flinkjob.lua). NULL when out of memory. */
+json_t *snapshot_build_job(struct run_ctx *ctx, struct run_ns *rn, const char *key, json_t *job);
+
 /* The snapshot `snap` as one JSON text with `c`'s texts in place (malloc'd; the file `reconcile
  * --snapshot` reads); NULL when a text does not decode. */
 char *snapshot_text(json_t *snap, const struct snapshot_parts *c);

@@ -104,7 +104,7 @@ int status_start(struct run_item *it, json_t *status, kube_done_fn done)
     it->verb = "PATCH";
     it->write = WRITE_STATUS;
     if (text)
-        it->call = ctx->ops->patch_status(ctx->kc, &kube_kind_flinkcluster, it->ns, it->name, text, done, it,
+        it->call = ctx->ops->patch_status(ctx->kc, RUN_ITEM_KIND(it), it->ns, it->name, text, done, it,
                                      err, sizeof err);
     free(text);
     if (it->call)

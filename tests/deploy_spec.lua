@@ -59,6 +59,9 @@ describe("deploy/rbac.yaml", function()
     local want = concat(
       expand("flinkoperator.k8s.io", { "flinkclusters" }, { "get", "list", "watch", "patch", "update" }),
       expand("flinkoperator.k8s.io", { "flinkclusters/status" }, { "get", "patch", "update" }),
+      -- FlinkJobs (lua/fc/flinkjob.lua): watched, their finalizer patched, their status written
+      expand("flinkoperator.k8s.io", { "flinkjobs" }, { "get", "list", "watch", "patch", "update" }),
+      expand("flinkoperator.k8s.io", { "flinkjobs/status" }, { "get", "patch", "update" }),
       concat(table.unpack(children)),
       -- Flink's HA ConfigMaps by label selector (fc.haclean)
       expand("", { "configmaps" }, { "deletecollection" }),
@@ -66,7 +69,7 @@ describe("deploy/rbac.yaml", function()
       -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
       expand("", { "services/proxy" }, { "get", "create", "patch" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(85, #want)
+    assert.are.equal(93, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 
@@ -218,9 +221,11 @@ describe("deploy/crds (the CRD's own kustomization)", function()
     -- the one source is deploy/crd.yaml (`make crds` copies it)
     assert.is_true(read("deploy/crd.yaml") == read("deploy/crds/flinkclusters.yaml"),
       "deploy/crds/flinkclusters.yaml differs from deploy/crd.yaml: run `make crds`")
+    -- the FlinkCluster's, then the FlinkJob's (lua/fc/flinkjob.lua)
     local crd = docs("deploy/crds/flinkclusters.yaml")
-    assert.are.equal(1, #crd)
+    assert.are.equal(2, #crd)
     assert.are.equal("flinkclusters.flinkoperator.k8s.io", crd[1].metadata.name)
+    assert.are.equal("flinkjobs.flinkoperator.k8s.io", crd[2].metadata.name)
   end)
 end)
 
@@ -270,7 +275,11 @@ describe("deploy/webhook (the admission webhook component)", function()
       assert.are.equal("flink-system", h.clientConfig.service.namespace)
       assert.are.equal("", h.clientConfig.caBundle)   -- the controller's or cert-manager's (docs/webhook.md)
       assert.are.same({ { apiGroups = { "flinkoperator.k8s.io" }, apiVersions = { "v1beta1" },
-        operations = { "CREATE", "UPDATE" }, resources = { "flinkclusters" }, scope = "Namespaced" } }, h.rules)
+        operations = { "CREATE", "UPDATE" }, scope = "Namespaced",
+        -- FlinkJobs are validated (fc.flinkjob.validate), not mutated
+        resources = kind == "ValidatingWebhookConfiguration" and { "flinkclusters", "flinkjobs" }
+          or { "flinkclusters" } } },
+        h.rules)
       -- the documented trade-off (docs/admission.md)
       assert.are.equal("Ignore", h.failurePolicy)
       -- never blocks the controller's own namespace

@@ -123,7 +123,8 @@ describe("helm lint and helm template of the chart", function()
   it("defaults: deploy/'s objects and rules, the CRD, the image flink-controller:0.2.0", function()
     local objs = template()
     assert.are.same({ "ClusterRole/flink-controller", "ClusterRoleBinding/flink-controller",
-      "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io", "Deployment/flink-system/flink-controller",
+      "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io",
+      "CustomResourceDefinition/flinkjobs.flinkoperator.k8s.io", "Deployment/flink-system/flink-controller",
       "Role/flink-system/flink-controller-leader-election", "RoleBinding/flink-system/flink-controller-leader-election",
       "ServiceAccount/flink-system/flink-controller" }, ids(objs))
     -- the CRD as deploy/crd.yaml has it
@@ -384,7 +385,8 @@ describe("helm lint and helm template of the chart", function()
   it("rbac.create and serviceAccount.create false: no RBAC, no ServiceAccount", function()
     local objs = template({ rbac = { create = false }, serviceAccount = { create = false, name = "mine" } })
     assert.are.same({ "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io",
-      "Deployment/flink-system/flink-controller" }, ids(objs))
+      "CustomResourceDefinition/flinkjobs.flinkoperator.k8s.io", "Deployment/flink-system/flink-controller" },
+      ids(objs))
     local _, pod = controller(objs)
     assert.are.equal("mine", pod.serviceAccountName)
   end)

@@ -87,8 +87,10 @@ describe("deploy/ built by the pinned kubectl's kustomize", function()
 
   it("deploy/crds: the CRD alone, deploy/crd.yaml's", function()
     local objs = build("deploy/crds")
-    assert.are.same({ "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io" }, ids(objs))
+    assert.are.same({ "CustomResourceDefinition/flinkclusters.flinkoperator.k8s.io",
+      "CustomResourceDefinition/flinkjobs.flinkoperator.k8s.io" }, ids(objs))
     assert.are.same(fx.strip_null(docs("deploy/crd.yaml")[1]), fx.strip_null(objs[1]))
+    assert.are.same(fx.strip_null(docs("deploy/crd.yaml")[2]), fx.strip_null(objs[2]))
   end)
 
   it("each Component alone gives only its own objects (a Component changes a base it is given)", function()

@@ -38,6 +38,16 @@ end
 
 describe("docs/reference.md", function()
   local text = fx.read(fx.path(REFERENCE))
+  it("has the FlinkJob's reference after the FlinkCluster's: its printer columns and fields", function()
+    local job_text = text:match("\n(# FlinkJob field reference.*)$")
+    assert.is_string(job_text)
+    assert.truthy(job_text:find("`flinkjobs.flinkoperator.k8s.io`, kind `FlinkJob`", 1, true))
+    assert.truthy(job_text:find("| Job ID | string | `.status.jobID` |", 1, true))
+    assert.truthy(row(job_text, "spec.clusterRef.name"))
+    local jar = row(job_text, "spec.job.jarFile")
+    assert.truthy(jar[4]:find("^https?://", 1, true), jar[4])
+    assert.is_nil(row(job_text, "spec.job.cleanupPolicy"))
+  end)
 
   it("is what scripts/crd-reference.lua writes from the current CRD (else run `make docs`)", function()
     local out, code = generate(CRD)
@@ -75,7 +85,9 @@ describe("docs/reference.md", function()
       walk(top, schema.properties[top])
     end
     local got, seen = {}, {}
-    for path in text:gmatch("\n| `([^`]+)` |") do
+    -- the FlinkCluster's part (the FlinkJob's follows it)
+    local cluster_text = text:match("^(.-)\n# FlinkJob field reference") or text
+    for path in cluster_text:gmatch("\n| `([^`]+)` |") do
       if path ~= "FlinkCluster" and not seen[path] then got[#got + 1] = path end
       seen[path] = (seen[path] or 0) + 1
     end

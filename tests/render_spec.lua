@@ -192,6 +192,17 @@ describe("fc.render (the production host in process)", function()
     assert.equal("yes", docs[1].data.yes)
   end)
 
+  it("checks FlinkJobs (no objects of their own) with the path of each error", function()
+    local r = render.run({ text = slurp(INPUTS .. "flinkjob.yaml"), source = "flinkjob.yaml", host = host,
+      policy_dir = ROOT .. "/policies" })
+    assert.same({ "good-job: FlinkJob: no objects (its job is submitted to the JobManager of FlinkCluster good)",
+      "bad-job: spec.clusterRef.name: is required: the session cluster (a FlinkCluster in the same namespace)",
+      "bad-job: spec.job.jarFile: must be an http(s):// URL: a FlinkJob is submitted through the JobManager's REST API "
+        .. "(the controller downloads the jar and uploads it)" }, r.stderr)
+    assert.equal(1, r.code)
+    assert.equal("", r.stdout)
+  end)
+
   it("prints a v1 List for -o json", function()
     local r = render_file("good.json", "basic", "json")
     assert.equal(0, r.code)

@@ -10,8 +10,9 @@ local validate = require("policies.validate")
 
 local ROOT = os.getenv("FC_ROOT") or "."
 
--- The CEL rules of deploy/crd.yaml: {at=, rule=, ...} in schema order (properties sorted).
-local function crd_rules()
+-- The CEL rules of deploy/crd.yaml: {at=, rule=, ...} in schema order (properties sorted); of its
+-- document `doc` (1 the FlinkCluster's, 2 the FlinkJob's).
+local function crd_rules(doc)
   local f = assert(io.open(ROOT .. "/deploy/crd.yaml"))
   local text = f:read("a")
   f:close()
@@ -28,7 +29,7 @@ local function crd_rules()
     for _, k in ipairs(keys) do walk(n.properties[k], (path == "" and "" or path .. ".") .. k) end
     if n.items then walk(n.items, path .. "[]") end
   end
-  walk(lyaml.load(text).spec.versions[1].schema.openAPIV3Schema, "")
+  walk(lyaml.load(text, { all = true })[doc or 1].spec.versions[1].schema.openAPIV3Schema, "")
   return out
 end
 
@@ -126,6 +127,17 @@ describe("fc.rules", function()
       local e = rules.list[i]
       for _, f in ipairs(FIELDS) do
         assert.equal(c[f], e[f], string.format("entry %d (%s): %s differs from deploy/crd.yaml", i, e.id, f))
+      end
+    end
+  end)
+
+  it("lists every CEL rule of the FlinkJob CRD (rules.flinkjob), with the same fields, and no other", function()
+    local crd = crd_rules(2)
+    assert.equal(#crd, #rules.flinkjob)
+    for i, c in ipairs(crd) do
+      local e = rules.flinkjob[i]
+      for _, f in ipairs(FIELDS) do
+        assert.equal(c[f], e[f], string.format("FlinkJob entry %d (%s): %s differs from deploy/crd.yaml", i, e.id, f))
       end
     end
   end)

@@ -19,8 +19,9 @@
 --     defaults.apply(request.object); no patch at all when nothing changes, so a no-op
 --     `kubectl apply`/`patch` stays a no-op (resourceVersion unchanged).
 -- A policy failure refuses the request with "<name>: policy: <file>:<line>: <message>" (the
--- webhook's failurePolicy only covers an unreachable webhook). Other operations (DELETE,
--- CONNECT) and other kinds are allowed untouched.
+-- webhook's failurePolicy only covers an unreachable webhook). A FlinkJob is validated by
+-- fc.flinkjob.validate (not mutated). Other operations (DELETE, CONNECT) and other kinds are
+-- allowed untouched.
 local shape = require("fc.shape")
 local contract = require("fc.contract")
 local util = require("fc.util")
@@ -88,10 +89,29 @@ local function defaulted(host, obj, name)
   return false, { name .. ": policy: " .. cluster }
 end
 
+-- A FlinkJob (CREATE or UPDATE): fc.flinkjob.validate (its own rules, then spec.job through the
+-- job cluster's defaults and validate policies); refused with one line per error.
+local function validate_job(req, host)
+  local obj = req.object
+  local name = type(obj.metadata) == "table" and type(obj.metadata.name) == "string" and obj.metadata.name or "FlinkJob"
+  local old = req.operation == "UPDATE" and type(req.oldObject) == "table" and req.oldObject or nil
+  local ok, errors = require("fc.flinkjob").validate(host, obj, nil, old)
+  if not ok then return deny(req, { name .. ": policy: " .. tostring(errors.message) }) end
+  if #errors == 0 then return reply(req, { allowed = true }) end
+  local lines = {}
+  for _, e in ipairs(errors) do lines[#lines + 1] = string.format("%s: %s: %s", name, e.path, e.message) end
+  return deny(req, lines)
+end
+
 --- admission.validate(review, host) -> {review = AdmissionReview}
 -- See the module comment. `host` defaults to fc.host (tests may pass a wrapper of it).
 function admission.validate(review, host)
   host = host_of(host)
+  local r0 = type(review) == "table" and review.request or nil
+  if type(r0) == "table" and (r0.operation == "CREATE" or r0.operation == "UPDATE") and type(r0.object) == "table"
+      and r0.object.kind == "FlinkJob" then
+    return validate_job(r0, host)
+  end
   local req, pass = judged(review)
   if not req then return pass end
   local obj, name = req.object, name_of(req.object)

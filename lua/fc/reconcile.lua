@@ -43,6 +43,17 @@ local function rfc3339(t)
   return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
 end
 
+--- reconcile.requeue_earliest(result, values): result.requeue_after = the smallest positive number
+-- among `values` (a list with holes allowed: the policies' requeue_after, nil when not asked)
+-- and result.requeue_after itself.
+function reconcile.requeue_earliest(result, values)
+  for _, r in pairs(values) do
+    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
+      result.requeue_after = r
+    end
+  end
+end
+
 -- A policy failure: raised inside run() and turned into a result by it.
 local PolicyFailure = {}
 PolicyFailure.__index = PolicyFailure
@@ -944,11 +955,7 @@ function run(host, snapshot, hold)
   end
 
   -- 8. requeue: the earliest time a policy asked for
-  for _, r in pairs({ sd.requeue_after, jd.requeue_after }) do
-    if type(r) == "number" and r > 0 and (result.requeue_after == nil or r < result.requeue_after) then
-      result.requeue_after = r
-    end
-  end
+  reconcile.requeue_earliest(result, { sd.requeue_after, jd.requeue_after })
   -- a NaN or an integer JSON cannot keep, from any policy: this cluster's policy failure, named
   local unencodable = codec.unencodable(result)
   if unencodable then
@@ -980,6 +987,8 @@ function reconcile.run(snapshot)
   if type(snapshot) ~= "table" or type(snapshot.cluster) ~= "table" then
     error("reconcile.run: snapshot.cluster must be a table", 2)
   end
+  -- a job on a session cluster (its own object, its own key in the core)
+  if snapshot.cluster.kind == "FlinkJob" then return require("fc.flinkjob").run(snapshot) end
   local host = require("fc.host")
   local ok, res = pcall(run, host, snapshot)
   if ok then return res end

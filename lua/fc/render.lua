@@ -103,6 +103,18 @@ function render.document(doc, index, host, validate)
       return fail(field, "must be a string, not " .. what_is(doc[field]))
     end
   end
+  if doc.apiVersion == API_VERSION and doc.kind == "FlinkJob" then
+    -- a job on a session cluster: no Kubernetes objects of its own (its job goes to the
+    -- JobManager of spec.clusterRef.name); checked as the controller and the webhook check it
+    local ok, errors = require("fc.flinkjob").validate(host, doc)
+    if not ok then return fail("policy", tostring(errors.message)) end
+    for _, e in ipairs(errors) do fail(e.path, e.message) end
+    if #out.errors > 0 then return out end
+    out.objects = {}
+    out.warnings[#out.warnings + 1] = string.format("%s: FlinkJob: no objects (its job is submitted to the "
+      .. "JobManager of FlinkCluster %s)", out.name, tostring(doc.spec.clusterRef.name))
+    return out
+  end
   if doc.apiVersion ~= API_VERSION or doc.kind ~= KIND then
     return fail(doc.kind ~= KIND and "kind" or "apiVersion", string.format(
       "document %d is a %s (%s), not a %s (%s)", index, tostring(doc.kind or "document without kind"),
@@ -253,7 +265,8 @@ function render.run(opts)
       local v = d.value
       if d.error then
         err(string.format("document %d: %s", d.index, d.error))
-      elseif input.from_dir and type(v) == "table" and type(v.kind) == "string" and v.kind ~= KIND then
+      elseif input.from_dir and type(v) == "table" and type(v.kind) == "string" and v.kind ~= KIND
+          and v.kind ~= "FlinkJob" then
         note(string.format("document %d: skipped: a %s (%s), not a %s", d.index, v.kind,
           tostring(v.apiVersion or "no apiVersion"), KIND))
       elseif v ~= nil then
@@ -264,6 +277,7 @@ function render.run(opts)
         if r.objects then
           local meta = v.metadata
           local key = tostring(meta.namespace or "") .. "/" .. meta.name
+            .. (v.kind == "FlinkJob" and " (FlinkJob)" or "")
           local where = opts.name_files and string.format("%s document %d", source, d.index)
             or string.format("document %d", d.index)
           if seen[key] then

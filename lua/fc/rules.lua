@@ -201,6 +201,19 @@ rules.list = {
 rules.by_id = {}
 for _, r in ipairs(rules.list) do rules.by_id[r.id] = r end
 
+--- rules.flinkjob: the CEL rules of the FlinkJob CRD (the second document of deploy/crd.yaml), in
+-- its order: spec.job's are the FlinkCluster's (the same entries, run for a FlinkJob by
+-- fc.flinkjob.validate through validate.lua), then the FlinkJob's own.
+rules.flinkjob = {
+  { id = "clusterref-immutable", at = "spec.clusterRef", fieldPath = ".name", reason = "FieldValueForbidden",
+    rule = "self.name == oldSelf.name",
+    message = "cannot change (delete the FlinkJob and create another)",
+    twin = { check = "fc.flinkjob.validate", path = "spec.clusterRef.name" },
+  },
+  rules.by_id["cancel-at-create"], rules.by_id["savepoints-dir-removed"], rules.by_id["cancel-revert"],
+  rules.by_id["savepoint-mode-dir"],
+}
+
 --- rules.twin_messages(entry) -> the Lua twin's messages (its own, or the CEL message).
 function rules.twin_messages(r)
   return r.twin.messages or { r.message }

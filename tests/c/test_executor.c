@@ -204,14 +204,16 @@ static void ctx_free(void)
 
 /* Starts the pass of cluster c1 in ns1 whose fc.reconcile.run answered `result` (JSON text): the
  * key taken off the queue as run_process takes it, the item at PHASE_ACTIONS. */
-static struct run_item *start(const char *result)
+static struct run_item *start_kind(const char *key, const char *name, const kube_kind *kind, const char *obj,
+                                   const char *result)
 {
     struct run_item *it = calloc(1, sizeof *it);
     it->ctx = &ctx;
-    it->key = strdup("ns1/c1");
+    it->key = strdup(key);
+    it->kind = kind;
     snprintf(it->ns, sizeof it->ns, "ns1");
-    snprintf(it->name, sizeof it->name, "c1");
-    it->cluster = json_loads(CLUSTER, 0, NULL);
+    snprintf(it->name, sizeof it->name, "%s", name);
+    it->cluster = json_loads(obj, 0, NULL);
     it->result = json_loads(result, 0, NULL);
     it->started = 1;
     it->phase = PHASE_ACTIONS;
@@ -222,6 +224,11 @@ static struct run_item *start(const char *result)
     workqueue_get(ctx.q);
     executor_step(it);
     return it;
+}
+
+static struct run_item *start(const char *result)
+{
+    return start_kind("ns1/c1", "c1", NULL, CLUSTER, result);
 }
 
 static const char *what(int i)
@@ -516,6 +523,39 @@ static void test_ha_cleanup(void)
     OK(ctx.items == NULL, "finished");
 }
 
+/* A FlinkJob's pass (it->kind): its finalizers, status and Events are the FlinkJob's. */
+static void test_flinkjob(void)
+{
+    fake_reset();
+    expect_clear();
+    unsigned long errors0 = ctx.action_errors;
+    start_kind("ns1/" RUN_FLINKJOB_KEY "j1", "j1", &kube_kind_flinkjob,
+               "{\"apiVersion\":\"flinkoperator.k8s.io/v1beta1\",\"kind\":\"FlinkJob\",\"metadata\":"
+               "{\"name\":\"j1\",\"namespace\":\"ns1\",\"uid\":\"u-j\",\"resourceVersion\":\"7\"}}",
+               /* an empty list comes from Lua as {} */
+               "{\"actions\":[{\"op\":\"patch_finalizers\",\"finalizers\":{},\"resourceVersion\":\"7\"},"
+               "{\"op\":\"patch_finalizers\",\"finalizers\":[\"a/b\"],\"resourceVersion\":\"8\"},"
+               "{\"op\":\"patch_finalizers\",\"finalizers\":\"x\",\"resourceVersion\":\"9\"}],"
+               "\"status\":{\"state\":\"Running\"},"
+               "\"events\":[{\"type\":\"Normal\",\"reason\":\"JobRunning\",\"message\":\"m\"}]}");
+    IS_STR(what(0), "patch FlinkJob ns1/j1", "the finalizers of the FlinkJob, not of a FlinkCluster");
+    IS_STR(calls[0].body, "{\"metadata\":{\"finalizers\":null,\"resourceVersion\":\"7\"}}",
+           "{} is the empty list (the field removed); with the resourceVersion read (a conflict, not an overwrite)");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"8\"}}", NULL);
+    IS_STR(calls[1].body, "{\"metadata\":{\"finalizers\":[\"a/b\"],\"resourceVersion\":\"8\"}}", "a list as given");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"9\"}}", NULL);
+    IS_STR(what(2), "status FlinkJob ns1/j1", "a finalizers value that is no list is not sent; the status is the FlinkJob's");
+    answer(200, "{\"kind\":\"FlinkJob\",\"metadata\":{\"name\":\"j1\",\"resourceVersion\":\"10\"},"
+                "\"status\":{\"state\":\"Running\"}}", NULL);
+    IS_STR(what(3), "event Normal JobRunning about j1", "its Events are about the FlinkJob");
+    answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"j1.1\"}}", NULL);
+    IS_STR(what(4), "event Warning PatchFailed about j1", "the refused action too");
+    answer(201, "{\"kind\":\"Event\",\"metadata\":{\"name\":\"j1.2\"}}", NULL);
+    IS_INT(ctx.action_errors, errors0 + 1, "the bad action counted");
+    OK(ctx.items == NULL, "finished");
+    workqueue_forget(ctx.q, "ns1/" RUN_FLINKJOB_KEY "j1");
+}
+
 int main(void)
 {
     FILE *devnull = fopen("/dev/null", "w");
@@ -534,6 +574,7 @@ int main(void)
     test_status_kept();
     test_fenced();
     test_ha_cleanup();
+    test_flinkjob();
     fake_reset();
     ctx_free();
     log_set_output(NULL);

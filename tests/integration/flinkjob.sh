@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2317  # check functions are called through `check`
+# case flinkjob (issue 29 item 5): jobs on a session cluster as their own objects (FlinkJob,
+# lua/fc/flinkjob.lua) on the real node, Flink 1.20.5: one session cluster (pods of 200m CPU
+# requests), two FlinkJobs running testenv.Ticker submitted through the JobManager's REST API (the
+# test jobs jar served to the controller by a loopback HTTP server, as case restsubmit); both
+# Running with distinct job ids in Flink; one updated (args) by stop-with-savepoint and resumed from
+# that savepoint while the other keeps its id RUNNING; a deleted FlinkJob's job cancelled in Flink
+# before the object goes (finalizer). Helpers from lib.sh and realpods.sh.
+
+# fj_session_cluster NAME HOSTDIR: a session cluster (no spec.job) of flink:1.20.5, its savepoints in
+# HOSTDIR on the host (hostPath at /savepoints on the JobManager and TaskManager), 2 slots.
+fj_session_cluster() {
+  local res='resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}'
+  local vol="
+    volumes: [{name: savepoints, hostPath: {path: $2, type: DirectoryOrCreate}}]
+    volumeMounts: [{name: savepoints, mountPath: /savepoints}]"
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkCluster
+metadata:
+  name: $1
+spec:
+  image: {name: "flink:1.20.5"}
+  jobManager:
+    $res$vol
+  taskManager:
+    replicas: 1
+    $res$vol
+  flinkProperties:
+    taskmanager.numberOfTaskSlots: "2"
+EOF
+}
+
+# flink_job NAME CLUSTER JAR_URL ARGS: a FlinkJob running the Ticker with ARGS (a YAML list).
+flink_job() {
+  cat <<EOF
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkJob
+metadata:
+  name: $1
+spec:
+  clusterRef: {name: $2}
+  job:
+    jarFile: $3
+    className: testenv.Ticker
+    args: $4
+    parallelism: 1
+    savepointsDir: file:///savepoints
+EOF
+}
+
+case_flinkjob() {
+  local desc="real pods, Flink 1.20.5: FlinkJobs on a session cluster"
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:1.20.5" || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
+  local ns spdir dir port pid a_id b_id o
+  ns=$(new_ns flinkjob real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  dir=$WORK/flinkjob-jars
+  mkdir -p "$dir" && cp "$TESTENV_FLINK_JOBS_JAR" "$dir/testenv-jobs.jar"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/flinkjob-jars.log" 2>&1 &
+  pid=$!
+  # the node holds about three Flink pods of 500m: wait for the earlier cases' pods to go
+  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
+    -l 'app=flink' 2>/dev/null)" ]; }
+  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+  FLINK_DIRECT=1 start_controller flinkjob --namespace "$ns"
+  fj_session_cluster session "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  flink_job ticker-a session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
+  flink_job ticker-b session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
+  fj() { jp "$ns" "flinkjob/$1" "{.status.$2}"; }
+  fj_running() { [ "$(fj "$1" state)" = Running ]; }
+  fj_flink_state() { jm_get "$ns" session "/jobs/$1" | jget state; }
+  fj_why() { echo "$1: $(kc -n "$ns" get flinkjob "$1" -o jsonpath='{.status}' 2>&1 | head -c 1500)"; }
+  t_fj_running() {
+    poll 240 fj_running ticker-a || { fj_why ticker-a; why "$ns" session; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    poll 60 fj_running ticker-b || { fj_why ticker-b; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    a_id=$(fj ticker-a jobID)
+    b_id=$(fj ticker-b jobID)
+    [ -n "$a_id" ] && [ -n "$b_id" ] && [ "$a_id" != "$b_id" ] || { echo "job ids '$a_id' and '$b_id'"; return 1; }
+    expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
+    expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
+    # the session cluster itself is a session cluster still: no job of its own, Running
+    expect "session cluster state" "$(state "$ns" session)" Running || return 1
+    expect "session cluster job" "$(jp "$ns" flinkcluster/session '{.status.components.job}')" "" || return 1
+    # the printer columns, the finalizer, the conditions
+    expect "kubectl get flinkjob ticker-a (Cluster, State, Job ID)" \
+      "$(kc -n "$ns" get flinkjob ticker-a --no-headers | awk '{print $2, $3, $4}')" "session Running $a_id" || return 1
+    expect "ticker-a's finalizers" "$(jp "$ns" flinkjob/ticker-a '{.metadata.finalizers}')" '["flinkoperator.k8s.io/job"]' ||
+      return 1
+    expect "ticker-a Ready" "$(fj ticker-a 'conditions[?(@.type=="Ready")].status')" True || return 1
+    expect "ticker-a observedGeneration" "$(fj ticker-a observedGeneration)" 1 || return 1
+    # a job is RUNNING before its tasks are: the savepoint of the update needs them running
+    tasks_running() { jm_get "$ns" session "/jobs/$a_id" | all_vertices_running; }
+    poll 60 tasks_running || { echo "tasks of $a_id not all RUNNING"; return 1; }
+    echo "ticker-a $a_id, ticker-b $b_id"
+  }
+  check "$desc: two FlinkJobs Running with distinct job ids RUNNING in Flink (REST submission), printer columns, finalizer, Ready" \
+    t_fj_running
+  t_fj_upgrade() {
+    local id loc restored
+    # (each check runs in a subshell: the ids are read again)
+    a_id=$(fj ticker-a jobID)
+    b_id=$(fj ticker-b jobID)
+    [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
+    kc -n "$ns" patch flinkjob ticker-a --type merge -p '{"spec":{"job":{"args":["50"]}}}' >/dev/null || return 1
+    resumed() {
+      id=$(fj ticker-a jobID)
+      [ -n "$id" ] && [ "$id" != "$a_id" ] && fj_running ticker-a
+    }
+    poll 180 resumed || { fj_why ticker-a; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    loc=$(fj ticker-a job.savepointLocation)
+    case "$loc" in file:/savepoints/*) ;; *) echo "savepoint location '$loc' is not under /savepoints"; return 1 ;; esac
+    [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata in $spdir for $loc"; return 1; }
+    expect "savepoint trigger" "$(fj ticker-a savepoint.triggerReason) $(fj ticker-a savepoint.stop)" "update true" || return 1
+    # GET /jobs/<id> answers from Flink's cache of the job (web.refresh-interval, 3 s) for a while
+    fj_state_is() { [ "$(fj_flink_state "$1")" = "$2" ]; }
+    poll 30 fj_state_is "$a_id" FINISHED ||
+      { echo "Flink's state of the old job $a_id (stopped with a savepoint): $(fj_flink_state "$a_id"), want FINISHED"
+        echo "savepoint: $(fj ticker-a savepoint)"; jm_get "$ns" session /jobs/overview; echo; return 1; }
+    restored_from() {
+      restored=$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.external_path)
+      [ -n "$restored" ]
+    }
+    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
+    expect "job $id restored from" "$restored" "$loc" || return 1
+    expect "restored from a savepoint" "$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.is_savepoint)" \
+      true || return 1
+    expect "ticker-a observedGeneration" "$(fj ticker-a observedGeneration)" 2 || return 1
+    expect "ticker-a nextRevision (update done)" "$(fj ticker-a nextRevision)" "" || return 1
+    # the other FlinkJob untouched: the same job, RUNNING
+    expect "ticker-b's job id" "$(fj ticker-b jobID)" "$b_id" || return 1
+    expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
+    echo "ticker-a now $id from $loc"
+  }
+  check "$desc: spec.job.args of one -> stop-with-savepoint, resubmitted restored from that savepoint; the other keeps its job RUNNING" \
+    t_fj_upgrade
+  t_fj_delete() {
+    a_id=$(fj ticker-a jobID)
+    b_id=$(fj ticker-b jobID)
+    [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
+    kc -n "$ns" delete flinkjob ticker-b --wait=true --timeout=60s >/dev/null ||
+      { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    fj_state_is() { [ "$(fj_flink_state "$1")" = "$2" ]; }
+    poll 30 fj_state_is "$b_id" CANCELED ||
+      { echo "Flink's state of the deleted FlinkJob's job $b_id: $(fj_flink_state "$b_id"), want CANCELED"; return 1; }
+    expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
+    expect "ticker-a state" "$(fj ticker-a state)" Running
+  }
+  check "$desc: a deleted FlinkJob's job is cancelled in Flink before the object goes; the other runs on" t_fj_delete
+  # the node's room back: the FlinkJobs (their jobs cancelled), then the cluster and its pods
+  kc -n "$ns" delete flinkjobs --all --wait=true --timeout=60s >/dev/null 2>&1
+  stop_controller flinkjob >/dev/null
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  # a FlinkJob left (its deletion failed above) would hold the namespace's deletion: let it go
+  for o in $(kc -n "$ns" get flinkjobs -o name 2>/dev/null); do
+    kc -n "$ns" patch "$o" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+  done
+  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
+  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
+  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
+  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
+  rm -rf "$spdir" "$dir"
+}
