@@ -36,6 +36,7 @@ char lhost_key_guarded_string;
 char lhost_key_env_base;
 char lhost_key_env_libs;
 char lhost_key_env_meta;
+char lhost_key_shared;
 
 /* ---- the marked list of C Lua modules compiled into the binary ---- */
 static const luaL_Reg lhost_cmodules[] = {
@@ -80,6 +81,8 @@ static int lhost_setup(lua_State *L)
     lhost_env_prepare(L);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_shared);
     /* the binder of lhost_bind_env: each call returns a closure over a new upvalue */
     if (luaL_loadstring(L, "local e = ... return function() return e end") != LUA_OK)
         return lua_error(L);

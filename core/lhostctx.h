@@ -50,7 +50,9 @@ struct lhost {
  * of the globals policies get; policies: name -> compiled policy chunk | load error, path ->
  * lib chunk; binder: the closure maker of lhost_bind_env; guarded_string: the string table
  * behind string methods; env_base, env_libs, env_meta: what every policy environment is copied
- * from, built once per state (core/lhost_env.c, lhost_env_prepare). */
+ * from, built once per state (core/lhost_env.c, lhost_env_prepare); shared: the shared
+ * framework modules (core/lhost_load.c: name -> module table, [1] their environment), emptied by
+ * fc.host.configure{policy_dir=}. */
 extern char lhost_key_trip;
 extern char lhost_key_pristine;
 extern char lhost_key_policies;
@@ -59,6 +61,7 @@ extern char lhost_key_guarded_string;
 extern char lhost_key_env_base;
 extern char lhost_key_env_libs;
 extern char lhost_key_env_meta;
+extern char lhost_key_shared;
 
 static inline struct lhost *lhost_of(lua_State *L)
 {
