@@ -65,6 +65,7 @@ struct kube_call {
     int cred_fresh;           /* send with the credential just fetched, whatever its expiry */
     /* list */
     char *selector;
+    char *start_rv;           /* resourceVersion of the first page ("0": the watch cache), or NULL */
     long limit;
     json_t *items;
     char *list_rv;
@@ -373,6 +374,7 @@ static void call_free(kube_call *k)
     free(k->content_type);
     free(k->body);
     free(k->selector);
+    free(k->start_rv);
     free(k->list_rv);
     free(k->cont);
     util_buf_free(&k->line);
@@ -616,6 +618,13 @@ static char *build_list_path(kube_call *k)
             rc |= kube_path_append(q, sizeof q, &off, k->cont, 1);
         }
     }
+    /* a continue token carries the list's resourceVersion: the server refuses both */
+    if (k->start_rv && !k->cont && !k->full_relist) {
+        rc |= kube_path_append(q, sizeof q, &off, sep, 0);
+        rc |= kube_path_append(q, sizeof q, &off, "resourceVersion=", 0);
+        rc |= kube_path_append(q, sizeof q, &off, k->start_rv, 1);
+        sep = "&";
+    }
     if (k->selector && *k->selector) {
         rc |= kube_path_append(q, sizeof q, &off, sep, 0);
         rc |= kube_path_append(q, sizeof q, &off, "labelSelector=", 0);
@@ -852,6 +861,13 @@ kube_call *kube_list(kube_client *c, const char *path, const char *label_selecto
 kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_selector, long limit,
                            kube_page_fn on_page, kube_done_fn cb, void *ud, char *err, size_t errlen)
 {
+    return kube_list_paged_rv(c, path, label_selector, limit, NULL, on_page, cb, ud, err, errlen);
+}
+
+kube_call *kube_list_paged_rv(kube_client *c, const char *path, const char *label_selector, long limit,
+                              const char *resource_version, kube_page_fn on_page, kube_done_fn cb, void *ud,
+                              char *err, size_t errlen)
+{
     kube_req r = {.method = "GET", .path = path};
     kube_call *k = call_new(c, CALL_LIST, &r, cb, ud, err, errlen);
     if (!k)
@@ -860,8 +876,9 @@ kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_s
     k->page_restart = 1;
     k->limit = limit > 0 ? limit : 500;
     k->selector = xstrdup(label_selector);
+    k->start_rv = resource_version && *resource_version ? xstrdup(resource_version) : NULL;
     k->items = json_array();
-    if (!k->items || (label_selector && !k->selector)) {
+    if (!k->items || (label_selector && !k->selector) || (resource_version && *resource_version && !k->start_rv)) {
         call_free(k);
         util_set_err(err, errlen, "kube_list: out of memory");
         return NULL;

@@ -143,6 +143,18 @@ typedef int (*kube_page_fn)(json_t *items, int restart, void *ud);
 kube_call *kube_list_paged(kube_client *c, const char *path, const char *label_selector, long limit,
                            kube_page_fn on_page, kube_done_fn cb, void *ud, char *err, size_t errlen);
 
+/* kube_list_paged whose first page asks for `resource_version` (NULL or "": a consistent read,
+ * as kube_list_paged). "0" is client-go's informers' first list: any version the server has,
+ * served from the API server's watch cache as it is, without the wait a consistent read may
+ * make for that cache to catch up with etcd; the watch cache then ignores `limit` and answers
+ * with one page of everything (the pages and continue tokens are followed all the same when a
+ * server does page). The pages after the first carry the continue token only (the server
+ * refuses a resourceVersion beside it); a restart after an expired token is a consistent,
+ * unpaginated list. */
+kube_call *kube_list_paged_rv(kube_client *c, const char *path, const char *label_selector, long limit,
+                              const char *resource_version, kube_page_fn on_page, kube_done_fn cb, void *ud,
+                              char *err, size_t errlen);
+
 /* WATCH of a collection path from `resource_version` (NULL/"" = server's
  * "most recent" with synthetic ADDEDs), with allowWatchBookmarks=true and
  * timeoutSeconds = `timeout_s` (server side; the client gives up 30 s

@@ -33,6 +33,10 @@ char lhost_key_pristine;
 char lhost_key_policies;
 char lhost_key_binder;
 char lhost_key_guarded_string;
+char lhost_key_env_base;
+char lhost_key_env_libs;
+char lhost_key_env_meta;
+char lhost_key_shared;
 
 /* ---- the marked list of C Lua modules compiled into the binary ---- */
 static const luaL_Reg lhost_cmodules[] = {
@@ -74,8 +78,11 @@ static int lhost_setup(lua_State *L)
     lhost_shallow_copy(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_pristine);
     lua_pop(L, 1);
+    lhost_env_prepare(L);
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_shared);
     /* the binder of lhost_bind_env: each call returns a closure over a new upvalue */
     if (luaL_loadstring(L, "local e = ... return function() return e end") != LUA_OK)
         return lua_error(L);

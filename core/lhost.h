@@ -12,10 +12,12 @@
  *     but every call runs its top level afresh in a new environment (lhost_bind_env gives the
  *     chunk a new _ENV upvalue), so module tables, upvalues, `require`d libs and _ENV are new
  *     in every call and the last call's are garbage; `rawset(_ENV, k, v)` raises like a
- *     global write.  Inputs are copied into the call, results out of it (plain data), so a
- *     hook may change its input and its result shares no table with the caller's data.  The
- *     cost, measured with bench/policy_call.lua: about +80 us per call of cluster.desired on
- *     session-full (630 -> 710 us) or defaults.apply (240 -> 320 us), +17 us for a trivial hook;
+ *     global write.  The environment is copied from a template built once per state
+ *     (lhost_env_prepare); fc.util, fc.quantity, fc.profile and fc.names (functions only) run
+ *     once per policy-set load in an environment of their own and each call gets a shallow
+ *     copy of their tables (core/lhost_load.c).  Inputs are copied into the call, results out
+ *     of it (plain data), so a hook may change its input and its result shares no table with
+ *     the caller's data.  Cost: docs/performance.md, bench/policy_call.lua;
  *   - chunks are text only (mode "t"); policies have no load/loadfile/dofile/collectgarbage/
  *     coroutine/io/debug/package; `require` serves fc.util, fc.quantity, fc.slots and
  *     lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;

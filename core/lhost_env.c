@@ -186,12 +186,18 @@ static int lhost_sb_xpcall(lua_State *L)
     return lua_gettop(L);
 }
 
-/* rawset in the sandbox: upvalue 1 the original, upvalue 2 the policy's environment, which it
- * refuses (the environment's __newindex already refuses plain writes). */
+/* rawset in the sandbox: upvalue 1 the original; refuses a policy environment (a table whose
+ * metatable is the environments' shared one, lhost_key_env_meta, which no policy can reach:
+ * its __metatable hides it), whose __newindex already refuses plain writes. */
 static int lhost_sb_rawset(lua_State *L)
 {
-    if (lua_rawequal(L, 1, lua_upvalueindex(2)))
-        return luaL_error(L, "rawset: policies cannot write globals (the environment is read-only)");
+    if (lua_getmetatable(L, 1)) {
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_env_meta);
+        int env = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+        if (env)
+            return luaL_error(L, "rawset: policies cannot write globals (the environment is read-only)");
+    }
     return lhost_forward(L);
 }
 
@@ -320,17 +326,52 @@ void lhost_shallow_copy(lua_State *L, int idx)
 
 /* ---- policy environments ---- */
 
-/* Pushes a fresh policy environment; `label` names the policy in print output. */
-void lhost_push_env(lua_State *L, const char *label)
+/* The library tables every environment gets a private copy of, in this order (struct lhost's
+ * env_lib_n counts their fields). */
+static const char *const lhost_env_libs[LHOST_ENV_LIBS] = {"string", "table", "math", "utf8", "os"};
+
+/* Pushes a copy of the table at idx presized for n fields (raw). */
+static void lhost_copy_sized(lua_State *L, int idx, int n)
+{
+    idx = lua_absindex(L, idx);
+    lua_createtable(L, 0, n);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+    }
+}
+
+static int lhost_count_fields(lua_State *L, int idx)
+{
+    int n = 0;
+    idx = lua_absindex(L, idx);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        lua_pop(L, 1);
+        n++;
+    }
+    return n;
+}
+
+/* Builds, once per state, what every policy environment starts from (the registry's
+ * lhost_key_env_base, lhost_key_env_libs and lhost_key_env_meta): the allowlisted globals and
+ * the guarded xpcall, setmetatable and rawset; the guarded library tables (string without
+ * dump, table with the polled move and sort, math, utf8, os = {time, date, clock, difftime});
+ * the environments' shared metatable (strict globals).  None of these tables is ever handed to
+ * a policy: lhost_push_env copies them. */
+void lhost_env_prepare(lua_State *L)
 {
     static const char *const base[] = {
         "assert", "error", "ipairs", "next", "pairs", "pcall", "rawequal", "rawget",
         "rawlen", "select", "getmetatable", "tonumber", "tostring", "type", "_VERSION", NULL};
     static const char *const os_fns[] = {"time", "date", "clock", "difftime", NULL};
-    lua_newtable(L);
-    int env = lua_gettop(L);
+    struct lhost *h = lhost_of(L);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_pristine);
     int pristine = lua_gettop(L);
+    lua_newtable(L);
+    int env = lua_gettop(L);
     for (int i = 0; base[i]; i++) {
         lua_getfield(L, pristine, base[i]);
         lua_setfield(L, env, base[i]);
@@ -342,25 +383,24 @@ void lhost_push_env(lua_State *L, const char *label)
     lua_pushcclosure(L, lhost_sb_setmetatable, 1);
     lua_setfield(L, env, "setmetatable");
     lua_getfield(L, pristine, "rawset");
-    lua_pushvalue(L, env);
-    lua_pushcclosure(L, lhost_sb_rawset, 2);
+    lua_pushcclosure(L, lhost_sb_rawset, 1);
     lua_setfield(L, env, "rawset");
-    lua_pushstring(L, label);
-    lua_pushcclosure(L, lhost_sb_print, 1);
-    lua_setfield(L, env, "print");
+    /* the fields lhost_push_env adds: the libraries, print and require */
+    h->env_n = lhost_count_fields(L, env) + LHOST_ENV_LIBS + 2;
+    lua_createtable(L, LHOST_ENV_LIBS, 0);
+    int libs = lua_gettop(L);
     lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_guarded_string);
     lhost_shallow_copy(L, -1);
-    lua_setfield(L, env, "string");
+    lua_rawseti(L, libs, 1);
     lua_pop(L, 1);
-    static const char *const libs[] = {"table", "math", "utf8", NULL};
-    for (int i = 0; libs[i]; i++) {
-        lua_getfield(L, pristine, libs[i]);
+    for (int i = 1; i <= 3; i++) {
+        lua_getfield(L, pristine, lhost_env_libs[i]);
         lhost_shallow_copy(L, -1);
-        if (i == 0) {
+        if (i == 1) {
             lhost_wrap(L, "move", lhost_guard_move);
             lhost_wrap(L, "sort", lhost_guard_sort);
         }
-        lua_setfield(L, env, libs[i]);
+        lua_rawseti(L, libs, i + 1);
         lua_pop(L, 1);
     }
     lua_newtable(L);
@@ -370,21 +410,54 @@ void lhost_push_env(lua_State *L, const char *label)
         lua_setfield(L, -3, os_fns[i]);
     }
     lua_pop(L, 1);
-    lua_setfield(L, env, "os");
+    lua_rawseti(L, libs, 5);
+    for (int i = 0; i < LHOST_ENV_LIBS; i++) {
+        lua_rawgeti(L, libs, i + 1);
+        h->env_lib_n[i] = lhost_count_fields(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_env_libs);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_env_base);
     lua_pop(L, 1); /* pristine */
-    /* require: upvalues are the env itself and its private `loaded` table */
-    lua_pushvalue(L, env);
-    lua_newtable(L);
-    lua_pushcclosure(L, lhost_sb_require, 2);
-    lua_setfield(L, env, "require");
     /* strict globals */
-    lua_newtable(L);
+    lua_createtable(L, 0, 3);
     lua_pushcfunction(L, lhost_sb_undefined);
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, lhost_sb_readonly);
     lua_setfield(L, -2, "__newindex");
     lua_pushboolean(L, 0);
     lua_setfield(L, -2, "__metatable");
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_env_meta);
+}
+
+/* Pushes a fresh policy environment; `label` names the policy in print output.  A copy of
+ * what lhost_env_prepare built: the same globals and guarded functions, private copies of the
+ * library tables (a policy's `math.pi = 3` stays in its call), its own print and require, the
+ * shared strict metatable. */
+void lhost_push_env(lua_State *L, const char *label)
+{
+    struct lhost *h = lhost_of(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_env_base);
+    lhost_copy_sized(L, -1, h->env_n);
+    lua_remove(L, -2);
+    int env = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_env_libs);
+    for (int i = 0; i < LHOST_ENV_LIBS; i++) {
+        lua_rawgeti(L, -1, i + 1);
+        lhost_copy_sized(L, -1, h->env_lib_n[i]);
+        lua_setfield(L, env, lhost_env_libs[i]);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushstring(L, label);
+    lua_pushcclosure(L, lhost_sb_print, 1);
+    lua_setfield(L, env, "print");
+    /* require: upvalues are the env itself and its private `loaded` table */
+    lua_pushvalue(L, env);
+    lua_newtable(L);
+    lua_pushcclosure(L, lhost_sb_require, 2);
+    lua_setfield(L, env, "require");
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_env_meta);
     lua_setmetatable(L, env);
 }
 

@@ -27,7 +27,12 @@ void lhost_wrap(lua_State *L, const char *name, lua_CFunction fn);
 /* Pushes a shallow copy of the table at idx (raw). */
 void lhost_shallow_copy(lua_State *L, int idx);
 
-/* Pushes a fresh policy environment; `label` names the policy in print output ("policy
+/* Builds once per state what every policy environment is copied from (the allowlisted
+ * globals, the guarded functions and library tables, the strict metatable); lhost_setup calls
+ * it after the pristine globals and the guarded string table are in the registry. */
+void lhost_env_prepare(lua_State *L);
+
+/* Pushes a fresh policy environment (a copy of lhost_env_prepare's, private library tables); `label` names the policy in print output ("policy
  * <label>: ..."). Its `require` is lhost_sb_require (core/lhost_load) with a private `loaded`. */
 void lhost_push_env(lua_State *L, const char *label);
 

@@ -20,6 +20,13 @@
 static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
                                                     "fc.crd", "fc.names", NULL};
 
+/* Framework modules of plain Lua whose tables hold only functions and scalars, and whose
+ * functions keep no table a caller could reach: run once per policy-set load in an environment
+ * of their own (no policy reaches it) and shared; each policy call gets a shallow copy of the
+ * module table, as for a C module, so what a policy writes into its copy stays in its call.
+ * fc.crd (nested schema tables a policy could change) runs afresh in every call. */
+static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names", NULL};
+
 /* ---- policy files and modules ---- */
 
 /* Reads a whole file into a Lua string (pushed); -1 with err on failure.  The buffer is a
@@ -174,6 +181,37 @@ int lhost_sb_require(lua_State *L)
                              "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
                              "lib.<name>)",
                           name);
+    }
+    int shared = 0;
+    for (int i = 0; allowed && lhost_shared_modules[i]; i++)
+        shared |= strcmp(name, lhost_shared_modules[i]) == 0;
+    if (shared) {
+        /* the shared instance, loaded on first use in the shared environment */
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &lhost_key_shared);
+        int cache = lua_gettop(L);
+        if (lua_getfield(L, cache, name) == LUA_TTABLE) {
+            lhost_shallow_copy(L, -1);
+            goto done;
+        }
+        lua_pop(L, 1);
+        if (lua_rawgeti(L, cache, 1) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            lhost_push_env(L, "fc");
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, cache, 1);
+        }
+        int env = lua_gettop(L);
+        if (lhost_push_compiled(L, path, chunk, err, sizeof err))
+            return luaL_error(L, "require: %s", lua_tostring(L, -1));
+        lhost_bind_env(L, -1, env);
+        lua_pushstring(L, name);
+        lua_call(L, 1, 1);
+        if (!lua_istable(L, -1))
+            return luaL_error(L, "require: module '%s' did not return a table", name);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, cache, name);
+        lhost_shallow_copy(L, -1);
+        goto done;
     }
     if (lhost_push_compiled(L, path, chunk, err, sizeof err)) {
         if (lhost_has_position(lua_tostring(L, -1)))

@@ -19,6 +19,7 @@
 #include "lpattern.h"
 
 #define LHOST_MIB ((size_t)1 << 20)
+#define LHOST_ENV_LIBS 5 /* string, table, math, utf8, os (core/lhost_env.c) */
 
 enum lhost_trip { LHOST_TRIP_NONE = 0, LHOST_TRIP_TIME, LHOST_TRIP_MEMORY };
 
@@ -34,6 +35,8 @@ struct lhost {
     timer_t timer;                 /* CPU-time timer of the thread that made the host */
     struct lpattern_budget budget; /* lhost_poll, for the sandbox's pattern functions */
     unsigned sort_cost;            /* comparisons (weighted by length) since the last poll */
+    int env_n;                      /* fields of a policy environment (lhost_env_prepare) */
+    int env_lib_n[LHOST_ENV_LIBS];  /* fields of each of its library tables */
     int call_depth; /* frames on call_L when the window opened (the host's, not the policy's) */
     struct timespec deadline;
     unsigned timeout_ms, memory_mib;
@@ -46,12 +49,19 @@ struct lhost {
  * core/lhost.c. trip: the error object of a tripped call (a light userdata); pristine: copies
  * of the globals policies get; policies: name -> compiled policy chunk | load error, path ->
  * lib chunk; binder: the closure maker of lhost_bind_env; guarded_string: the string table
- * behind string methods. */
+ * behind string methods; env_base, env_libs, env_meta: what every policy environment is copied
+ * from, built once per state (core/lhost_env.c, lhost_env_prepare); shared: the shared
+ * framework modules (core/lhost_load.c: name -> module table, [1] their environment), emptied by
+ * fc.host.configure{policy_dir=}. */
 extern char lhost_key_trip;
 extern char lhost_key_pristine;
 extern char lhost_key_policies;
 extern char lhost_key_binder;
 extern char lhost_key_guarded_string;
+extern char lhost_key_env_base;
+extern char lhost_key_env_libs;
+extern char lhost_key_env_meta;
+extern char lhost_key_shared;
 
 static inline struct lhost *lhost_of(lua_State *L)
 {

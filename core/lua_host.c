@@ -157,7 +157,7 @@ static int lhost_l_run_chunk(lua_State *L)
 }
 
 /* fc.host.configure{policy_dir=DIR, timeout_ms=N, memory_mib=N}: a new policy_dir drops the
- * loaded policies. */
+ * loaded policies and the shared framework modules (a policy-set load). */
 static int lhost_l_configure(lua_State *L)
 {
     struct lhost *h = lhost_of(L);
@@ -169,6 +169,8 @@ static int lhost_l_configure(lua_State *L)
         lhost_copy_str(h->policy_dir, sizeof h->policy_dir, dir);
         lua_newtable(L);
         lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_policies);
+        lua_newtable(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &lhost_key_shared);
     }
     if (lua_getfield(L, 1, "timeout_ms") != LUA_TNIL) {
         lua_Integer v = luaL_checkinteger(L, -1);

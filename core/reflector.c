@@ -30,6 +30,8 @@ struct reflector {
     ev_timer retry, resync, kick;
     double backoff;
     int retry_relist, relist_needed, synced, stopped, depth, watch_events;
+    int list_rv0;          /* the list under way asks resourceVersion=0 (reflector_opts.list_from_cache) */
+    int rv0_refused;       /* the last list with resourceVersion=0 failed: the next one is consistent */
     double list_t0;       /* ev_time() when the current list began (its pages included) */
     json_t *list_seen;    /* the keys the current list's pages held so far (replace_page) */
     unsigned lists;
@@ -542,7 +544,11 @@ static void list_done(const kube_result *res, void *ud)
     r->call = NULL;
     json_t *items = json_object_get(res->body, "items");
     if (res->status != 200 || !json_is_array(items)) {
-        report(r, "list %s: status %ld: %s", r->path, res->status, res->message);
+        report(r, "list %s%s: status %ld: %s", r->path, r->list_rv0 ? " (resourceVersion=0)" : "", res->status,
+               res->message);
+        /* a server that cannot answer from its cache gets a consistent list next */
+        if (r->list_rv0)
+            r->rv0_refused = 1;
         backoff_retry(r, 1);
         return;
     }
@@ -555,7 +561,8 @@ static void list_done(const kube_result *res, void *ud)
     snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
     snprintf(secs, sizeof secs, "%.1f", dt * 1000.0);
     log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
-            "path", r->path, "objects", n, "duration_ms", secs, NULL);
+            "path", r->path, "objects", n, "duration_ms", secs, "resource_version", r->list_rv0 ? "0" : "",
+            NULL);
     r->depth++;                      /* keep r alive across the callbacks */
     int rc = replace_finish(r);
     if (rc == 0) {
@@ -578,8 +585,12 @@ static void do_list(reflector *r)
 {
     char err[256];
     r->list_t0 = ev_time();
-    r->call = kube_list_paged(r->client, r->path, r->selector, r->o.page_limit, replace_page, list_done, r, err,
-                              sizeof err);
+    /* client-go's rule: the first list (never synced) from the watch cache, as it is; a relist
+     * (the watch's history expired) consistent, never older than what was seen; a consistent
+     * one too after a list from the cache failed */
+    r->list_rv0 = r->o.list_from_cache && !r->synced && !r->rv0_refused;
+    r->call = kube_list_paged_rv(r->client, r->path, r->selector, r->o.page_limit, r->list_rv0 ? "0" : NULL,
+                                 replace_page, list_done, r, err, sizeof err);
     if (!r->call) {
         report(r, "list %s: %s", r->path, err);
         backoff_retry(r, 1);

@@ -2,7 +2,8 @@
 /* core/reflector: keeps a local cache of one kind in step with the API
  * server, the way client-go's reflector does:
  *   LIST (paginated, resourceVersion unset: a consistent read, so pages form
- *   one snapshot) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
+ *   one snapshot; with reflector_opts.list_from_cache the first list asks
+ *   resourceVersion=0, the watch cache's state in one page) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
  *   against what was cached) -> WATCH from the list's resourceVersion with
  *   allowWatchBookmarks and a random timeoutSeconds in [min, max).
  *   Every event's and bookmark's resourceVersion becomes the resume point.
@@ -73,6 +74,14 @@ typedef struct reflector_opts {
     long page_limit;              /* list page size, default 500 */
     reflector_transform_fn transform; /* NULL: objects cached whole (but managedFields) */
     int compact;                  /* 1: objects kept as compact JSON text (see the top) */
+    int list_from_cache;          /* 1: the first list asks resourceVersion=0, as client-go's
+                                     informers: served from the API server's watch cache as it
+                                     is (no wait for that cache to catch up with etcd), in ONE
+                                     page whatever page_limit (the cache ignores limit: the
+                                     whole list's body and trees at once, so only for kinds of
+                                     few or small objects). A relist after the watch's history
+                                     expired, and the list after one from the cache failed, are
+                                     consistent reads. 0: every list consistent. */
     reflector_synced_fn on_synced;
     reflector_error_fn on_error;
 } reflector_opts;

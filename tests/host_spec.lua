@@ -362,6 +362,36 @@ return M
     assert.same({ module = 0, upvalue = 0, count = 0, lib = 0 }, r)
   end)
 
+  it("shares the framework's modules between calls, each call's module table its own copy", function()
+    -- replaces and adds fields of its fc.util, fc.quantity and fc.profile (fc.profile requires
+    -- fc.quantity itself), and reports what it finds before
+    fx.write(dir .. "/patchfw.lua", [[
+local util = require("fc.util")
+local quantity = require("fc.quantity")
+local profile = require("fc.profile")
+return { patch = function(input)
+  local r = { extra = util.extra, q_extra = quantity.extra, same = util.equal({ 1 }, { 1 }),
+    bytes = quantity.bytes("1Gi"), again = require("fc.util") == util,
+    profile_fn = type(profile.of) }
+  util.equal = function() return "patched" end
+  util.extra = input.v
+  quantity.bytes = nil
+  quantity.extra = input.v
+  r.patched = util.equal({ 1 }, { 2 })
+  return r
+end }
+]])
+    for v = 1, 2 do
+      local ok, r = host.call("patchfw", "patch", { v = v })
+      assert.is_true(ok, r)
+      assert.same({ same = true, bytes = 1073741824, again = true, profile_fn = "function",
+        patched = "patched" }, r)
+    end
+    local ok, r = host.run_chunk("q.lua", 'return { b = require("fc.quantity").bytes("2Ki") }')
+    assert.is_true(ok, r)
+    assert.same({ b = 2048 }, r)
+  end)
+
   it("keeps retained memory bounded over 200 calls that each keep 1 MiB", function()
     local first, most = nil, 0
     for i = 1, 200 do

@@ -199,7 +199,10 @@ class Handler(BaseHTTPRequestHandler):
     def list(self, ns, q):
         limit = int(q.get("limit", "0") or 0)
         cont = q.get("continue", "")
-        if ns in ("pages", "pagesexpire"):
+        if ns == "norv0" and q.get("resourceVersion") == "0":
+            # a server that cannot serve a list from its cache (the reflector then lists consistently)
+            return self.send_json(400, status(400, "BadRequest", "resourceVersion=0 is not served here"))
+        if ns in ("pages", "pagesexpire", "norv0"):
             items = [cm("p%d" % i, 10 + i, ns) for i in range(1, 6)]
             rv = "500"
             if ns == "pagesexpire" and cont:

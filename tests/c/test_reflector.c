@@ -139,8 +139,10 @@ static void collect_text(const char *name, const char *text, size_t len, void *u
     json_decref(obj);
 }
 
-/* The "refl" scenario on a fresh fake API server, the cache kept as trees or (compact) as text. */
-static void refl_scenario(int compact)
+/* The "refl" scenario on a fresh fake API server, the cache kept as trees or (compact) as text;
+ * with from_cache, reflector_opts.list_from_cache: the first list asks resourceVersion=0 (its
+ * second page only the continue token), the relists after the 410s are consistent. */
+static void refl_scenario(int compact, int from_cache)
 {
     char err[256];
     int port = server_start();
@@ -160,6 +162,7 @@ static void refl_scenario(int compact)
                         .watch_timeout_max_s = 90, .on_synced = on_synced,
                         .on_error = on_error};
     o.compact = compact;
+    o.list_from_cache = from_cache;
     reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
     OK(r != NULL, "reflector_start");
     OK(!reflector_has_synced(r) && reflector_len(r) == 0 && strcmp(events, "") == 0,
@@ -247,9 +250,16 @@ static void refl_scenario(int compact)
     loop_run_until(loop, &lg.done, 10);
     size_t i;
     json_t *e;
-    int bookmarks_on = 0, watches = 0, timeout_ok = 0, pages = 0;
+    int bookmarks_on = 0, watches = 0, timeout_ok = 0, pages = 0, lists = 0, rv0_lists = 0, rv_pages = 0;
+    int rv0_first = 0;
     json_array_foreach(json_object_get(lg.body, "log"), i, e) {
         json_t *q = json_object_get(e, "q");
+        const char *qrv = json_string_value(json_object_get(q, "resourceVersion"));
+        if (!json_object_get(q, "watch") && !json_object_get(q, "continue")) {
+            lists++;
+            rv0_lists += qrv && strcmp(qrv, "0") == 0;
+            rv0_first += lists == 1 && qrv && strcmp(qrv, "0") == 0;
+        }
         if (json_object_get(q, "watch")) {
             watches++;
             const char *ab = json_string_value(json_object_get(q, "allowWatchBookmarks"));
@@ -258,12 +268,18 @@ static void refl_scenario(int compact)
             timeout_ok += t >= 60 && t < 90;
         } else if (json_object_get(q, "continue")) {
             pages++;
+            rv_pages += qrv != NULL;
         }
     }
     json_decref(lg.body);
     OK(watches == 5 && bookmarks_on == 5, "every watch asks for bookmarks");
     IS_INT(timeout_ok, 5, "timeoutSeconds drawn in [60, 90)");
     IS_INT(pages, 3, "each list of 3 took a second page (limit 2)");
+    IS_INT(lists, 3, "3 first pages");
+    IS_INT(rv0_lists, from_cache ? 1 : 0, from_cache ? "one list from the cache (resourceVersion=0)"
+                                                     : "no list from the cache");
+    IS_INT(rv0_first, from_cache, "the list from the cache is the first one (the relists are consistent)");
+    IS_INT(rv_pages, 0, "no continued page carries a resourceVersion");
     reflector_stop(r);
     for (int i = 0; i < ngot; i++)
         json_decref(got[i]);
@@ -276,8 +292,9 @@ int main(void)
 {
     char err[256];
     loop = ev_loop_new(EVFLAG_AUTO);
-    refl_scenario(0);
-    refl_scenario(1);
+    refl_scenario(0, 0);
+    refl_scenario(1, 0);
+    refl_scenario(1, 1);
     int settle = 0;
     int port = server_start();
     if (port <= 0) {
@@ -316,6 +333,18 @@ int main(void)
     OK(reflector_get(rt, "pages", "p1") && !json_object_get(reflector_get(rt, "pages", "p1"), "data") &&
            transformed_with_data == 0, "the others cached and handed out without `data`");
     reflector_stop(rt);
+
+    /* a server refusing resourceVersion=0: the reflector lists consistently after the refusal */
+    errors[0] = '\0';
+    transformed_synced = 0;
+    reflector_opts no0 = {.namespace = "norv0", .backoff_initial_s = 0.05, .backoff_max_s = 0.1,
+                          .list_from_cache = 1, .on_synced = on_synced_transformed, .on_error = on_error};
+    reflector *rn = reflector_start(c, &kube_kind_configmap, &no0, on_event_resync, NULL, err, sizeof err);
+    OK(loop_run_until(loop, &transformed_synced, 10) == 0, "refused resourceVersion=0: synced all the same");
+    IS_INT((int)reflector_len(rn), 5, "with the 5 objects of a consistent list");
+    OK(strstr(errors, "list /api/v1/namespaces/norv0/configmaps (resourceVersion=0): status 400") != NULL,
+       "the refusal reported: %s", errors);
+    reflector_stop(rn);
 
     /* stop from inside the event callback */
     reflector *r3 = reflector_start(c, &kube_kind_configmap, &ro, on_event_stop, NULL, err, sizeof err);
