@@ -26,6 +26,15 @@ spread over K namespaces of equal size:
   bare      before it, the same ceiling with kube-controller-manager paused (SIGSTOP: no pod is
             made, the API server's own work alone) at 16 and 64 clients (--bare-clients), into
             namespaces of its own; the ratios of the controller's times to both ceilings.
+--replicas R (R > 1) runs R controllers at once instead, each with `--shards R --shard-index i`
+(docs/sharding.md), the Leases in the (first) namespace, and `--log-level debug` (one "written"
+line per write): the converge phase (figures from the first one's start), --kill-one-at F
+SIGKILLs the last replica once a fraction F of the clusters have all their children, the steady
+phase's writes and CPU per replica, then a sweep: lost (clusters without all their children or
+never Running), duplicate (a cluster's writes by time, from the logs, changing writer other than
+once from the killed replica, all its writes before the kill, to its shard's taker) and
+orphaned (objects labelled `cluster` whose controller owner is no FlinkCluster), printed as
+"lost L duplicate D orphaned O". No idle, update, ceiling or bare phase.
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
