@@ -389,6 +389,12 @@ class Watcher:
                 time.sleep(0.5)
 
 
+def log_time_of(ts):
+    """Epoch seconds of a log line's time ("2026-11-30T07:00:42.123Z")."""
+    head, _, frac = ts.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+
+
 def log_time(log, text):
     """The time (epoch seconds) of the first line of the controller's log holding `text`, or None."""
     with open(log, errors="replace") as f:
@@ -774,6 +780,13 @@ def replicas_run(a, api, r, nss, home, clusters, log, started, live):
         if not x.get("killed"):
             x["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
     r["replicas_detail"] = reps
+    if killed is not None:
+        # the killed replica's shard owned again: the first "shard acquired" of it after the kill
+        took = [ts for lg in (logs[i] for i in range(R) if i != killed) for ts in
+                [line.split(" ", 1)[0] for line in open(lg, errors="replace")
+                 if '"shard acquired"' in line and " shard=%d" % killed in line] if ts > kill_ts]
+        t = log_time_of(min(took)) if took else None
+        r["takeover_s"] = round(t - tk, 2) if t else None
     lost, orphaned = sweep(api, nss, clusters, home, suffixes, running)
     w = writers(logs, killed, kill_ts)
     r["lost"], r["orphaned"], r["duplicate"] = len(lost), len(orphaned), w["duplicate"]
@@ -794,6 +807,7 @@ def replicas_report(a, r):
         ("replica killed (SIGKILL) at, s / clusters with children",
          "%s at %s / %s" % (r.get("killed_replica"), r.get("kill_at_s"), r.get("kill_at_clusters_with_children"))
          if r.get("killed_replica") is not None else None),
+        ("killed replica's shard owned again after, s", r.get("takeover_s")),
         ("all children exist, s", r.get("children_s")),
         ("every status written, s", r.get("status_s")),
         ("all Running, s", r.get("running_s")),
