@@ -26,6 +26,15 @@ spread over K namespaces of equal size:
   bare      before it, the same ceiling with kube-controller-manager paused (SIGSTOP: no pod is
             made, the API server's own work alone) at 16 and 64 clients (--bare-clients), into
             namespaces of its own; the ratios of the controller's times to both ceilings.
+--replicas R (R > 1) runs R controllers at once instead, each with `--shards R --shard-index i`
+(docs/sharding.md), the Leases in the (first) namespace, and `--log-level debug` (one "written"
+line per write): the converge phase (figures from the first one's start), --kill-one-at F
+SIGKILLs the last replica once a fraction F of the clusters have all their children, the steady
+phase's writes and CPU per replica, then a sweep: lost (clusters without all their children or
+never Running), duplicate (a cluster's writes by time, from the logs, changing writer other than
+once from the killed replica, all its writes before the kill, to its shard's taker) and
+orphaned (objects labelled `cluster` whose controller owner is no FlinkCluster), printed as
+"lost L duplicate D orphaned O". No idle, update, ceiling or bare phase.
 Prints one JSON line (prefixed "converge-json: ") and a table. A benchmark, not a test: it
 asserts nothing but that the run finished.
 """
@@ -380,6 +389,12 @@ class Watcher:
                 time.sleep(0.5)
 
 
+def log_time_of(ts):
+    """Epoch seconds of a log line's time ("2026-11-30T07:00:42.123Z")."""
+    head, _, frac = ts.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S")) + float("0." + (frac or "0"))
+
+
 def log_time(log, text):
     """The time (epoch seconds) of the first line of the controller's log holding `text`, or None."""
     with open(log, errors="replace") as f:
@@ -597,6 +612,232 @@ def perf_top(perf, out):
     return [" ".join(l.split()) for l in rep.splitlines() if l.strip()][:20]
 
 
+# --replicas R: R controllers with `--shards R --shard-index i` (docs/sharding.md) ---------------
+
+def list_all(api, path):
+    """Every object of a collection, page by page (500 a page)."""
+    out, cont = [], ""
+    while True:
+        page = api.must("GET", path + "?limit=500" + ("&continue=" + urllib.parse.quote(cont) if cont else ""))
+        out += page.get("items", [])
+        cont = page.get("metadata", {}).get("continue")
+        if not cont:
+            return out
+
+
+def log_ts(t):
+    """Epoch seconds as the controller's log writes its times (UTC, milliseconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % int((t % 1) * 1000)
+
+
+def writers(logs, killed, kill_ts):
+    """From the replicas' debug logs (one "written" line per write, its time and cluster=): the
+    clusters written by each replica and "duplicate", the clusters written by two replicas at
+    once: in a cluster's writes by time, a change of writer is allowed only from the killed
+    replica, all of whose writes for it came before the kill, to another (a shard taken over)."""
+    writes = {}
+    for i, log in enumerate(logs):
+        with open(log, errors="replace") as f:
+            for line in f:
+                fields = line.split(" ", 3)
+                if len(fields) < 3 or fields[2] != "written":
+                    continue
+                m = re.search(r" cluster=(\S+)", line)
+                if m:
+                    writes.setdefault(m.group(1), []).append((fields[0], i))
+    dup, per, examples = 0, [0] * len(logs), []
+    for c, ws in writes.items():
+        ws.sort()
+        seq = [w for k, (_, w) in enumerate(ws) if k == 0 or ws[k - 1][1] != w]
+        for w in set(seq):
+            per[w] += 1
+        ok = len(seq) == 1 or (len(seq) == 2 and seq[0] == killed and
+                               max(t for t, w in ws if w == killed) <= kill_ts)
+        if not ok:
+            dup += 1
+            if len(examples) < 5:
+                examples.append("%s: writers in turn %s" % (c, seq))
+    return {"clusters_written": len(writes), "clusters_per_replica": per, "duplicate": dup,
+            "duplicate_examples": examples}
+
+
+def sweep(api, nss, clusters, home, suffixes, running):
+    """lost: clusters without all their children or never Running; orphaned: objects labelled
+    `cluster` whose controller owner is no FlinkCluster there."""
+    have, orphaned, uids = set(), [], set()
+    for o in list_all(api, collection_path("FlinkCluster", nss)):
+        if o["metadata"]["namespace"] in nss:
+            uids.add(o["metadata"]["uid"])
+    for kind in sorted({k for k, _ in suffixes} | {"ConfigMap", "Service", "StatefulSet", "Job"}):
+        for o in list_all(api, collection_path(kind, nss)):
+            md = o["metadata"]
+            if md.get("namespace") not in nss:
+                continue
+            have.add((kind, md["namespace"] + "/" + md["name"]))
+            if "cluster" in md.get("labels", {}):
+                owner = [x["uid"] for x in md.get("ownerReferences", []) if x.get("controller")]
+                if not owner or owner[0] not in uids:
+                    orphaned.append("%s/%s" % (kind, md["name"]))
+    lost = [c for c in clusters
+            if not all((k, home[c] + "/" + c + sfx) in have for k, sfx in suffixes)
+            or home[c] + "/" + c not in running.held]
+    return lost, orphaned
+
+
+def replicas_run(a, api, r, nss, home, clusters, log, started, live):
+    """The converge phase with a.replicas controllers, each `--shards R --shard-index i`
+    (--log-level debug: its writes are in its log), the Leases in the first namespace; then the
+    steady phase and the sweep. Fills r."""
+    R = a.replicas
+    for x in nss:
+        make_namespace(api, x)
+    t = time.time()
+    parallel(lambda n: api.must("POST", PATHS["FlinkCluster"].format(ns=home[n]), manifest(n, a.variant)), clusters)
+    r["create_s"] = round(time.time() - t, 2)
+    one = render(nss[0], clusters[:1], a.variant)
+    suffixes = [(o["kind"], o["metadata"]["name"][len(clusters[0]):]) for o in one]
+    kinds, per_cluster = sorted({o["kind"] for o in one}), len(one)
+    watch = {kd: Watcher(api, nss, kd, list_rv(api, kd, nss)) for kd in kinds if kd != "FlinkCluster"}
+    fc = Watcher(api, nss, "FlinkCluster", "0", lambda o: bool(o.get("status", {}).get("state")))
+    running = Watcher(api, nss, "FlinkCluster", "0", lambda o: o.get("status", {}).get("state") == "Running")
+    cpu0 = env_cpu()
+    logs = ["%s.replica%d" % (log, i) for i in range(R)]
+    cs = []
+    for i in range(R):
+        c = Controller(nss[0] if len(nss) == 1 else None, logs[i], a.controller_args + [
+            "--shards", str(R), "--shard-index", str(i), "--leader-election-namespace", nss[0],
+            "--log-level", "debug"])
+        started.append(c.p)
+        cs.append(c)
+    t0 = cs[0].t_exec
+    want = per_cluster * a.n
+    children = lambda: sum(len(w.seen) for w in watch.values())
+    live.update(c=cs[0], t0=t0, children=children, want=want, fc=fc, running=running, cpu0=cpu0)
+
+    def with_children():
+        return sum(1 for c in clusters
+                   if all(home[c] + "/" + c + sfx in watch[k].seen for k, sfx in suffixes))
+
+    killed, kill_ts = None, "~"  # "~" sorts after every time: no kill
+    if a.kill_one_at is not None:
+        wait_for(lambda: with_children() >= a.kill_one_at * a.n, a.timeout, 0.5)
+        killed = R - 1
+        k = cs[killed]
+        k.proc.stop = True
+        r["killed_replica_peak_rss_mib"] = round(k.proc.rss_kib("VmHWM") / 1024, 1)
+        r["killed_replica_cpu_s"] = round(k.proc.cpu(), 2)
+        try:
+            r["killed_replica_writes"] = k.writes()
+        except (OSError, http.client.HTTPException):
+            pass
+        k.signal(signal.SIGKILL)
+        k.p.wait()
+        tk = time.time()
+        kill_ts = log_ts(tk)
+        r["killed_replica"] = killed
+        r["kill_at_s"] = round(tk - t0, 2)
+        r["kill_at_clusters_with_children"] = with_children()
+    alive = [c for i, c in enumerate(cs) if i != killed]
+    ok = wait_for(lambda: children() >= want, a.timeout)
+    r["children_s"] = round(max(t for w in watch.values() for t in w.seen.values()) - t0, 2) if ok else None
+    ok = wait_for(lambda: len(fc.held) >= a.n, a.timeout)
+    r["status_s"] = round(max(fc.held.values()) - t0, 2) if ok else None
+    ok = wait_for(lambda: len(running.held) >= a.n, a.running_timeout)
+    r["running_s"] = round(max(running.held.values()) - t0, 2) if ok else None
+    r["env_cpu_s"] = cpu_since(cpu0)
+    wait_for(lambda: False, 5)
+    reps = []
+    for i, c in enumerate(cs):
+        if i == killed:
+            reps.append({"replica": i, "killed": True, "cpu_s": r["killed_replica_cpu_s"],
+                         "peak_rss_mib": r["killed_replica_peak_rss_mib"], "writes": r.get("killed_replica_writes")})
+            continue
+        text = c.metrics()
+        owned = sorted(int(l["shard"]) for l, v in c.samples("flink_controller_shard_owned", text) if v == 1)
+        reps.append({"replica": i, "cpu_s": round(c.proc.cpu(), 2), "peak_rss_mib": round(c.proc.peak_kib / 1024, 1),
+                     "rss_converged_mib": round(c.proc.rss_kib() / 1024, 1), "writes": c.writes(text),
+                     "shards_owned": owned,
+                     "shard_clusters": int(sum(v for l, v in c.samples("flink_controller_shard_clusters", text)
+                                               if l.get("shard") in {str(x) for x in owned}))})
+    total = sum(sum((x["writes"] or {}).values()) for x in reps)
+    r["writes_per_cluster"] = round(total / a.n, 2)
+    if a.steady > 0:
+        last, quiet_since = [c.writes() for c in alive], time.time()
+        while time.time() - quiet_since < 10 and time.time() - t0 < a.timeout:
+            time.sleep(1)
+            w = [c.writes() for c in alive]
+            if w != last:
+                last, quiet_since = w, time.time()
+        cpu_a, t = [c.proc.cpu() for c in alive], time.time()
+        time.sleep(a.steady)
+        t1 = time.time()
+        for c, w0, c0 in zip(alive, last, cpu_a):
+            x = next(x for x in reps if x["replica"] == cs.index(c))
+            x["steady_writes"] = sum(c.writes().values()) - sum(w0.values())
+            x["steady_cpu_pct"] = round(100 * (c.proc.cpu() - c0) / (t1 - t), 2)
+        r["steady_s"] = a.steady
+    for x, c in zip(reps, cs):
+        if not x.get("killed"):
+            x["peak_rss_mib"] = round(c.proc.peak_kib / 1024, 1)
+    r["replicas_detail"] = reps
+    if killed is not None:
+        # the killed replica's shard owned again: the first "shard acquired" of it after the kill
+        took = [ts for lg in (logs[i] for i in range(R) if i != killed) for ts in
+                [line.split(" ", 1)[0] for line in open(lg, errors="replace")
+                 if '"shard acquired"' in line and " shard=%d" % killed in line] if ts > kill_ts]
+        t = log_time_of(min(took)) if took else None
+        r["takeover_s"] = round(t - tk, 2) if t else None
+    lost, orphaned = sweep(api, nss, clusters, home, suffixes, running)
+    w = writers(logs, killed, kill_ts)
+    r["lost"], r["orphaned"], r["duplicate"] = len(lost), len(orphaned), w["duplicate"]
+    r["lost_examples"], r["orphaned_examples"] = lost[:5], orphaned[:5]
+    r["duplicate_examples"] = w["duplicate_examples"]
+    r["clusters_written"], r["clusters_per_replica"] = w["clusters_written"], w["clusters_per_replica"]
+    for c in alive:
+        c.close()
+    return r
+
+
+def replicas_report(a, r):
+    print("converge-json: " + json.dumps(r, sort_keys=True))
+    rows = [
+        ("FlinkClusters (%s), namespaces" % a.variant, "%d, %d" % (a.n, r["namespaces"])),
+        ("replicas (--shards R --shard-index i)", a.replicas),
+        ("controller flags", r["controller_args"] or "(defaults)"),
+        ("replica killed (SIGKILL) at, s / clusters with children",
+         "%s at %s / %s" % (r.get("killed_replica"), r.get("kill_at_s"), r.get("kill_at_clusters_with_children"))
+         if r.get("killed_replica") is not None else None),
+        ("killed replica's shard owned again after, s", r.get("takeover_s")),
+        ("all children exist, s", r.get("children_s")),
+        ("every status written, s", r.get("status_s")),
+        ("all Running, s", r.get("running_s")),
+        ("writes per cluster (all replicas)", r.get("writes_per_cluster")),
+        ("control plane CPU to all Running, s", r.get("env_cpu_s")),
+        ("clusters written by each replica (logs)", r.get("clusters_per_replica")),
+    ]
+    for x in r.get("replicas_detail", []):
+        rows.append(("replica %d%s: CPU s / peak RSS MiB / writes" % (x["replica"], " (killed)" if x.get("killed") else ""),
+                     "%s / %s / %s" % (x.get("cpu_s"), x.get("peak_rss_mib"), x.get("writes"))))
+        if not x.get("killed"):
+            rows.append(("replica %d: shards owned / their clusters / steady writes / steady CPU %%" % x["replica"],
+                         "%s / %s / %s / %s" % (x.get("shards_owned"), x.get("shard_clusters"),
+                                                x.get("steady_writes"), x.get("steady_cpu_pct"))))
+    if r.get("interrupted"):
+        rows[:0] = [("INTERRUPTED after, s", r.get("interrupted_after_s")),
+                    ("children / statuses / Running seen", "%s / %s / %s" % (
+                        r.get("children_seen"), r.get("status_seen"), r.get("running_seen")))]
+    for k in ("lost_examples", "orphaned_examples", "duplicate_examples"):
+        for e in r.get(k) or []:
+            print("# %s: %s" % (k.split("_")[0], e))
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print("%-*s  %s" % (w, k, "-" if v is None else v))
+    if "lost" in r:
+        print("lost %d duplicate %d orphaned %d" % (r["lost"], r["duplicate"], r["orphaned"]))
+    return 0 if r.get("children_s") is not None and r.get("lost") == 0 and r.get("duplicate") == 0 \
+        and r.get("orphaned") == 0 else 1
+
+
 def stop_on_signal(signum, frame):
     raise KeyboardInterrupt
 
@@ -662,6 +903,14 @@ def main():
                     help="keep kube-controller-manager paused from the controller's start until every "
                          "child and status exists (the bare ceiling's conditions: no pod is made "
                          "meanwhile, so one status write per cluster), then continue it for Running")
+    ap.add_argument("--replicas", type=int, default=1, metavar="R",
+                    help="R controllers at once, each with --shards R --shard-index i and --log-level "
+                         "debug (docs/sharding.md): the converge phase, the steady phase per replica "
+                         "and a sweep printing \"lost L duplicate D orphaned O\"; no idle, update or "
+                         "ceiling phase")
+    ap.add_argument("--kill-one-at", type=float, default=None, metavar="F",
+                    help="with --replicas: SIGKILL the last replica once a fraction F (0 to 1) of the "
+                         "clusters have all their children")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds each phase may take")
     ap.add_argument("--running-timeout", type=int, default=300,
                     help="seconds to wait for every cluster Running (the environment's pods: kwok, the "
@@ -698,12 +947,17 @@ def main():
          "converge_paused": a.converge_paused,
          "ceiling_clients": a.ceiling_clients}
     home = spread(clusters, nss)
+    if a.replicas < 1 or (a.kill_one_at is not None and (a.replicas < 2 or not 0 <= a.kill_one_at <= 1)):
+        ap.error("--replicas: 1 or more; --kill-one-at: 0 to 1, with --replicas 2 or more")
     nodes = kwok_nodes(api, (4 if a.ceiling_beside else 2) * a.n, "bench-node-" + tag)
     started = []  # controllers and perf, stopped in any case
     live = {}  # the converge phase's state, for what an interrupted run prints
     signal.signal(signal.SIGTERM, stop_on_signal)
     try:
-        if a.ceiling_only:
+        if a.replicas > 1:
+            r["replicas"] = a.replicas
+            replicas_run(a, api, r, nss, home, clusters, log, started, live)
+        elif a.ceiling_only:
             if a.bare_clients:
                 live["ceiling"] = {}
                 r["bare"] = bare_ceilings(api, clusters, nss_ceiling, a.variant, a.bare_clients, live["ceiling"])
@@ -839,12 +1093,12 @@ def main():
             delete_namespace(api, ns_idle)
         # the ceiling runs on a quiet API server: the namespace (and its GC) gone first; without
         # it, the namespace is deleted with the environment (no wait for 10,000 clusters' GC)
-        if not a.no_ceiling and not a.ceiling_beside and not a.ceiling_only:
+        if not a.no_ceiling and not a.ceiling_beside and not a.ceiling_only and a.replicas == 1:
             for x in nss:
                 delete_namespace(api, x)  # all asked for first, then each awaited
             r["namespace_deleted"] = all([delete_namespace(api, x, 900) for x in nss])
 
-        if not a.no_ceiling and not a.ceiling_only:
+        if not a.no_ceiling and not a.ceiling_only and a.replicas == 1:
             # the converge figures are in hand by now: a failing ceiling (e.g. an API error) is
             # reported beside them instead of losing them
             print("converge-partial: " + json.dumps(r), flush=True)
@@ -878,6 +1132,8 @@ def main():
         bare_nss = ["%s-bare%d" % (x, k) for x in nss_ceiling for k in a.bare_clients]
         for n in set([ns, ns_idle, ns_ceiling] + nss + nss_ceiling + bare_nss):
             api.request("DELETE", "/api/v1/namespaces/" + n)
+    if a.replicas > 1:
+        return replicas_report(a, r)
     if r.get("ceiling") and r.get("children_s"):
         r["children_vs_ceiling"] = round(r["children_s"] / r["ceiling"]["children_s"], 2)
         if r.get("status_s"):
