@@ -166,7 +166,7 @@ case_policy() {
 # carries a label key the API server refuses (422 on apply)
 policies_rejecting() {
   cp -r "$ROOT/policies" "$2"
-  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  if c.metadata.name == "'"$1"'" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
+  sed -i 's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  if c.metadata.name == "'"$1"'" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
     "$2/cluster.lua"
   grep -q 'bad key!' "$2/cluster.lua" || echo "# could not patch cluster.lua"
 }
@@ -1003,7 +1003,7 @@ case_jobupdate() {
   pdir=$WORK/policies-template
   cp -r "$ROOT/policies" "$pdir"
   # the edit: every StatefulSet's pod template gets one more annotation
-  sed -i 's/^  return { objects = objects, jobmanager = jobmanager }$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
+  sed -i 's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
     "$pdir/cluster.lua"
   grep -q 'example.com/policy' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
   start_controller jobupdate --namespace "$ns"

@@ -119,7 +119,7 @@ case_refused() {
 case_undeclared() {
   local ns pdir
   ns=$(new_ns undeclared)
-  pdir=$(edited_policies pdb "s/^  return { objects = objects, jobmanager = jobmanager }$/  objects[#objects + 1] = { apiVersion = 'policy\/v1', kind = 'PodDisruptionBudget',\n    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n&/" \
+  pdir=$(edited_policies pdb "s/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  objects[#objects + 1] = { apiVersion = 'policy\/v1', kind = 'PodDisruptionBudget',\n    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n&/" \
     PodDisruptionBudget)
   start_controller undeclared --namespace "$ns" --policy-dir "$pdir"
   small_cluster pdb | kc -n "$ns" apply -f - >/dev/null
