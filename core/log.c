@@ -234,7 +234,8 @@ static char *format_json(const char *ts, log_level level, const char *msg, size_
         bad |= json_object_set_new(o, json_string_value(jk), jv);
         json_decref(jk);
     }
-    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    /* 15 significant digits: a value written as "5.1" is printed 5.1, not 5.0999999999999996 */
+    char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
     json_decref(o);
     if (!text) return NULL;
     size_t n = strlen(text);

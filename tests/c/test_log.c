@@ -78,14 +78,14 @@ int main(void)
     line = log_format_line(LOG_FORMAT_JSON, t, LOG_WARN, "flink request failed", 9,
                            (const char *[]){ "cluster", "wc", "namespace", "team-a", "job",
                                              "0123456789abcdef0123456789abcdef", "http_code", "503",
-                                             "retry_in_ms", "12.5", "duration_ms", "-0.5", "attempt", "3x",
+                                             "retry_in_ms", "12.5", "duration_ms", "5.1", "attempt", "3x",
                                              "count", " 4", "wait_ms", "nan" });
     IS_STR(line,
            "{\"ts\":\"2026-11-30T07:00:42.123Z\",\"level\":\"warn\",\"msg\":\"flink request failed\","
            "\"cluster\":\"wc\",\"namespace\":\"team-a\",\"job\":\"0123456789abcdef0123456789abcdef\","
-           "\"http_code\":503,\"retry_in_ms\":12.5,\"duration_ms\":-0.5,\"attempt\":\"3x\",\"count\":\" 4\","
+           "\"http_code\":503,\"retry_in_ms\":12.5,\"duration_ms\":5.1,\"attempt\":\"3x\",\"count\":\" 4\","
            "\"wait_ms\":\"nan\"}\n",
-           "json: numeric keys as numbers (integer, real, negative), strings when not one whole number");
+           "json: numeric keys as numbers (integer, real as written: 5.1), strings when not one whole number");
     free(line);
     line = log_format_line(LOG_FORMAT_JSON, t, LOG_INFO, "m", 3,
                            (const char *[]){ "http_code", "99999999999999999999999", "duration_ms", "",
