@@ -101,7 +101,7 @@ case_flinkjob() {
   check "$desc: two FlinkJobs Running with distinct job ids RUNNING in Flink (REST submission), printer columns, finalizer, Ready" \
     t_fj_running
   t_fj_upgrade() {
-    local id loc restored
+    local id loc
     # (each check runs in a subshell: the ids are read again)
     a_id=$(fj ticker-a jobID)
     b_id=$(fj ticker-b jobID)
@@ -121,12 +121,7 @@ case_flinkjob() {
     poll 30 fj_state_is "$a_id" FINISHED ||
       { echo "Flink's state of the old job $a_id (stopped with a savepoint): $(fj_flink_state "$a_id"), want FINISHED"
         echo "savepoint: $(fj ticker-a savepoint)"; jm_get "$ns" session /jobs/overview; echo; return 1; }
-    restored_from() {
-      restored=$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.external_path)
-      [ -n "$restored" ]
-    }
-    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
-    expect "job $id restored from" "$restored" "$loc" || return 1
+    job_restored_from "$ns" session "$id" "$loc" || return 1
     expect "restored from a savepoint" "$(jm_get "$ns" session "/jobs/$id/checkpoints" | jget latest.restored.is_savepoint)" \
       true || return 1
     expect "ticker-a observedGeneration" "$(fj ticker-a observedGeneration)" 2 || return 1

@@ -57,6 +57,17 @@ config_value() {
   lua5.4 -e 'local t = require("cjson").decode(io.read("a"))
     for _, e in ipairs(t) do if e.key == arg[1] then print(e.value) end end' /dev/null "$1"
 }
+# job_restored_from NS CLUSTER JOB LOC: status 0 when Flink (CLUSTER's JobManager) reports, within
+# 60 s, that job JOB was restored from the savepoint at LOC; else says what it reports.
+job_restored_from() {
+  local restored
+  restored_path() {
+    restored=$(jm_get "$1" "$2" "/jobs/$3/checkpoints" | jget latest.restored.external_path)
+    [ -n "$restored" ]
+  }
+  poll 60 restored_path "$1" "$2" "$3" || { echo "job $3 reports no restored savepoint"; return 1; }
+  expect "job $3 restored from" "$restored" "$4"
+}
 # all_vertices_running: true when the GET /jobs/<id> answer on stdin has vertices, all RUNNING
 all_vertices_running() {
   lua5.4 -e 'local v = require("cjson").decode(io.read("a")).vertices or {}
@@ -220,7 +231,7 @@ real_ticker() {
   }
   check "$desc: user-control savepoint -> control Succeeded, _metadata on the volume shared with the host" t_ticker_savepoint
   t_ticker_update() {
-    local old_id before id loc restored
+    local old_id before id loc
     old_id=$(job_field "$ns" ticker id)
     before=$(job_field "$ns" ticker savepointLocation)
     # a new emit interval: the job is stopped with a savepoint and submitted again from it
@@ -235,12 +246,7 @@ real_ticker() {
     expect "Flink's state of job $old_id (stopped with a savepoint)" "$(jm_get "$ns" ticker "/jobs/$old_id" | jget state)" \
       FINISHED || return 1
     # Flink restored the new job from exactly that savepoint
-    restored_from() {
-      restored=$(jm_get "$ns" ticker "/jobs/$id/checkpoints" | jget latest.restored.external_path)
-      [ -n "$restored" ]
-    }
-    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
-    expect "job $id restored from" "$restored" "$loc" || return 1
+    job_restored_from "$ns" ticker "$id" "$loc" || return 1
     expect "restored from a savepoint" "$(jm_get "$ns" ticker "/jobs/$id/checkpoints" | jget latest.restored.is_savepoint)" \
       true || return 1
     new_tasks_running() { jm_get "$ns" ticker "/jobs/$id" | all_vertices_running; }

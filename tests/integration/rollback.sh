@@ -68,7 +68,7 @@ case_rollback() {
   }
   check "$desc: update to args [-1] -> stop with savepoint, the new revision's job submitted from it" t_rollback_upgrade
   t_rollback_back() {
-    local id restored stable_rev stable_id broken_rev upgrade_sp
+    local id stable_rev stable_id broken_rev upgrade_sp
     { read -r stable_rev; read -r stable_id; read -r broken_rev; read -r upgrade_sp; } < "$WORK/rollback.state" ||
       { echo "no state from the upgrade check"; return 1; }
     # within readinessTimeoutSeconds (30) of the submission, plus the stop and a new submission
@@ -92,12 +92,7 @@ case_rollback() {
     [ "$id" != "$stable_id" ] || { echo "job id $id is the old one"; return 1; }
     running() { [ "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" = RUNNING ]; }
     poll 60 running || { echo "Flink's state of job $id: $(jm_get "$ns" ticker "/jobs/$id" | jget state)"; return 1; }
-    restored_from() {
-      restored=$(jm_get "$ns" ticker "/jobs/$id/checkpoints" | jget latest.restored.external_path)
-      [ -n "$restored" ]
-    }
-    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
-    expect "job $id restored from" "$restored" "$upgrade_sp" || return 1
+    job_restored_from "$ns" ticker "$id" "$upgrade_sp" || return 1
     # the submitter that ran it had the stable spec's arguments (the Ticker's default pause: no -1)
     local args
     args=$(kc -n "$ns" get jobs -l app=flink -o jsonpath='{.items[*].spec.template.spec.containers[0].args}')
