@@ -73,9 +73,7 @@ case_healthrestart() {
   check "$desc: the healthy job beside it keeps running, untouched (samples kept, no Event)" t_health_steady
   if node_has_image "docker.io/library/flink:2.3.0"; then
     # looping's pods gone first: with steady's, looping2's would not fit on the node
-    kc -n "$ns" delete flinkcluster looping --wait=true --timeout=60s >/dev/null
-    looping_gone() { [ -z "$(kc -n "$ns" get pods -o name -l cluster=looping,app=flink 2>/dev/null)" ]; }
-    poll 90 looping_gone || echo "# looping's pods still there: $(kc -n "$ns" get pods -l cluster=looping --no-headers)"
+    real_delete "$ns" looping
     health_cluster looping2 '["-1"]' 2.3.0 "$spdir" | kc -n "$ns" apply -f - >/dev/null
     check "real pods, Flink 2.3.0: health policy: the same loop -> cancelled, Failed, Warning JobUnhealthy" \
       health_judged looping2

@@ -150,22 +150,35 @@ small_requests() {
 }
 
 # real_node_free: waits (at most 120 s) for the earlier cases' Flink pods to leave the real node;
-# a TAP comment when some are still there.
+# a TAP comment naming those still there (a case that leaves its pods costs every later one this wait).
 real_node_free() {
-  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
-    -l 'app=flink' 2>/dev/null)" ]; }
-  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
+  node_flink_pods() { kc get pods -A --field-selector spec.nodeName=testenv-real-0,status.phase=Running -l app=flink \
+    -o 'jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}' 2>/dev/null; }
+  no_other_pods() { [ -z "$(node_flink_pods)" ]; }
+  poll 120 no_other_pods || echo "# pods of earlier cases still on the node: $(node_flink_pods)"
 }
 
-# real_cleanup NS SPDIR: the node's room back for the next cases: NS's FlinkClusters and their pods
-# gone (at most 90 s, else a TAP comment), then the savepoint directory SPDIR.
+# real_delete NS [CLUSTER]: FlinkCluster CLUSTER of NS (default: all of them) deleted with its
+# StatefulSets, submitter Jobs and pods, the pods killed after 1 s rather than stopped within the
+# 30 s grace period (what follows needs the node's room, not a graceful stop); waits at most 90 s
+# for the pods to go, else a TAP comment.
+real_delete() {
+  local ns=$1 sel=app=flink what=(--all)
+  [ -z "${2:-}" ] || { sel="app=flink,cluster=$2"; what=("$2"); }
+  kc -n "$ns" delete flinkclusters "${what[@]}" --wait=true --timeout=60s >/dev/null 2>&1
+  # the owners first (a StatefulSet would make its pods again), then the pods, shortening the
+  # grace period of those the garbage collector is deleting already
+  kc -n "$ns" delete statefulsets,jobs -l "$sel" --wait=true --timeout=60s >/dev/null 2>&1
+  kc -n "$ns" delete pods -l "$sel" --grace-period=1 --wait=false >/dev/null 2>&1
+  pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l "$sel" 2>/dev/null)" ]; }
+  poll 90 pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods -l "$sel" -o name | tr '\n' ' ')"
+}
+
+# real_cleanup NS [SPDIR]: the node's room back for the next cases: NS's FlinkClusters and their
+# pods gone (real_delete), then the savepoint directory SPDIR.
 real_cleanup() {
-  local ns=$1
-  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
-  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
-  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
-  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
-  rm -rf "$2"
+  real_delete "$1"
+  [ -z "${2:-}" ] || rm -rf "$2"
 }
 
 # ticker_start CASE VERSION DESC [JOB_LINE]: the start of a Ticker case; status 1 (a TAP skip
@@ -303,10 +316,10 @@ real_ticker() {
 }
 
 # real_done CONTROLLER NS CLUSTER DIR: the end of a real-pod case: the controller stopped, the
-# FlinkCluster deleted (its pods gone before the namespace), the host directory removed.
+# FlinkCluster deleted and its pods gone (real_delete), the host directory removed.
 real_done() {
   stop_controller "$1" >/dev/null
-  kc -n "$2" delete flinkcluster "$3" --wait=true --timeout=60s >/dev/null 2>&1
+  real_delete "$2" "$3"
   rm -rf "$4"
 }
 case_realticker() { real_ticker realticker 1.20.5; }
@@ -404,6 +417,7 @@ case_realrest() {
   }
   check "$desc" t_realrest
   stop_controller realrest >/dev/null
+  real_cleanup "$ns"
 }
 
 # The options policies/lib/flinkremoved.lua says Flink 2 no longer knows are exactly those the
@@ -455,6 +469,8 @@ case_realconfig() {
   }
   check "$desc" t_realconfig
   stop_controller realconfig >/dev/null
+  # its pods would hold the node's room (and every later real_node_free) to the end of the run
+  real_cleanup "$ns"
 }
 
 # controller_image_on_node [REF...]: the controller image built from this tree (tests/env/images.sh,
