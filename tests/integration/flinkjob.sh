@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
-# case flinkjob (issue 29 item 5): jobs on a session cluster as their own objects (FlinkJob,
-# lua/fc/flinkjob.lua) on the real node, Flink 1.20.5: one session cluster (pods of 200m CPU
+# cases flinkjob and flinkjob2 (issue 29 item 5): jobs on a session cluster as their own objects
+# (FlinkJob, lua/fc/flinkjob.lua) on the real node, Flink 1.20.5 (flinkjob) and Flink 2.3.0
+# (flinkjob2, with the jobs jar built against Flink 2): one session cluster (pods of 200m CPU
 # requests), two FlinkJobs running testenv.Ticker submitted through the JobManager's REST API (the
 # test jobs jar served to the controller by a loopback HTTP server, as case restsubmit); both
 # Running with distinct job ids in Flink; one updated (args) by stop-with-savepoint and resumed from
 # that savepoint while the other keeps its id RUNNING; a deleted FlinkJob's job cancelled in Flink
 # before the object goes (finalizer). Helpers from lib.sh and realpods.sh.
 
-# fj_session_cluster NAME HOSTDIR: a session cluster (no spec.job) of flink:1.20.5, its savepoints in
-# HOSTDIR on the host (hostPath at /savepoints on the JobManager and TaskManager), 2 slots.
+# fj_session_cluster NAME HOSTDIR VERSION: a session cluster (no spec.job) of flink:VERSION, its
+# savepoints in HOSTDIR on the host (hostPath at /savepoints on the JobManager and TaskManager), 2 slots.
 fj_session_cluster() {
   local res='resources: {requests: {memory: "1024Mi", cpu: "200m"}, limits: {memory: "1024Mi", cpu: "500m"}}'
   local vol="
@@ -21,7 +22,7 @@ kind: FlinkCluster
 metadata:
   name: $1
 spec:
-  image: {name: "flink:1.20.5"}
+  image: {name: "flink:$3"}
   jobManager:
     $res$vol
   taskManager:
@@ -50,25 +51,29 @@ spec:
 EOF
 }
 
-case_flinkjob() {
-  local desc="real pods, Flink 1.20.5: FlinkJobs on a session cluster"
+# flinkjob_case CASE VERSION: the FlinkJob case on the image of Flink VERSION (CASE names the
+# controller, its log and the namespace)
+flinkjob_case() {
+  local c=$1 version=$2
+  local desc="real pods, Flink $version: FlinkJobs on a session cluster"
   real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
-  node_has_image "docker.io/library/flink:1.20.5" || { skip "$desc" "no flink:1.20.5 image on the node"; return 0; }
-  local ns spdir dir port pid a_id b_id o
-  ns=$(new_ns flinkjob real)
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  local ns spdir dir port pid a_id b_id o jar=$TESTENV_FLINK_JOBS_JAR
+  # Flink 2 runs the jobs jar built against it (tests/env/jobs/flink2: its Ticker has no SourceFunction)
+  case $version in 1.*) ;; *) jar=$(. "$ROOT/tests/env/lib.sh" && component_dir flink2)/jobs.jar ;; esac
+  [ -s "$jar" ] || { skip "$desc" "no jobs jar $jar"; return 0; }
+  ns=$(new_ns "$c" real)
   spdir=$TESTENV_DIR/savepoints/$ns
   mkdir -p "$spdir"
-  dir=$WORK/flinkjob-jars
-  mkdir -p "$dir" && cp "$TESTENV_FLINK_JOBS_JAR" "$dir/testenv-jobs.jar"
+  dir=$WORK/$c-jars
+  mkdir -p "$dir" && cp "$jar" "$dir/testenv-jobs.jar"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/flinkjob-jars.log" 2>&1 &
+  python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/$c-jars.log" 2>&1 &
   pid=$!
-  # the node holds about three Flink pods of 500m: wait for the earlier cases' pods to go
-  other_pods() { [ -z "$(kc get pods -A -o name --field-selector spec.nodeName=testenv-real-0,status.phase=Running \
-    -l 'app=flink' 2>/dev/null)" ]; }
-  poll 120 other_pods || echo "# pods of earlier cases still on the node: $(kc get pods -A -l app=flink --no-headers | wc -l)"
-  FLINK_DIRECT=1 start_controller flinkjob --namespace "$ns"
-  fj_session_cluster session "$spdir" | kc -n "$ns" apply -f - >/dev/null
+  # the earlier cases' Flink pods gone from the real node first: ours need its room
+  real_node_free
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  fj_session_cluster session "$spdir" "$version" | kc -n "$ns" apply -f - >/dev/null
   flink_job ticker-a session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
   flink_job ticker-b session "http://127.0.0.1:$port/testenv-jobs.jar" '["100"]' | kc -n "$ns" apply -f - >/dev/null
   fj() { jp "$ns" "flinkjob/$1" "{.status.$2}"; }
@@ -76,8 +81,8 @@ case_flinkjob() {
   fj_flink_state() { jm_get "$ns" session "/jobs/$1" | jget state; }
   fj_why() { echo "$1: $(kc -n "$ns" get flinkjob "$1" -o jsonpath='{.status}' 2>&1 | head -c 1500)"; }
   t_fj_running() {
-    poll 240 fj_running ticker-a || { fj_why ticker-a; why "$ns" session; tail -n 15 "$WORK/flinkjob.log"; return 1; }
-    poll 60 fj_running ticker-b || { fj_why ticker-b; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    poll 240 fj_running ticker-a || { fj_why ticker-a; why "$ns" session; tail -n 15 "$WORK/$c.log"; return 1; }
+    poll 60 fj_running ticker-b || { fj_why ticker-b; tail -n 15 "$WORK/$c.log"; return 1; }
     a_id=$(fj ticker-a jobID)
     b_id=$(fj ticker-b jobID)
     [ -n "$a_id" ] && [ -n "$b_id" ] && [ "$a_id" != "$b_id" ] || { echo "job ids '$a_id' and '$b_id'"; return 1; }
@@ -111,7 +116,7 @@ case_flinkjob() {
       id=$(fj ticker-a jobID)
       [ -n "$id" ] && [ "$id" != "$a_id" ] && fj_running ticker-a
     }
-    poll 180 resumed || { fj_why ticker-a; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+    poll 180 resumed || { fj_why ticker-a; tail -n 15 "$WORK/$c.log"; return 1; }
     loc=$(fj ticker-a job.savepointLocation)
     case "$loc" in file:/savepoints/*) ;; *) echo "savepoint location '$loc' is not under /savepoints"; return 1 ;; esac
     [ -s "$spdir/${loc#file:/savepoints/}/_metadata" ] || { echo "no _metadata in $spdir for $loc"; return 1; }
@@ -138,7 +143,7 @@ case_flinkjob() {
     b_id=$(fj ticker-b jobID)
     [ -n "$a_id" ] && [ -n "$b_id" ] || { echo "job ids '$a_id' '$b_id'"; return 1; }
     kc -n "$ns" delete flinkjob ticker-b --wait=true --timeout=60s >/dev/null ||
-      { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/flinkjob.log"; return 1; }
+      { echo "ticker-b not deleted: $(jp "$ns" flinkjob/ticker-b '{.metadata}')"; tail -n 15 "$WORK/$c.log"; return 1; }
     fj_state_is() { [ "$(fj_flink_state "$1")" = "$2" ]; }
     poll 30 fj_state_is "$b_id" CANCELED ||
       { echo "Flink's state of the deleted FlinkJob's job $b_id: $(fj_flink_state "$b_id"), want CANCELED"; return 1; }
@@ -148,16 +153,15 @@ case_flinkjob() {
   check "$desc: a deleted FlinkJob's job is cancelled in Flink before the object goes; the other runs on" t_fj_delete
   # the node's room back: the FlinkJobs (their jobs cancelled), then the cluster and its pods
   kc -n "$ns" delete flinkjobs --all --wait=true --timeout=60s >/dev/null 2>&1
-  stop_controller flinkjob >/dev/null
+  stop_controller "$c" >/dev/null
   kill "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   # a FlinkJob left (its deletion failed above) would hold the namespace's deletion: let it go
   for o in $(kc -n "$ns" get flinkjobs -o name 2>/dev/null); do
     kc -n "$ns" patch "$o" --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
   done
-  kc -n "$ns" delete flinkclusters --all --wait=true --timeout=60s >/dev/null 2>&1
-  kc -n "$ns" delete statefulsets,pods -l app=flink --wait=true --timeout=60s >/dev/null 2>&1
-  ns_pods_gone() { [ -z "$(kc -n "$ns" get pods -o name -l app=flink 2>/dev/null)" ]; }
-  poll 90 ns_pods_gone || echo "# pods of $ns still there: $(kc -n "$ns" get pods --no-headers | wc -l)"
-  rm -rf "$spdir" "$dir"
+  real_cleanup "$ns" "$spdir"
+  rm -rf "$dir"
 }
+case_flinkjob() { flinkjob_case flinkjob 1.20.5; }
+case_flinkjob2() { flinkjob_case flinkjob2 2.3.0; }
