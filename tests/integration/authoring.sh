@@ -18,7 +18,8 @@ case_livediff() {
   ns=$(new_ns livediff)
   pdir=$WORK/policies-labels
   cp -r "$ROOT/policies" "$pdir"
-  patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/labels.patch" || echo "# could not apply labels.patch"
+  patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/labels.patch" ||
+    { echo "# could not apply docs/cookbook/labels.patch"; patch_failed livediff; return 0; }
   mkdir -p "$WORK/snapshots"
   start_controller livediff --namespace "$ns" --debug-snapshot-dir "$WORK/snapshots"
   small_cluster sess | kc -n "$ns" apply -f - >/dev/null
@@ -104,7 +105,8 @@ case_override() {
   # it changes written again from the patched policy (`test --update`), as the cookbook says
   pdir=$WORK/policies-override
   cp -r "$ROOT/policies" "$pdir"
-  patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/tm-template.patch" || echo "# could not apply tm-template.patch"
+  patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/tm-template.patch" ||
+    { echo "# could not apply docs/cookbook/tm-template.patch"; patch_failed override; return 0; }
   for c in "$pdir"/testdata/cluster/*/; do
     c=$(basename "$c")
     "$FC_BIN" test --policy-dir "$pdir" --update "cluster/$c" "cluster/$c" >/dev/null 2>&1

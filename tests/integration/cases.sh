@@ -129,7 +129,7 @@ case_policy() {
   # cluster.lua errors for the cluster named "broken" only, and runs a cubic pattern search (minutes
   # of C without the sandbox's own matcher) for the one named "hostile"
   pdir=$(edited_policies broken 's/^function cluster_policy.desired(input)$/&\n  if input.cluster.metadata.name == "broken" then error("refusing broken on purpose") end\n  if input.cluster.metadata.name == "hostile" then return ("a"):rep(2e4):find(".-.-b") end/' \
-    'refusing broken on purpose')
+    'refusing broken on purpose') || { patch_failed policy; return 0; }
   start_controller policy --namespace "$ns" --policy-dir "$pdir" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0
   session_cluster broken | kc -n "$ns" apply -f - >/dev/null
   session_cluster hostile | kc -n "$ns" apply -f - >/dev/null
@@ -163,19 +163,19 @@ case_policy() {
 # label key): that key is retried with growing backoff and says why; its other objects and a
 # cluster beside it are applied.
 # policies_rejecting NAME DIR: a copy of policies/ in DIR whose first object of the cluster NAME
-# carries a label key the API server refuses (422 on apply)
+# carries a label key the API server refuses (422 on apply); status 1 when the edit failed
 policies_rejecting() {
   cp -r "$ROOT/policies" "$2"
-  sed -i 's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  if c.metadata.name == "'"$1"'" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
-    "$2/cluster.lua"
-  grep -q 'bad key!' "$2/cluster.lua" || echo "# could not patch cluster.lua"
+  edit_policy "$2/cluster.lua" \
+    's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  if c.metadata.name == "'"$1"'" then objects[1].metadata.labels["bad key!"] = "x" end\n&/' \
+    'bad key!'
 }
 
 case_reject() {
   local ns pdir
   ns=$(new_ns reject)
   pdir=$WORK/policies-reject
-  policies_rejecting rejected "$pdir"
+  policies_rejecting rejected "$pdir" || { patch_failed reject; return 0; }
   start_controller reject --namespace "$ns" --policy-dir "$pdir"
   session_cluster rejected | kc -n "$ns" apply -f - >/dev/null
   session_cluster accepted | kc -n "$ns" apply -f - >/dev/null
@@ -215,7 +215,7 @@ case_jsonlogs() {
   local ns pdir log=$WORK/jsonlogs.log
   ns=$(new_ns jsonlogs)
   pdir=$WORK/policies-jsonlogs
-  policies_rejecting jlbad "$pdir"
+  policies_rejecting jlbad "$pdir" || { patch_failed jsonlogs; return 0; }
   FC_LOG_LEVEL=debug start_controller jsonlogs --log-format json --namespace "$ns" --policy-dir "$pdir"
   session_cluster jlgood | kc -n "$ns" apply -f - >/dev/null
   session_cluster jlbad | kc -n "$ns" apply -f - >/dev/null
@@ -393,7 +393,7 @@ set_job() {
 case_restart() {
   local ns pdir
   ns=$(new_ns restart)
-  pdir=$(fast_restart_policies restart 2)
+  pdir=$(fast_restart_policies restart 2) || { patch_failed restart; return 0; }
   start_controller restart --namespace "$ns" --policy-dir "$pdir"
   sed "s/name: wordcount/name: crash/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints\\n    restartPolicy: FromSavepointOnFailure\\n    fromSavepoint: file://$TESTENV_DIR/flink/savepoints/none\\n    cleanupPolicy: {afterJobFails: DeleteTaskManager}|" \
     "$ROOT/deploy/examples/wordcount.yaml" | sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null
@@ -999,13 +999,10 @@ case_steady() {
 case_jobupdate() {
   local ns jid pdir
   ns=$(new_ns jobupdate)
-  jid=$(submit_ticker)
-  pdir=$WORK/policies-template
-  cp -r "$ROOT/policies" "$pdir"
   # the edit: every StatefulSet's pod template gets one more annotation
-  sed -i 's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
-    "$pdir/cluster.lua"
-  grep -q 'example.com/policy' "$pdir/cluster.lua" || echo "# could not patch cluster.lua"
+  pdir=$(edited_policies template 's/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  for _, o in ipairs(objects) do\n    if o.kind == "StatefulSet" then\n      local m = o.spec.template.metadata\n      m.annotations = util.merge(m.annotations, { ["example.com\/policy"] = "v2" })\n    end\n  end\n&/' \
+    'example.com/policy') || { patch_failed jobupdate; return 0; }
+  jid=$(submit_ticker)
   start_controller jobupdate --namespace "$ns"
   sed "s/name: wordcount/name: upd/; s|savepointsDir: /cache/savepoints|savepointsDir: file://$TESTENV_DIR/flink/savepoints|" \
     "$ROOT/deploy/examples/wordcount.yaml" | kc -n "$ns" apply -f - >/dev/null

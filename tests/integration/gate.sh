@@ -120,7 +120,7 @@ case_undeclared() {
   local ns pdir
   ns=$(new_ns undeclared)
   pdir=$(edited_policies pdb "s/^  return { objects = objects, jobmanager = jobmanager[,}].*$/  objects[#objects + 1] = { apiVersion = 'policy\/v1', kind = 'PodDisruptionBudget',\n    metadata = { name = c.metadata.name .. '-pdb' }, spec = { maxUnavailable = 1 } }\n&/" \
-    PodDisruptionBudget)
+    PodDisruptionBudget) || { patch_failed undeclared; return 0; }
   start_controller undeclared --namespace "$ns" --policy-dir "$pdir"
   small_cluster pdb | kc -n "$ns" apply -f - >/dev/null
   t_undeclared() {

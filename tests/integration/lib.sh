@@ -75,9 +75,10 @@ ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && [ ! -f "$WORK/$1.rc" 
 fast_restart_policies() {
   local pdir=$WORK/policies-$1
   cp -r "$ROOT/policies" "$pdir"
-  sed -i "s/^job.RESTART_INITIAL_DELAY_SECONDS = 10\$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3\$/job.RESTART_MAX_ATTEMPTS = $2/" "$pdir/job.lua"
-  grep -q "^job.RESTART_MAX_ATTEMPTS = $2\$" "$pdir/job.lua" || echo "# could not patch job.lua" >&2
+  edit_policy "$pdir/job.lua" "s/^job.RESTART_INITIAL_DELAY_SECONDS = 10\$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
+    s/^job.RESTART_MAX_ATTEMPTS = 3\$/job.RESTART_MAX_ATTEMPTS = $2/" "job.RESTART_MAX_ATTEMPTS = $2" || return 1
+  grep -qxF "job.RESTART_INITIAL_DELAY_SECONDS = 4" "$pdir/job.lua" ||
+    { echo "# could not patch job.lua: RESTART_INITIAL_DELAY_SECONDS not 4 after the sed" >&2; return 1; }
   echo "$pdir"
 }
 # scrape_metrics CONTROLLER: its /metrics text (the port from the start line of its log, key
@@ -155,14 +156,26 @@ owned_by() {
   got=$(jp "$1" "$2" '{range .metadata.ownerReferences[?(@.controller==true)]}{.kind}/{.uid}{end}')
   expect "$2 controller owner" "$got" "FlinkCluster/$3"
 }
+# edit_policy FILE SED MARKER: FILE (a policy in a case's copy of policies/) edited in place by
+# the sed expression SED; status 1, with a TAP comment on stderr, when the edit left no MARKER (a
+# fixed string) in it: the sed matched nothing, the shipped policy changed under the case
+edit_policy() {
+  sed -i "$2" "$1"
+  grep -qF -- "$3" "$1" || { echo "# could not patch ${1#"$WORK"/}: no '$3' in it after the sed" >&2; return 1; }
+}
+# patch_failed CASE: a failed TAP line for CASE, whose edit of its policies/ copy matched nothing
+# (the line above says which); the case stops there, as without its edit it proves nothing
+patch_failed() {
+  n=$((n + 1)); failed=$((failed + 1))
+  echo "not ok $n - $1: its edit of a copy of policies/ applies (it matched nothing: the shipped policy changed)"
+}
 # edited_policies NAME SED MARKER: a copy of policies/ in $WORK/policies-NAME whose cluster.lua
-# is edited by the sed expression SED (which must leave MARKER in it: else a TAP comment says the
-# edit failed); prints the directory
+# is edited by the sed expression SED (which must leave MARKER in it); prints the directory;
+# status 1 when the edit failed (edit_policy)
 edited_policies() {
   local dir=$WORK/policies-$1
   cp -r "$ROOT/policies" "$dir"
-  sed -i "$2" "$dir/cluster.lua"
-  grep -qF -- "$3" "$dir/cluster.lua" || echo "# could not patch cluster.lua ($1)" >&2
+  edit_policy "$dir/cluster.lua" "$2" "$3" || return 1
   echo "$dir"
 }
 

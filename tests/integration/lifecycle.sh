@@ -182,7 +182,8 @@ PY
   capns=$(new_ns restcap)
   pdir=$WORK/policies-restcap
   cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^restsubmit.JAR_MAX_BYTES = .*/restsubmit.JAR_MAX_BYTES = 1000/' "$pdir/lib/restsubmit.lua"
+  edit_policy "$pdir/lib/restsubmit.lua" 's/^restsubmit.JAR_MAX_BYTES = .*/restsubmit.JAR_MAX_BYTES = 1000/' \
+    'restsubmit.JAR_MAX_BYTES = 1000' || { patch_failed restsubmit; return 0; }
   start_controller restcap --namespace "$capns" --policy-dir "$pdir"
   rest_cluster restbig testenv-jobs.jar "$capns"
   t_rest_cap() {
@@ -227,12 +228,12 @@ older_revision() {
 # savepoint, new StatefulSets with the new default, resubmission).
 case_upgrade() {
   local ns jid pdir rev old before sps
-  ticker_case upgrade upg
   pdir=$WORK/policies-upgrade
   cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^  return out$/  if is_object(spec.taskManager) then\n    fill(spec.taskManager, "podAnnotations", { ["example.com\/defaulted"] = "yes" })\n  end\n&/' \
-    "$pdir/defaults.lua"
-  grep -q 'example.com/defaulted' "$pdir/defaults.lua" || echo "# could not patch defaults.lua"
+  edit_policy "$pdir/defaults.lua" \
+    's/^  return out$/  if is_object(spec.taskManager) then\n    fill(spec.taskManager, "podAnnotations", { ["example.com\/defaulted"] = "yes" })\n  end\n&/' \
+    'example.com/defaulted' || { patch_failed upgrade; return 0; }
+  ticker_case upgrade upg
   local defaulted_ann='{.spec.template.metadata.annotations.example\.com/defaulted}'
   # uids of the StatefulSets, the submitter Job and every pod of the cluster, sorted
   uids() {

@@ -30,7 +30,7 @@ kc_by_state() {
 case_metrics() {
   local ns pdir
   ns=$(new_ns metrics)
-  pdir=$(fast_restart_policies metrics 1)
+  pdir=$(fast_restart_policies metrics 1) || { patch_failed metrics; return 0; }
   start_controller metrics --namespace "$ns" --policy-dir "$pdir" --metrics-addr 127.0.0.1:0
   local sps="savepointsDir: file://$TESTENV_DIR/flink/savepoints"
   sed "s/name: wordcount/name: ticker/; s|savepointsDir: /cache/savepoints|$sps|" \

@@ -32,10 +32,7 @@ case_reallifecycle() {
   srv=$!
   # the restart schedule of a policy copy that changes only job.lua's constants (4 s, x2, at
   # most 2 restarts), as an operator would
-  pdir=$WORK/policies-reallife
-  cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^job.RESTART_INITIAL_DELAY_SECONDS = 10$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3$/job.RESTART_MAX_ATTEMPTS = 2/' "$pdir/job.lua"
+  pdir=$(fast_restart_policies reallife 2) || { patch_failed reallifecycle; kill "$srv"; return 0; }
   FLINK_DIRECT=1 start_controller reallife1 --namespace "$ns" --policy-dir "$pdir"
   ticker_cluster life "$spdir" | sed "s|jarFile: .*|jarFile: http://127.0.0.1:$port/testenv-jobs.jar\\n    args: [\"100\"]|" |
     sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null
