@@ -2,7 +2,8 @@
 # shellcheck shell=bash disable=SC2317  # check functions are called through `check`
 # Case adopt (issue 27): flink-controller takes over a job cluster that the original
 # Google/Spotify operator made, on the real node (sourced by tests/integration/run.sh after
-# realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why, all_vertices_running).
+# realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why, all_vertices_running,
+# job_restored_from).
 #   adopt  a Ticker job cluster with the original's objects and status, Running; our controller
 #          started on it holds for ADOPT_HOLD_SECONDS (300): the same job id in the status and in
 #          Flink, no savepoint taken and no stop, the same pods (uid, restartCount), the same
@@ -248,7 +249,7 @@ case_adopt() {
   echo "# adopt: Events of the FlinkCluster during the hold: $(kc -n "$ns" get events \
     --field-selector involvedObject.kind=FlinkCluster -o 'jsonpath={range .items[*]}{.reason} x{.count}; {end}')"
   t_adopt_update() {
-    local old_id id loc restored jm
+    local old_id id loc jm
     old_id=$(job_field "$ns" "$name" id)
     jm=$(jp "$ns" "pod/$name-jobmanager-0" '{.metadata.uid}')
     kc -n "$ns" patch flinkcluster "$name" --type merge -p '{"spec":{"job":{"parallelism":2}}}' >/dev/null || return 1
@@ -266,12 +267,7 @@ case_adopt() {
       expect "Flink's state of job $old_id (stopped with a savepoint)" \
         "$(jm_get "$ns" "$name" "/jobs/$old_id" | jget state)" FINISHED || return 1
     fi
-    restored_from() {
-      restored=$(jm_get "$ns" "$name" "/jobs/$id/checkpoints" | jget latest.restored.external_path)
-      [ -n "$restored" ]
-    }
-    poll 60 restored_from || { echo "job $id reports no restored savepoint"; return 1; }
-    expect "job $id restored from" "$restored" "$loc" || return 1
+    job_restored_from "$ns" "$name" "$id" "$loc" || return 1
     # the job's parallelism (its source is a non-parallel SourceFunction: 1 whatever the job's)
     expect "parallelism of job $id" "$(jm_get "$ns" "$name" "/jobs/$id/config" | jget execution-config.job-parallelism)" 2 ||
       return 1
