@@ -38,7 +38,8 @@ describe("fc.restsubmit.step", function()
 
   it("uploads the jar with the policy's limits when no job runs (ended ones do not count)", function()
     local j = { submission = { jobID = "6553f164000000000000000000000000", state = "Checking", time = T } }
-    local flink = { jobs = { { jid = "aa", state = "FINISHED" }, { id = "bb", status = "CANCELED" } }, jobs_time = T + 1 }
+    local flink = { jobs = { { jid = "aa", state = "FINISHED" }, { id = "bb", status = "CANCELED" } },
+      jobs_time = T + 1 }
     local out = restsubmit.step({ job = j, spec = SPEC, flink = flink, now = T + 2,
       limits = { jar_max_bytes = 1000, retry_seconds = 60 } })
     assert.same({ { kind = "upload_jar", id = "6553f164000000000000000000000000", jar_url = SPEC.jarFile,
@@ -61,9 +62,11 @@ describe("fc.restsubmit.step", function()
     local id = "6553f164000000000000000000000000"
     local j = { submission = { jobID = id, state = "Uploading", time = T + 2 } }
     local flink = { submissions = { [id] = { upload = { jar_id = "abc_app.jar", time = T + 5 } } } }
-    local out = restsubmit.step({ job = j, spec = SPEC, flink = flink, from_savepoint = "/sp/savepoint-1", now = T + 6 })
+    local out = restsubmit.step({ job = j, spec = SPEC, flink = flink, from_savepoint = "/sp/savepoint-1",
+      now = T + 6 })
     assert.same({ { kind = "run_jar", id = id, jar_id = "abc_app.jar", entry_class = "com.example.App",
-      args = { "--rate", "5" }, parallelism = 2, savepoint_path = "/sp/savepoint-1", allow_non_restored_state = true } },
+      args = { "--rate", "5" }, parallelism = 2, savepoint_path = "/sp/savepoint-1",
+      allow_non_restored_state = true } },
       out.intents)
     assert.is_true(out.submitted)
     assert.equal(id, j.id)
@@ -73,7 +76,8 @@ describe("fc.restsubmit.step", function()
   it("fails with the download's error text as it came", function()
     local id = "6553f164000000000000000000000000"
     local j = { submission = { jobID = id, state = "Uploading", time = T + 2 } }
-    local flink = { submissions = { [id] = { upload = { error = "download https://x/app.jar: HTTP 404", time = T + 3 } } } }
+    local upload = { error = "download https://x/app.jar: HTTP 404", time = T + 3 }
+    local flink = { submissions = { [id] = { upload = upload } } }
     local out = restsubmit.step({ job = j, spec = SPEC, flink = flink, now = T + 4 })
     assert.equal("download https://x/app.jar: HTTP 404", out.failed)
     assert.is_nil(j.submission)
@@ -105,8 +109,9 @@ describe("fc.restsubmit.run_lost, again and run_error", function()
   local id = "6553f164000000000000000000000000"
   local function submitted() return { id = id, submission = { jobID = id, state = "Submitted", time = T } } end
 
-  it("a run request of an earlier process that Flink does not list is lost; submitted again with the same id", function()
-    local flink = { reachable = true, since = T + 10, jobs_time = T + 11, jobs = { { jid = "other", state = "RUNNING" } } }
+  it("a run request of an earlier process that Flink does not list is lost; sent again, same id", function()
+    local flink = { reachable = true, since = T + 10, jobs_time = T + 11,
+      jobs = { { jid = "other", state = "RUNNING" } } }
     local j = submitted()
     assert.is_true(restsubmit.run_lost(j, flink))
     restsubmit.again(j, T + 12)
@@ -121,15 +126,18 @@ describe("fc.restsubmit.run_lost, again and run_error", function()
       submissions = { [id] = { run = { time = T + 11 } } } }
     assert.is_false(restsubmit.run_lost(submitted(), listed))
     assert.is_false(restsubmit.run_lost(submitted(), answered))
-    assert.is_false(restsubmit.run_lost(submitted(), { reachable = true, since = T - 1, jobs_time = T + 11, jobs = {} }))
-    assert.is_false(restsubmit.run_lost(submitted(), { reachable = true, since = T + 10, jobs_time = T + 9, jobs = {} }))
+    local this_process = { reachable = true, since = T - 1, jobs_time = T + 11, jobs = {} }
+    assert.is_false(restsubmit.run_lost(submitted(), this_process))
+    local stale = { reachable = true, since = T + 10, jobs_time = T + 9, jobs = {} }
+    assert.is_false(restsubmit.run_lost(submitted(), stale))
     assert.is_false(restsubmit.run_lost(submitted(), { since = T + 10, jobs_time = T + 11, jobs = {} }))
     assert.is_true(restsubmit.run_lost(submitted(), base))
   end)
 
   it("run_error is Flink's answer to our run request", function()
-    local flink = { submissions = { [id] = { run = { error = "org.apache.flink.client.program.ProgramInvocationException: boom", time = T } } } }
-    assert.equal("org.apache.flink.client.program.ProgramInvocationException: boom", restsubmit.run_error(submitted(), flink))
+    local text = "org.apache.flink.client.program.ProgramInvocationException: boom"
+    local flink = { submissions = { [id] = { run = { error = text, time = T } } } }
+    assert.equal(text, restsubmit.run_error(submitted(), flink))
     assert.is_nil(restsubmit.run_error(submitted(), {}))
     assert.is_nil(restsubmit.run_error({ id = "other", submission = { jobID = id } }, flink))
   end)
