@@ -234,6 +234,21 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
     end
   end)
 
+  it("serves another policy of the set by its name, and fc.restsubmit; not a file that is not there", function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+    finally(function() host.configure({ policy_dir = POLICIES .. "basic" }) end)
+    local ok, res = host.run_chunk("r.lua", "local tm = require('taskmanager') local sub = require('submit') "
+      .. "local rs = require('fc.restsubmit') "
+      .. "return { type(tm.pod_template), sub.method({ job = { jarFile = 'https://h/a.jar' } }).method, rs.job_id(16) }")
+    assert.is_true(ok, res)
+    assert.same({ "function", "rest", "00000010000000000000000000000000" }, res)
+    ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
+    assert.is_false(ok)
+    assert.equal("r.lua:1: require: module 'nosuchpolicy' is not available to policies (allowed: fc.util, "
+      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.restsubmit, lib.<name>, "
+      .. "<a policy of the set>)", res)
+  end)
+
   it("serves fc.util and fc.quantity inside the sandbox", function()
     local ok, res = host.run_chunk("quantity.lua", slurp(HOSTILE .. "quantity.lua"))
     assert.is_true(ok, res)
