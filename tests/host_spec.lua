@@ -239,7 +239,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
     finally(function() host.configure({ policy_dir = POLICIES .. "basic" }) end)
     local ok, res = host.run_chunk("r.lua", "local tm = require('taskmanager') local sub = require('submit') "
       .. "local rs = require('fc.restsubmit') "
-      .. "return { type(tm.pod_template), sub.method({ job = { jarFile = 'https://h/a.jar' } }).method, rs.job_id(16) }")
+      .. "return { type(tm.pod_template), sub.method({ job = { jarFile = 'https://h/a.jar' } }).method, "
+      .. "rs.job_id(16) }")
     assert.is_true(ok, res)
     assert.same({ "function", "rest", "00000010000000000000000000000000" }, res)
     ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
