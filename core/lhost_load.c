@@ -17,8 +17,8 @@
 #include <lauxlib.h>
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
-static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
-                                                    "fc.crd", "fc.names", NULL};
+static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots",    "fc.profile",
+                                                    "fc.yaml", "fc.crd",      "fc.names", "fc.restsubmit", NULL};
 
 /* Framework modules of plain Lua whose tables hold only functions and scalars, and whose
  * functions keep no table a caller could reach: run once per policy-set load in an environment
@@ -138,6 +138,15 @@ int lhost_open_fc_yaml(lua_State *L)
     return 1;
 }
 
+/* Whether the set has a policy file <policy_dir>/<name>.lua (a regular file); its path in
+ * `path`. */
+static int lhost_policy_file(const struct lhost *h, const char *name, char *path, size_t len)
+{
+    struct stat sb;
+    snprintf(path, len, "%s/%s.lua", h->policy_dir, name);
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 /* require inside the sandbox.  Runs within the caller's call window (its budgets). */
 int lhost_sb_require(lua_State *L)
 {
@@ -176,10 +185,14 @@ int lhost_sb_require(lua_State *L)
     } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
         snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
+    } else if (lhost_is_name(name, 0) && lhost_policy_file(h, name, path, sizeof path)) {
+        /* another policy of the set (cluster.lua requires "taskmanager", job.lua "submit"): a
+         * private instance, as a lib's */
+        snprintf(chunk, sizeof chunk, "@%s.lua", name);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
                              "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
-                             "lib.<name>)",
+                             "fc.restsubmit, lib.<name>, <a policy of the set>)",
                           name);
     }
     int shared = 0;

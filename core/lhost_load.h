@@ -19,8 +19,9 @@ int lhost_open_fc_yaml(lua_State *L);
  * `loaded`): fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names (a private
  * shallow copy of a preloaded module's table or of a shared one's (fc.util, fc.quantity,
  * fc.profile, fc.names: loaded once per policy-set load, registry's lhost_key_shared), else
- * (fc.crd) the framework file run in the environment)
- * and lib.<name> (<policy_dir>/lib/<name>.lua); anything else raises "require: module '<name>'
+ * (fc.crd, fc.restsubmit) the framework file run in the environment), lib.<name>
+ * (<policy_dir>/lib/<name>.lua) and another policy of the set by its name (<policy_dir>/<name>.lua,
+ * when that file exists: cluster.lua requires "taskmanager"); anything else raises "require: module '<name>'
  * is not available to policies (...)". Runs within the caller's call window. */
 int lhost_sb_require(lua_State *L);
 

@@ -12,7 +12,8 @@ local clock = require("lib.clock")
 local names = require("lib.names")
 local user_control = require("lib.control")
 local failure = require("lib.failure")
-local restsubmit = require("lib.restsubmit")
+local restsubmit = require("fc.restsubmit")
+local submit = require("submit")
 local upgrade = require("lib.upgrade")
 
 local job = {}
@@ -54,16 +55,6 @@ job.RESTART_BACKOFF_FACTOR = 2
 job.RESTART_MAX_DELAY_SECONDS = 300
 job.RESTART_MAX_ATTEMPTS = 3
 job.RESTART_RESET_AFTER_SECONDS = 600
---- How the job is submitted: true = through the JobManager's REST API (lib.restsubmit: the
--- controller downloads the jar, uploads it with POST /jars/upload and runs it with POST
--- /jars/<id>/run, giving the job its id), false = the submitter Job (`flink run` in a pod).
--- Shipped: REST for a jarFile given as an http(s):// URL (the submitter image of the API cannot
--- fetch one), the submitter Job otherwise. E.g. always REST: `function(spec) return true end`.
--- Fixtures: job/decide-rest-submit-*.
-function job.SUBMIT_WITH_REST(spec)
-  return type(spec.jarFile) == "string" and spec.jarFile:match("^https?://") ~= nil
-end
-
 --- Longest failureReason kept in the status (bytes; longer text is cut).
 job.FAILURE_REASON_MAX = 300
 -- A 2xx answer to GET /jobs/<id>/exceptions with no entry (Flink had not yet archived the
@@ -194,6 +185,12 @@ local function flink_failure(id, flink)
   return "Flink reports job " .. id .. " FAILED" .. (cause and (": " .. cause) or "")
 end
 
+-- "submission failed: <the root cause of Flink's or the download's error text>" (a failed REST
+-- submission, fc.restsubmit), at most submit.REASON_MAX bytes.
+local function submission_failed(text)
+  return "submission failed: " .. (failure.cause(text, submit.REASON_MAX - 19) or "no reason given")
+end
+
 local function find_flink_job(flink, id)
   for _, j in ipairs(flink.jobs or {}) do
     if (j.jid or j.id) == id then return j end
@@ -258,12 +255,12 @@ function job.observe(input)
         end
       end
     elseif restsubmit.run_error(out, flink) and not job.TERMINAL[out.state] then
-      -- our REST submission's run request failed (lib.restsubmit)
+      -- our REST submission's run request failed (fc.restsubmit)
       out.state = "Failed"
-      out.failureReason = restsubmit.run_error(out, flink)
+      out.failureReason = submission_failed(restsubmit.run_error(out, flink))
     elseif restsubmit.run_lost(out, flink) and not job.TERMINAL[out.state] then
       -- our run request went out from an earlier controller process and Flink never got it:
-      -- submit again with the same id (lib.restsubmit), instead of Lost after the grace period
+      -- submit again with the same id (fc.restsubmit), instead of Lost after the grace period
       restsubmit.again(out, input.now)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
@@ -557,17 +554,17 @@ function job.decide(input)
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
   if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components) then
     local submitted = true
-    if job.SUBMIT_WITH_REST(spec) then
-      -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
+    if submit.method({ job = spec }).method == "rest" then
+      -- through the REST API, one step per pass (fc.restsubmit); the job id is ours
       local from = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
       local step = restsubmit.step({ job = j, spec = spec, flink = input.flink,
-        from_savepoint = from ~= "" and from or nil, now = now })
+        from_savepoint = from ~= "" and from or nil, now = now, limits = submit.limits() })
       for _, i in ipairs(step.intents) do d.intents[#d.intents + 1] = i end
       d.requeue_after = step.requeue_after
       submitted = step.submitted == true
       if step.failed then
         j.state = "Failed"
-        j.failureReason = step.failed
+        j.failureReason = submission_failed(step.failed)
       end
     else
       d.submit = true

@@ -216,7 +216,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
       { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>)" },
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
+        .. "fc.restsubmit, lib.<name>, <a policy of the set>)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
@@ -231,6 +232,22 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
         assert.is_nil(err)
       end
     end
+  end)
+
+  it("serves another policy of the set by its name, and fc.restsubmit; not a file that is not there", function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+    finally(function() host.configure({ policy_dir = POLICIES .. "basic" }) end)
+    local ok, res = host.run_chunk("r.lua", "local tm = require('taskmanager') local sub = require('submit') "
+      .. "local rs = require('fc.restsubmit') "
+      .. "return { type(tm.pod_template), sub.method({ job = { jarFile = 'https://h/a.jar' } }).method, "
+      .. "rs.job_id(16) }")
+    assert.is_true(ok, res)
+    assert.same({ "function", "rest", "00000010000000000000000000000000" }, res)
+    ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
+    assert.is_false(ok)
+    assert.equal("r.lua:1: require: module 'nosuchpolicy' is not available to policies (allowed: fc.util, "
+      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.restsubmit, lib.<name>, "
+      .. "<a policy of the set>)", res)
   end)
 
   it("serves fc.util and fc.quantity inside the sandbox", function()

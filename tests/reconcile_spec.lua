@@ -41,7 +41,7 @@ local function policy_dir(overrides)
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "health.lua", "rollback.lua",
     "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
-    "lib/restsubmit.lua", "lib/upgrade.lua" }) do
+    "submit.lua", "lib/upgrade.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -1974,7 +1974,7 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
-    for _, f in ipairs({ "defaults.lua", "validate.lua" }) do
+    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua" }) do
       write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
     end
     write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))

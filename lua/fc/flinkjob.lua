@@ -9,11 +9,11 @@
 -- the FlinkJob's spec.job (`as_cluster`), the FlinkJob's status as that cluster's job, savepoint
 -- and control; the session cluster's JobManager is the Flink endpoint and its status.components
 -- say when it is ready. What differs:
---   - the job is always submitted through the REST API (lib.restsubmit; jarFile an http(s):// URL,
+--   - the job is always submitted through the REST API (fc.restsubmit; jarFile an http(s):// URL,
 --     the CRD's pattern), with a job id of its own (`own_job_id`: several FlinkJobs submitted in
 --     the same second must not share one);
 --   - the policies see only this FlinkJob's jobs in the JobManager's job list (`own_view`): a
---     session cluster runs other jobs, which lib.restsubmit would otherwise adopt as its own;
+--     session cluster runs other jobs, which fc.restsubmit would otherwise adopt as its own;
 --   - an update is a change of spec.job (status.currentRevision, a hash of the defaulted
 --     spec.job: `update`), never of the cluster; cleanupPolicy does not apply (the session
 --     cluster stays);
@@ -100,7 +100,7 @@ function flinkjob.own_view(view, j)
   return out
 end
 
---- flinkjob.own_job_id(id, uid) -> 32 hex: lib.trigger's id `id` (8 hex of time, 16 zeros, 8 of
+--- flinkjob.own_job_id(id, uid) -> 32 hex: fc.restsubmit.job_id's id `id` (8 hex of time, 16 zeros, 8 of
 -- sequence) with the 16 middle digits taken from the FlinkJob's uid, so that two FlinkJobs
 -- submitted in the same second get two ids.
 function flinkjob.own_job_id(id, uid)

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
---- lib.submit: the job submitter's command line and shell script (ConfigMap key
+--- lib.submitter: the job submitter's command line and shell script (ConfigMap key
 -- `submit-job.sh`, run by the `<n>-job-submitter` Job's container `main`). The arguments of
 -- `flink run` are the container's args after `bash <script>` (the original operator's layout), so
 -- `kubectl describe job` shows the class, parallelism, savepoint flags, jar and arguments; the
@@ -24,7 +24,7 @@ submit.JAR_DIR = "/opt/flink/job/"
 -- (one with "://", e.g. gs://bucket/job.jar), the URI to put in FLINK_JOB_JAR_URI, as the
 -- original operator: the path is then JAR_DIR .. <the URI's last path segment>. A local path
 -- comes back as it is, with no URI. (http and https jars are submitted through the REST API,
--- job.SUBMIT_WITH_REST, without this Job.)
+-- policies/submit.lua, without this Job.)
 function submit.jar(jar_file)
   if type(jar_file) == "string" and jar_file:find("://", 1, true) then
     return submit.JAR_DIR .. jar_file:match("([^/]*)$"), jar_file
