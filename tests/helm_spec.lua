@@ -389,8 +389,8 @@ describe("helm lint and helm template of the chart", function()
     assert.are.equal(3, s.spec.replicas)
     assert.are.equal("Parallel", s.spec.podManagementPolicy)
     assert.are.equal("flink-controller-metrics", s.spec.serviceName)
-    assert.are.same({ ["app.kubernetes.io/name"] = "flink-controller", ["app.kubernetes.io/instance"] = "flink-controller" },
-      s.spec.selector.matchLabels)
+    assert.are.same({ ["app.kubernetes.io/name"] = "flink-controller",
+      ["app.kubernetes.io/instance"] = "flink-controller" }, s.spec.selector.matchLabels)
     assert.are.equal("flink-controller", pod.serviceAccountName)
     -- the same pod template as the Deployment's, but for the workload's own fields
     local d = controller(template({ shards = 3, replicaCount = 3, workload = "Deployment" }))
