@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <ev.h>
 #include <jansson.h>
@@ -21,6 +20,7 @@
 #include "executor.h"
 #include "expect.h"
 #include "flinkcall.h"
+#include "flinkjob.h"
 #include "http.h"
 #include "kube.h"
 #include "leader.h"
@@ -30,7 +30,6 @@
 #include "options.h"
 #include "override.h"
 #include "policyset.h"
-#include "flinkjob.h"
 #include "reflector.h"
 #include "replica.h"
 #include "run.h"
