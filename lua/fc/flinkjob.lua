@@ -25,6 +25,7 @@ local contract = require("fc.contract")
 local fcflink = require("fc.flink")
 local revision = require("fc.revision")
 local codec = require("fc.codec")
+local clock = require("fc.clock")
 
 local flinkjob = {}
 
@@ -40,21 +41,6 @@ flinkjob.DELETE_POLL_SECONDS = 2
 
 -- Flink job states that end a job.
 local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
-
-local function rfc3339(t)
-  return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
-end
-
-local function parse_time(s)
-  if type(s) ~= "string" then return nil end
-  local y, mo, d, h, mi, se = s:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")
-  if not y then return nil end
-  -- os.time reads local time; the difference to os.time(os.date("!*t")) is the zone's offset
-  local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
-    min = tonumber(mi), sec = tonumber(se) }
-  local now = os.time()
-  return os.time(t) + (now - os.time(os.date("!*t", now)))
-end
 
 -- A policy failure inside a pass (turned into the PolicyError result by flinkjob.run).
 local Failure = {}
@@ -243,7 +229,7 @@ local function deleting(fj, session, view, now, result)
     return result
   end
   if not session or type(j.id) ~= "string" then return release() end
-  local since = parse_time(md.deletionTimestamp) or now
+  local since = clock.parse(md.deletionTimestamp) or now
   -- the JobManager the job was submitted to (recorded by the passes that ran it)
   local target = util.merge(st.jobManager or {}, { namespace = md.namespace })
   if type(target.service) ~= "string" then return release() end
@@ -404,7 +390,7 @@ local function pass(host, snapshot)
     message = "policies ran without error" }, now, gen, old_status.conditions)
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
-    new.lastUpdateTime = rfc3339(now)
+    new.lastUpdateTime = clock.format(now)
     result.status = new
     if old_status.state ~= new.state then
       result.events[#result.events + 1] = { type = new.state == "Failed" and "Warning" or "Normal",
