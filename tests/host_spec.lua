@@ -246,7 +246,7 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
     ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
     assert.is_false(ok)
     assert.equal("r.lua:1: require: module 'nosuchpolicy' is not available to policies (allowed: fc.util, "
-      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.restsubmit, lib.<name>, "
+      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.restsubmit, lib.<name>, "
       .. "<a policy of the set>)", res)
   end)
 
