@@ -18,14 +18,15 @@
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
 static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
-                                                    "fc.crd", "fc.names", NULL};
+                                                    "fc.crd", "fc.names", "fc.trigger", NULL};
 
 /* Framework modules of plain Lua whose tables hold only functions and scalars, and whose
  * functions keep no table a caller could reach: run once per policy-set load in an environment
  * of their own (no policy reaches it) and shared; each policy call gets a shallow copy of the
  * module table, as for a C module, so what a policy writes into its copy stays in its call.
  * fc.crd (nested schema tables a policy could change) runs afresh in every call. */
-static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names", NULL};
+static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names",
+                                                    "fc.trigger", NULL};
 
 /* ---- policy files and modules ---- */
 
@@ -176,10 +177,14 @@ int lhost_sb_require(lua_State *L)
     } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
         snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
+    } else if (strcmp(name, "settings") == 0) {
+        /* the policies' tunables (policies/settings.lua: no hooks, read by the policies) */
+        snprintf(path, sizeof path, "%s/settings.lua", h->policy_dir);
+        snprintf(chunk, sizeof chunk, "@settings.lua");
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
                              "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
-                             "lib.<name>)",
+                             "fc.trigger, lib.<name>, settings)",
                           name);
     }
     int shared = 0;

@@ -39,7 +39,7 @@ local function policy_dir(overrides)
   for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
-  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "health.lua", "rollback.lua",
+  for _, f in ipairs({ "job.lua", "savepoint.lua", "settings.lua", "status.lua", "health.lua", "rollback.lua",
     "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
     "lib/restsubmit.lua", "lib/upgrade.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
