@@ -172,7 +172,9 @@ function savepoint.decide(input)
         if a.retry then requeue(settings.SAVEPOINT_RETRY_SECONDS - (now - (clock.parse(sp.triggerTime) or now))) end
       else
         out.outcome[reason] = "pending"
-        if not busy and not to_trigger then to_trigger, stop = reason, settings.SAVEPOINT_STOP_REASONS[reason] == true end
+        if not busy and not to_trigger then
+          to_trigger, stop = reason, settings.SAVEPOINT_STOP_REASONS[reason] == true
+        end
       end
     end
   end

@@ -4,7 +4,8 @@
 -- savepoint.lua, which calls retention.plan each pass (the framework, fc.savepoints, records
 -- every savepoint it sees end).
 --
--- History (recorded by the framework, fc.savepoints.record): a list, newest first, of {time=<RFC 3339, when the outcome was read>, triggerType=
+-- History (recorded by the framework, fc.savepoints.record): a list, newest first, of
+-- {time=<RFC 3339, when the outcome was read>, triggerType=
 -- "manual"|"periodic"|"upgrade"|"cancel", triggerID=<ours, 32 hex>, jobID=, location=<on
 -- success>, result="Succeeded"|"Failed", failureCause=<short, on failure>, disposal=<while one
 -- is under way or failed: {state="InProgress"|"Failed", requestTime=, requestID=<Flink's>,
