@@ -18,7 +18,7 @@
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
 static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots",    "fc.profile",   "fc.yaml",
-                                                    "fc.crd",  "fc.names",    "fc.clock", "fc.restsubmit", NULL};
+                                                    "fc.crd",  "fc.names",    "fc.clock", "fc.trigger", "fc.restsubmit", NULL};
 
 /* Framework modules of plain Lua whose tables hold only functions and scalars, and whose
  * functions keep no table a caller could reach: run once per policy-set load in an environment
@@ -26,7 +26,7 @@ static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc
  * module table, as for a C module, so what a policy writes into its copy stays in its call.
  * fc.crd (nested schema tables a policy could change) runs afresh in every call. */
 static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names", "fc.clock",
-                                                    NULL};
+                                                    "fc.trigger", NULL};
 
 /* ---- policy files and modules ---- */
 
@@ -193,7 +193,7 @@ int lhost_sb_require(lua_State *L)
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
                              "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, "
-                             "fc.restsubmit, lib.<name>, <a policy of the set>)",
+                             "fc.trigger, fc.restsubmit, lib.<name>, <a policy of the set>)",
                           name);
     }
     int shared = 0;

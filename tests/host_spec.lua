@@ -217,7 +217,7 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
         "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, "
-        .. "fc.restsubmit, lib.<name>, <a policy of the set>)" },
+        .. "fc.trigger, fc.restsubmit, lib.<name>, <a policy of the set>)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
@@ -246,8 +246,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
     ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
     assert.is_false(ok)
     assert.equal("r.lua:1: require: module 'nosuchpolicy' is not available to policies (allowed: fc.util, "
-      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.restsubmit, lib.<name>, "
-      .. "<a policy of the set>)", res)
+      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, fc.restsubmit, "
+      .. "lib.<name>, <a policy of the set>)", res)
   end)
 
   it("serves fc.util and fc.quantity inside the sandbox", function()
@@ -425,8 +425,8 @@ return { t = require("fc.clock") == clock, s = clock.format(1764484800) }
       ok, r = host.run_chunk("m.lua", "return require('" .. m .. "')")
       assert.is_false(ok, m)
       assert.equal("m.lua:1: require: module '" .. m .. "' is not available to policies (allowed: fc.util, "
-        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.restsubmit, lib.<name>, "
-        .. "<a policy of the set>)", r)
+        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, fc.restsubmit, "
+        .. "lib.<name>, <a policy of the set>)", r)
     end
   end)
 

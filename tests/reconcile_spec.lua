@@ -22,7 +22,7 @@ local JM = { scheme = "http", namespace = "default", service = "wordcount-jobman
 local read, write = fx.read, fx.write
 local CONTROL_ANNOTATION = "flinkclusters.flinkoperator.k8s.io/user-control"
 -- savepoint.lua's TRIGGER_TIMEOUT
-local function savepoint_timeout() return require("policies.savepoint").TRIGGER_TIMEOUT end
+local function savepoint_timeout() return require("fc.savepoints").TRIGGER_TIMEOUT end
 
 -- reconcile.run with what the core records for the Flink answers a test gives decoded
 -- (support.flink_answers: Flink 1.20's bodies, decoded again by fc.flink)
@@ -39,8 +39,8 @@ local function policy_dir(overrides)
   for _, f in ipairs({ "defaults.lua", "validate.lua", "cluster.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
-  for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua", "health.lua", "rollback.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/trigger.lua", "lib/retention.lua",
+  for _, f in ipairs({ "job.lua", "savepoint.lua", "settings.lua", "status.lua", "health.lua", "rollback.lua",
+    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
     "submit.lua", "lib/upgrade.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
@@ -1974,7 +1974,7 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
-    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua" }) do
+    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "settings.lua" }) do
       write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
     end
     write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))
@@ -1987,8 +1987,7 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     assert.equal("", r.stderr) -- (the output was read with stderr merged into it: nothing else may be there)
     local cm = require("cjson").decode(r.stdout)
     cm = cm.items and cm.items[1] or cm[1] or cm
-    assert.same({ state = "Creating", job = "Running", savepoint = "InProgress, scheduled initial",
-      trigger = "savepoint 8c2d6f0e4a1b3c5d7e9f00112233aabb 6553f22c000000000000000000000000",
-      time = "2023-11-14T22:18:20Z" }, cm.data)
+    assert.same({ state = "Creating", job = "Running", take = "scheduled initial, stop false",
+      trigger = "6553f22c000000000000000000000000" }, cm.data)
   end)
 end)

@@ -26,6 +26,7 @@ local fcflink = require("fc.flink")
 local revision = require("fc.revision")
 local codec = require("fc.codec")
 local clock = require("fc.clock")
+local savepoints = require("fc.savepoints")
 
 local flinkjob = {}
 
@@ -334,8 +335,9 @@ local function pass(host, snapshot)
 
   local own = flinkjob.own_view(view, old_status.job)
   local obs = call(host, "job", "observe", { cluster = defaulted, children = {}, flink = own, now = now })
-  local sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
-    flink = own, components = components, update = update, now = now })
+  -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
+  local sd = savepoints.pass(function(i) return call(host, "savepoint", "decide", i) end, { cluster = defaulted,
+    job = obs.job, start_time = obs.start_time or 0, flink = own, components = components, update = update, now = now })
   local jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
     flink = own, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = {},
     components = components, update = update, now = now })

@@ -17,6 +17,7 @@ local fchealth = require("fc.health")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
 local haclean = require("fc.haclean")
+local savepoints = require("fc.savepoints")
 
 local reconcile = {}
 
@@ -713,10 +714,14 @@ function run(host, snapshot, hold)
     end
     if kept_failed then health_in = { action = "fail", reason = kept_failed.reason, told = true } end
     health_intents = hv.intents
-    sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
-      flink = flink, components = components, update = update, now = now })
-    expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
-      "must return {job=, savepoint=, outcome=}")
+    -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
+    sd = savepoints.pass(function(i)
+      local r = call(host, "savepoint", "decide", i)
+      expect(is_table(r) and is_table(r.job) and is_table(r.outcome or {}), "savepoint", "decide",
+        "must return {job=, outcome=, take=}")
+      return r
+    end, { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0, flink = flink,
+      components = components, update = update, now = now })
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
       components = components, update = update, health = health_in, now = now })

@@ -21,6 +21,8 @@
 --
 -- A failed download or upload fails the submission: step's `failed` is Flink's or the
 -- download's error text, which the policy turns into the job's failureReason. Pure functions.
+local trigger = require("fc.trigger")
+
 local restsubmit = {}
 
 --- The limits of a submission, policies/submit.lua's (`limits` of step): the jar download
@@ -31,17 +33,10 @@ local restsubmit = {}
 restsubmit.LIMITS = { jar_max_bytes = 1024 * 1024 * 1024, jar_timeout_seconds = 120, retry_seconds = 180 }
 
 --- restsubmit.job_id(now, previous) -> 32 lowercase hex (a Flink JobID): the id of a new
--- submission asked at `now` (unix seconds): the time in 8 hex digits, then a sequence number in
--- 24 (one more than `previous`'s when that id is of the same second, else 0), so the ids of one
--- job never repeat and sort by time. Pure: the same inputs give the same id.
-function restsubmit.job_id(now, previous)
-  local t = string.format("%08x", math.floor(now) & 0xffffffff)
-  local seq = 0
-  if type(previous) == "string" and previous:sub(1, 8) == t then
-    seq = (tonumber(previous:sub(-8), 16) or 0) + 1
-  end
-  return t .. string.rep("0", 16) .. string.format("%08x", seq & 0xffffffff)
-end
+-- submission asked at `now` (unix seconds), made as our savepoints' trigger ids are
+-- (fc.trigger.id: the time in 8 hex digits, then a sequence number), so the ids of one job
+-- never repeat and sort by time. Pure: the same inputs give the same id.
+restsubmit.job_id = trigger.id
 
 -- A job state from Flink that is not ended (FINISHED, CANCELED, FAILED end a job).
 local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }

@@ -143,7 +143,7 @@ describe("support.fixtures sandboxed", function()
       { "global_read", "global_read.lua:1: undefined global 'io' (not available to policies)" },
       { "global_write", "global_write.lua:1: assignment to global 'x': policies cannot write globals" },
       { "require_io", "require_io.lua:1: require: module 'io' is not available to policies (allowed: fc.util, "
-        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, "
+        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, "
         .. "fc.restsubmit, lib.<name>, <a policy of the set>)" },
       { "gc", "gc.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
     }
