@@ -216,7 +216,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
       { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>)" },
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>, <policy> of the "
+        .. "policy dir)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
