@@ -54,14 +54,13 @@ static int fixtures_is_dir(const char *dir, const char *name)
     return fixtures_join(path, dir, name) == 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* a policy file: <name>.lua, not <name>_spec.lua, not settings.lua (the policies' tunables, no
- * hooks), a regular file */
+/* a policy file: <name>.lua, not <name>_spec.lua, a regular file */
 static int fixtures_is_policy(const char *dir, const char *name)
 {
     size_t len = strlen(name);
     char path[4096];
     struct stat st;
-    if (len <= 4 || strcmp(name + len - 4, ".lua") != 0 || strcmp(name, "settings.lua") == 0)
+    if (len <= 4 || strcmp(name + len - 4, ".lua") != 0)
         return 0;
     if (len > 9 && strcmp(name + len - 9, "_spec.lua") == 0)
         return 0;

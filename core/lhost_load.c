@@ -139,13 +139,16 @@ int lhost_open_fc_yaml(lua_State *L)
     return 1;
 }
 
-/* Whether the set has a policy file <policy_dir>/<name>.lua (a regular file); its path in
- * `path`. */
-static int lhost_policy_file(const struct lhost *h, const char *name, char *path, size_t len)
+/* A policy file beside the caller's: `name` a Lua name (not <x>_spec) of a regular file
+ * <policy dir>/<name>.lua (e.g. settings, restart); its path into `path` (n bytes). */
+static int lhost_sibling_policy(const struct lhost *h, const char *name, char *path, size_t n)
 {
-    struct stat sb;
-    snprintf(path, len, "%s/%s.lua", h->policy_dir, name);
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    size_t len = strlen(name);
+    struct stat st;
+    if (!lhost_is_name(name, 0) || (len > 5 && strcmp(name + len - 5, "_spec") == 0))
+        return 0;
+    int w = snprintf(path, n, "%s/%s.lua", h->policy_dir, name);
+    return w > 0 && (size_t)w < n && stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* require inside the sandbox.  Runs within the caller's call window (its budgets). */
@@ -186,9 +189,9 @@ int lhost_sb_require(lua_State *L)
     } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
         snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
-    } else if (lhost_is_name(name, 0) && lhost_policy_file(h, name, path, sizeof path)) {
-        /* another policy of the set (cluster.lua requires "taskmanager", job.lua "submit"): a
-         * private instance, as a lib's */
+    } else if (lhost_sibling_policy(h, name, path, sizeof path)) {
+        /* another policy of the set (cluster.lua requires "taskmanager", job.lua "submit",
+         * "restart" and "settings"): a private instance, as a lib's */
         snprintf(chunk, sizeof chunk, "@%s.lua", name);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "

@@ -8,14 +8,13 @@ local fx = require("support.fixtures")
 local ROOT = fx.ROOT
 local is_file, write = fx.is_file, fx.write
 
--- Policies of a policy directory `dir`: names of dir/*.lua files that are not specs, nor
--- settings.lua (the policies' tunables: no hooks, no fixtures; core/fixtures.c skips it too).
+-- Policies of a policy directory `dir`: names of dir/*.lua files that are not specs.
 -- Subdirectories (lib/, testdata/) are not walked: their files are not policies.
 local function policies_in(dir)
   local out = {}
   for entry in lfs.dir(dir) do
     local name = entry:match("^(.+)%.lua$")
-    if name and not name:match("_spec$") and name ~= "settings" and is_file(dir .. "/" .. entry) then
+    if name and not name:match("_spec$") and is_file(dir .. "/" .. entry) then
       out[#out + 1] = name
     end
   end
@@ -49,7 +48,7 @@ describe("policy fixtures", function()
     assert.are.same({}, problems(dir))
   end)
 
-  it("fails a policy without spec or cases, and ignores lib/ files and settings.lua", function()
+  it("fails a policy without spec or cases, and ignores lib/ files", function()
     local tmp = os.tmpname()
     os.remove(tmp)
     assert(lfs.mkdir(tmp))
@@ -62,7 +61,6 @@ describe("policy fixtures", function()
     write(tmp .. "/nocases.lua", "return {}\n")
     write(tmp .. "/nocases_spec.lua", "\n")
     write(tmp .. "/lib/helper.lua", "return {}\n")
-    write(tmp .. "/settings.lua", "return {}\n")
     local got = problems(tmp)
     assert.are.same({ "good", "nocases", "nospec" }, policies_in(tmp))
     assert.are.same({
@@ -71,7 +69,7 @@ describe("policy fixtures", function()
       "nospec: no case directory in testdata/nospec/",
     }, got)
     for _, f in ipairs({ "good.lua", "good_spec.lua", "nospec.lua", "nocases.lua", "nocases_spec.lua",
-                         "lib/helper.lua", "settings.lua" }) do
+                         "lib/helper.lua" }) do
       os.remove(tmp .. "/" .. f)
     end
     for i = #paths, 1, -1 do lfs.rmdir(paths[i]) end

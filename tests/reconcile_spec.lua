@@ -40,8 +40,8 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "settings.lua", "status.lua", "health.lua", "rollback.lua",
-    "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
-    "submit.lua", "lib/upgrade.lua" }) do
+    "restart.lua", "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
+    "submit.lua", "lib/upgrade.lua", "lib/tunables.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -1248,7 +1248,7 @@ describe("reconcile.run over several passes (policies-min)", function()
     assert.same({ rev1, "Updating" }, { w.cluster.status.currentRevision, w.cluster.status.state })
   end)
 
-  -- The restart schedule of policies/job.lua (RESTART_* constants: 10 s, x2, at most 3), pass by
+  -- The restart schedule of policies/restart.lua (settings.lua RESTART_*: 10 s, x2, at most 3), pass by
   -- pass: a job that fails at once is shown Failed, restarted 10, 20 and 40 s after each failure
   -- with a JobRestarted Event naming the attempt, then stays Failed and afterJobFails applies.
   it("FromSavepointOnFailure: restarts 10, 20, 40 s after each failure, then stays Failed (cleanup)", function()
@@ -1974,7 +1974,8 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
-    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "settings.lua" }) do
+    -- submit.lua, restart.lua and settings.lua: job.lua requires them from the policy dir
+    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "restart.lua", "settings.lua" }) do
       write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
     end
     write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))

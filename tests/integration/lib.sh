@@ -70,14 +70,14 @@ start_controller() {
 }
 ctl_pid() { cat "$WORK/$1.pid" 2>/dev/null; }
 ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && [ ! -f "$WORK/$1.rc" ] && kill -0 "$p" 2>/dev/null; }
-# fast_restart_policies NAME MAX: a copy of policies/ in $WORK/policies-NAME whose job.lua restarts
-# a failed job after 4 s (not 10), at most MAX times; prints its path
+# fast_restart_policies NAME MAX: a copy of policies/ in $WORK/policies-NAME whose settings.lua
+# restarts a failed job after 4 s (not 10), at most MAX times; prints its path
 fast_restart_policies() {
   local pdir=$WORK/policies-$1
   cp -r "$ROOT/policies" "$pdir"
-  sed -i "s/^job.RESTART_INITIAL_DELAY_SECONDS = 10\$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3\$/job.RESTART_MAX_ATTEMPTS = $2/" "$pdir/job.lua"
-  grep -q "^job.RESTART_MAX_ATTEMPTS = $2\$" "$pdir/job.lua" || echo "# could not patch job.lua" >&2
+  sed -i "s/^settings.RESTART_INITIAL_DELAY_SECONDS = 10\$/settings.RESTART_INITIAL_DELAY_SECONDS = 4/;
+    s/^settings.RESTART_MAX_ATTEMPTS = 3\$/settings.RESTART_MAX_ATTEMPTS = $2/" "$pdir/settings.lua"
+  grep -q "^settings.RESTART_MAX_ATTEMPTS = $2\$" "$pdir/settings.lua" || echo "# could not patch settings.lua" >&2
   echo "$pdir"
 }
 # scrape_metrics CONTROLLER: its /metrics text (the port from the start line of its log, key

@@ -30,12 +30,12 @@ case_reallifecycle() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   python3 -m http.server --bind 127.0.0.1 --directory "$dir" "$port" >"$WORK/realjars.log" 2>&1 &
   srv=$!
-  # the restart schedule of a policy copy that changes only job.lua's constants (4 s, x2, at
+  # the restart schedule of a policy copy that changes only settings.lua's RESTART_* (4 s, x2, at
   # most 2 restarts), as an operator would
   pdir=$WORK/policies-reallife
   cp -r "$ROOT/policies" "$pdir"
-  sed -i 's/^job.RESTART_INITIAL_DELAY_SECONDS = 10$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3$/job.RESTART_MAX_ATTEMPTS = 2/' "$pdir/job.lua"
+  sed -i 's/^settings.RESTART_INITIAL_DELAY_SECONDS = 10$/settings.RESTART_INITIAL_DELAY_SECONDS = 4/;
+    s/^settings.RESTART_MAX_ATTEMPTS = 3$/settings.RESTART_MAX_ATTEMPTS = 2/' "$pdir/settings.lua"
   FLINK_DIRECT=1 start_controller reallife1 --namespace "$ns" --policy-dir "$pdir"
   ticker_cluster life "$spdir" | sed "s|jarFile: .*|jarFile: http://127.0.0.1:$port/testenv-jobs.jar\\n    args: [\"100\"]|" |
     sed 's/\\n/\n/g' | kc -n "$ns" apply -f - >/dev/null

@@ -134,7 +134,7 @@ describe("support.fixtures sandboxed", function()
     assert.same({ copy = { 1 }, h = "lib" }, p.f({ 1 }))
     assert.equal(dir, require("fc.host").info().policy_dir)
     -- the default dir again for a policy of policies/, whose data members come along
-    assert.equal(30, fx.sandboxed("job").LOST_AFTER_SECONDS)
+    assert.equal(30, fx.sandboxed("settings").JOB_LOST_AFTER_SECONDS)
     assert.equal("Running", fx.sandboxed("job").map_flink_state("RUNNING"))
     assert.equal(fx.ROOT .. "/policies", require("fc.host").info().policy_dir)
   end)
