@@ -18,6 +18,7 @@
 # <cache>/<component>-<hash>.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+BUILD_SH=$(readlink -f "$0")
 
 # Go: static, stripped, reproducible-ish; 2 parallel jobs (a 2-core machine
 # shared with other builds).
@@ -175,8 +176,10 @@ build_one() {
   mkdir -p "$tmp"
   log "$name: building into $dir (log $dir.log)"
   local rc=0
-  # a subshell outside any condition, so set -e stops at the first failure
-  ( set -e; "build_$name" "$tmp" ) >"$dir.log" 2>&1 || rc=$?
+  # a process of its own (build.sh --inner): bash ignores set -e in a function or subshell whose
+  # status is tested (build_one's caller tests it with ||), so a `( set -e; ... ) || rc=$?` here
+  # went on past a failed step and marked a half-built component done
+  "$BASH" "$BUILD_SH" --inner "$name" "$tmp" >"$dir.log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
     log "$name: FAILED after $((SECONDS - start))s; last lines of $dir.log:"
     tail -n 20 "$dir.log" >&2; rm -rf "$tmp"; return 1
@@ -194,6 +197,10 @@ build_one() {
   done
   log "$name: built in $((SECONDS - start))s"
 }
+
+# build.sh --inner NAME DIR: build_NAME into DIR at the top level, where set -e stops at the
+# first failing step (build_one runs this; the parent holds the cache lock)
+if [ "${1:-}" = --inner ]; then "build_$2" "$3"; exit 0; fi
 
 # one build at a time per cache (two `make test` runs in parallel: the second
 # waits, then finds the first one's results); then drop half-built leftovers
