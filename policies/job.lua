@@ -6,8 +6,9 @@
 -- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
 -- `input.flink`. The decisions an operator may change are the constants and functions in
 -- CAPITALS below (docs/lifecycle.md lists them with their fixtures); its numbers (polls, the
--- Lost grace, the failure reason's length) are settings.lua's JOB_*, and when a failed job is
--- restarted is policies/restart.lua's decision.
+-- Lost grace, the failure reason's length) are settings.lua's JOB_*, when a failed job is
+-- restarted is policies/restart.lua's decision, how it is submitted policies/submit.lua's, and
+-- what is removed once it ended policies/cleanup.lua's.
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")
@@ -18,6 +19,7 @@ local restsubmit = require("fc.restsubmit")
 local submit = require("submit")
 local upgrade = require("lib.upgrade")
 local restart = require("restart")
+local cleanup = require("cleanup")
 local settings = require("settings")
 
 local job = {}
@@ -42,26 +44,6 @@ job.FLINK_STATES = {
 -- longer or never lists) counts as failed: afterJobFails applies, and FromSavepointOnFailure
 -- restarts it.
 job.TERMINAL = { Succeeded = true, Failed = true, Cancelled = true, Lost = true }
-
--- cleanupPolicy field for each terminal state.
-local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails", Cancelled = "afterJobCancelled",
-  Lost = "afterJobFails" }
-local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
-  Lost = "KeepCluster" }
-
--- The children each cleanupPolicy action removes ({kind=, name=}; no name: every one of that
--- kind; kind "Pod": the Native TaskManager pods, whose slot demand becomes 0). The submitter Job
--- stays (its pod tells the job id and why a submission failed), and so do the
--- ControllerRevisions (the revision history).
-local CLEANUP_REMOVES = {
-  DeleteCluster = function()
-    return { { kind = "StatefulSet" }, { kind = "Service" }, { kind = "Ingress" }, { kind = "ConfigMap" },
-      { kind = "Pod" } }
-  end,
-  DeleteTaskManager = function(n)
-    return { { kind = "StatefulSet", name = names.taskmanager(n) }, { kind = "Pod" } }
-  end,
-}
 
 -- Job state of a job that Flink reports FINISHED after our stop-with-savepoint (or FAILED after
 -- its savepoint was written), by the savepoint's reason: a cancel is Cancelled
@@ -546,11 +528,10 @@ function job.decide(input)
   -- stop-with-savepoint has not been read yet: Flink may list the job FINISHED before the stop's
   -- savepoint is polled, and that poll needs the JobManager still there.
   if job.TERMINAL[j.state] and not restarting and not restart_waits and not stop_in_flight then
-    local policy = spec.cleanupPolicy or {}
-    local action = policy[CLEANUP_FIELD[j.state]] or CLEANUP_DEFAULT[j.state]
-    if action ~= "KeepCluster" then
-      d.cleanup = action
-      d.remove = CLEANUP_REMOVES[action] and CLEANUP_REMOVES[action](cluster.metadata.name)
+    local c = cleanup.decide({ name = cluster.metadata.name, state = j.state, policy = spec.cleanupPolicy })
+    if c.action ~= "KeepCluster" then
+      d.cleanup = c.action
+      d.remove = c.remove
     end
   end
 

@@ -40,7 +40,7 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "settings.lua", "status.lua", "health.lua", "rollback.lua",
-    "restart.lua", "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
+    "restart.lua", "cleanup.lua", "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
     "submit.lua", "lib/upgrade.lua", "lib/tunables.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
@@ -1974,8 +1974,8 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
-    -- submit.lua, restart.lua and settings.lua: job.lua requires them from the policy dir
-    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "restart.lua", "settings.lua" }) do
+    -- submit.lua, restart.lua, cleanup.lua and settings.lua: job.lua requires them from the policy dir
+    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "restart.lua", "cleanup.lua", "settings.lua" }) do
       write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
     end
     write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))
