@@ -40,8 +40,8 @@ local function policy_dir(overrides)
     write(dir .. "/" .. f, read(ROOT .. "/tests/testdata/policies-min/" .. f))
   end
   for _, f in ipairs({ "job.lua", "savepoint.lua", "settings.lua", "status.lua", "health.lua", "rollback.lua",
-    "restart.lua", "cleanup.lua", "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua", "lib/retention.lua",
-    "submit.lua", "lib/upgrade.lua", "lib/tunables.lua" }) do
+    "restart.lua", "cleanup.lua", "lib/clock.lua", "lib/names.lua", "lib/control.lua", "lib/failure.lua",
+    "lib/retention.lua", "submit.lua", "lib/upgrade.lua", "lib/tunables.lua" }) do
     write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
   end
   for f, text in pairs(overrides or {}) do write(dir .. "/" .. f, text) end
@@ -1974,8 +1974,9 @@ describe("the reconcile policies inside the binary's sandbox #bin", function()
     for _, f in ipairs({ "job.lua", "savepoint.lua", "status.lua" }) do
       write(dir .. "/lib/" .. f, read(ROOT .. "/policies/" .. f))
     end
-    -- submit.lua, restart.lua, cleanup.lua and settings.lua: job.lua requires them from the policy dir
-    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "restart.lua", "cleanup.lua", "settings.lua" }) do
+    -- submit.lua, restart.lua, cleanup.lua, settings.lua: job.lua requires them from the policy dir
+    for _, f in ipairs({ "defaults.lua", "validate.lua", "submit.lua", "restart.lua", "cleanup.lua",
+      "settings.lua" }) do
       write(dir .. "/" .. f, read(ROOT .. "/policies/" .. f))
     end
     write(dir .. "/cluster.lua", read(ROOT .. "/tests/testdata/reconcile-sandbox/cluster.lua"))
