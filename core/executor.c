@@ -14,6 +14,7 @@
 #include "executor.h"
 #include "expect.h"
 #include "flinkcall.h"
+#include "replica.h"
 #include "run.h"
 #include "runctx.h"
 #include "snapshot.h"
@@ -348,7 +349,7 @@ static int executor_start_hash_patch(struct run_item *it)
 void executor_step(struct run_item *it)
 {
     for (;;) {
-        if (it->phase != PHASE_DONE && !run_may_write_key(it->ctx, it->key)) {
+        if (it->phase != PHASE_DONE && !replica_may_write_key(it->ctx, it->key)) {
             run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
             it->fenced = 1;
             it->phase = PHASE_DONE;

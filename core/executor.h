@@ -22,7 +22,7 @@ struct run_ns;
 
 /* Runs item `it` (it->phase set: PHASE_ACTIONS after a pass, PHASE_DONE to finish at once) until
  * a write is in flight (its answer continues) or the item finishes (executor_finish). Nothing is
- * written once run_may_write says no (the item is then fenced). */
+ * written once replica_may_write says no (the item is then fenced). */
 void executor_step(struct run_item *it);
 
 /* Ends item `it`: counted (reconcile_total, reconcile_duration unless waiting or fenced), its

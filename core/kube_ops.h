@@ -50,7 +50,7 @@ kube_call *kube_delete(kube_client *c, const kube_kind *k, const char *ns, const
                        size_t errlen);
 
 /* DELETE of the collection of kind `k` in namespace `ns` matching `label_selector` (Kubernetes
- * syntax, e.g. "app=x,configmap-type=high-availability"; required and non-empty: an empty one
+ * syntax, e.g. "app=x,type=flink-native-kubernetes"; required and non-empty: an empty one
  * would delete every object of the kind), with a DeleteOptions body carrying `propagation` as
  * kube_delete. 200 means accepted (the body is the list of what was deleted, possibly empty).
  * NULL with err filled on a missing kind or selector. */

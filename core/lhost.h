@@ -13,14 +13,14 @@
  *     chunk a new _ENV upvalue), so module tables, upvalues, `require`d libs and _ENV are new
  *     in every call and the last call's are garbage; `rawset(_ENV, k, v)` raises like a
  *     global write.  The environment is copied from a template built once per state
- *     (lhost_env_prepare); fc.util, fc.quantity, fc.profile and fc.names (functions only) run
+ *     (lhost_env_prepare); fc.util, fc.quantity, fc.profile, fc.names and fc.clock (functions only) run
  *     once per policy-set load in an environment of their own and each call gets a shallow
  *     copy of their tables (core/lhost_load.c).  Inputs are copied into the call, results out
  *     of it (plain data), so a hook may change its input and its result shares no table with
  *     the caller's data.  Cost: docs/performance.md, bench/policy_call.lua;
  *   - chunks are text only (mode "t"); policies have no load/loadfile/dofile/collectgarbage/
- *     coroutine/io/debug/package; `require` serves fc.util, fc.quantity, fc.slots and
- *     lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;
+ *     coroutine/io/debug/package; `require` serves the framework modules listed in
+ *     core/lhost_load.c (fc.util, fc.quantity, fc.slots, fc.clock, ...) and lib.<name> (from `<policy_dir>/lib/<name>.lua`), each instance private to the policy;
  *   - every call (and the loading of a policy file) runs under a CPU-time budget and a
  *     memory cap.  Time: a CPU-time timer of the thread (LHOST_TIMER_SIGNAL in core/lhost_budget.c)
  *     arms the count hook for every instruction at the deadline, and the count hook checks the

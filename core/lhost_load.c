@@ -17,15 +17,16 @@
 #include <lauxlib.h>
 
 /* Modules a policy may require from the framework (pure Lua or C, private copy each). */
-static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots", "fc.profile", "fc.yaml",
-                                                    "fc.crd", "fc.names", NULL};
+static const char *const lhost_policy_modules[] = {"fc.util", "fc.quantity", "fc.slots",    "fc.profile",   "fc.yaml",
+                                                    "fc.crd",  "fc.names",    "fc.clock", "fc.trigger", "fc.restsubmit", NULL};
 
 /* Framework modules of plain Lua whose tables hold only functions and scalars, and whose
  * functions keep no table a caller could reach: run once per policy-set load in an environment
  * of their own (no policy reaches it) and shared; each policy call gets a shallow copy of the
  * module table, as for a C module, so what a policy writes into its copy stays in its call.
  * fc.crd (nested schema tables a policy could change) runs afresh in every call. */
-static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names", NULL};
+static const char *const lhost_shared_modules[] = {"fc.util", "fc.quantity", "fc.profile", "fc.names", "fc.clock",
+                                                    "fc.trigger", NULL};
 
 /* ---- policy files and modules ---- */
 
@@ -138,6 +139,18 @@ int lhost_open_fc_yaml(lua_State *L)
     return 1;
 }
 
+/* A policy file beside the caller's: `name` a Lua name (not <x>_spec) of a regular file
+ * <policy dir>/<name>.lua (e.g. settings, restart); its path into `path` (n bytes). */
+static int lhost_sibling_policy(const struct lhost *h, const char *name, char *path, size_t n)
+{
+    size_t len = strlen(name);
+    struct stat st;
+    if (!lhost_is_name(name, 0) || (len > 5 && strcmp(name + len - 5, "_spec") == 0))
+        return 0;
+    int w = snprintf(path, n, "%s/%s.lua", h->policy_dir, name);
+    return w > 0 && (size_t)w < n && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* require inside the sandbox.  Runs within the caller's call window (its budgets). */
 int lhost_sb_require(lua_State *L)
 {
@@ -176,10 +189,14 @@ int lhost_sb_require(lua_State *L)
     } else if (strncmp(name, "lib.", 4) == 0 && lhost_is_name(name + 4, 0)) {
         snprintf(path, sizeof path, "%s/lib/%s.lua", h->policy_dir, name + 4);
         snprintf(chunk, sizeof chunk, "@lib/%s.lua", name + 4);
+    } else if (lhost_sibling_policy(h, name, path, sizeof path)) {
+        /* another policy of the set (cluster.lua requires "taskmanager", job.lua "submit",
+         * "restart" and "settings"): a private instance, as a lib's */
+        snprintf(chunk, sizeof chunk, "@%s.lua", name);
     } else {
         return luaL_error(L, "require: module '%s' is not available to policies (allowed: "
-                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, "
-                             "lib.<name>)",
+                             "fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, "
+                             "fc.trigger, fc.restsubmit, lib.<name>, <a policy of the set>)",
                           name);
     }
     int shared = 0;

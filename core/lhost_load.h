@@ -16,11 +16,12 @@ struct lhost;
 int lhost_open_fc_yaml(lua_State *L);
 
 /* `require` inside the sandbox (upvalue 1 the policy's environment, upvalue 2 its private
- * `loaded`): fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names (a private
- * shallow copy of a preloaded module's table or of a shared one's (fc.util, fc.quantity,
- * fc.profile, fc.names: loaded once per policy-set load, registry's lhost_key_shared), else
- * (fc.crd) the framework file run in the environment)
- * and lib.<name> (<policy_dir>/lib/<name>.lua); anything else raises "require: module '<name>'
+ * `loaded`): fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock (a
+ * private shallow copy of a preloaded module's table or of a shared one's (fc.util, fc.quantity,
+ * fc.profile, fc.names, fc.clock: loaded once per policy-set load, registry's lhost_key_shared), else
+ * (fc.crd, fc.restsubmit) the framework file run in the environment), lib.<name>
+ * (<policy_dir>/lib/<name>.lua) and another policy of the set by its name (<policy_dir>/<name>.lua,
+ * when that file exists: cluster.lua requires "taskmanager"); anything else raises "require: module '<name>'
  * is not available to policies (...)". Runs within the caller's call window. */
 int lhost_sb_require(lua_State *L);
 

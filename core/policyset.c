@@ -11,6 +11,7 @@
 
 #include "policyset.h"
 #include "lhost_json.h"
+#include "replica.h"
 #include "runctx.h"
 #include "util.h"
 
@@ -28,7 +29,7 @@ static void policyset_event_done(const kube_result *res, void *ud)
 static void policyset_event(struct run_ctx *ctx, json_t *cm, const char *type, const char *reason,
                                const char *message)
 {
-    if (!cm || !run_may_write(ctx))
+    if (!cm || !replica_may_write(ctx))
         return;
     json_t *inv = run_typed(cm, &kube_kind_configmap);
     char err[512] = "out of memory";

@@ -8,18 +8,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <ev.h>
 #include <jansson.h>
 #include <lua.h>
 
+#include "admission.h"
 #include "certsync.h"
 #include "clustermetrics.h"
 #include "clusterstate.h"
 #include "executor.h"
 #include "expect.h"
 #include "flinkcall.h"
+#include "flinkjob.h"
 #include "http.h"
 #include "kube.h"
 #include "leader.h"
@@ -30,6 +31,7 @@
 #include "override.h"
 #include "policyset.h"
 #include "reflector.h"
+#include "replica.h"
 #include "run.h"
 #include "runctx.h"
 #include "server.h"
@@ -110,6 +112,14 @@ void run_count_request(struct run_ctx *ctx, const char *verb, long status)
     metrics_inc(ctx->m.api_requests_total, v);
 }
 
+void run_count_watch_event(struct run_ctx *ctx, const char *kind, reflector_event ev)
+{
+    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
+    ctx->activity++;
+    const char *kv[] = {kind, evnames[ev]};
+    metrics_inc(ctx->m.watch_events_total, kv);
+}
+
 /* The index in run_kinds of the reflector r (0: FlinkCluster), -1 when it is none of ours. */
 static int run_kind_index(struct run_ctx *ctx, const reflector *r)
 {
@@ -125,42 +135,9 @@ static const char *run_kind_name(int k)
     return k >= 0 ? run_kinds[k]->kind : "?";
 }
 
-/* A cluster's shard among --shards (0 without). */
-static int run_shard_of(struct run_ctx *ctx, const char *key)
-{
-    return shard_of_key(key, ctx->o.shards);
-}
-
-/* The FlinkClusters of each shard, counted by their keys in the metrics index (no cached object
- * decoded at a scrape). */
-struct run_shard_count {
-    struct run_ctx *ctx;
-    long n[SHARD_MAX];
-};
-
-static void run_count_shard(const char *key, void *ud)
-{
-    struct run_shard_count *c = ud;
-    c->n[run_shard_of(c->ctx, key)]++;
-}
-
-/* flink_controller_shard_owned and _shard_clusters, at each scrape. */
-static void run_shard_metrics(struct run_ctx *ctx)
-{
-    struct run_shard_count c = {.ctx = ctx};
-    clustermetrics_index_keys(ctx->cm_index, run_count_shard, &c);
-    for (int i = 0; i < ctx->o.shards; i++) {
-        char b[16];
-        snprintf(b, sizeof b, "%d", i);
-        const char *v[] = {b};
-        metrics_set(ctx->m.shard_owned, v, shard_owned(ctx->shards, i));
-        metrics_set(ctx->m.shard_clusters, v, (double)c.n[i]);
-    }
-}
-
 /* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
  * missing or the key does not fit. */
-static int run_cluster_key(json_t *obj, char *key, size_t n)
+int run_cluster_key(json_t *obj, char *key, size_t n)
 {
     json_t *meta = json_object_get(obj, "metadata");
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -177,8 +154,7 @@ static void run_on_scrape(void *ud)
     if (ctx->q)
         metrics_set(ctx->m.workqueue_depth, NULL, (double)workqueue_len(ctx->q));
     metrics_set(ctx->m.leader, NULL, ctx->o.leader_elect && ctx->leading ? 1 : 0);
-    if (ctx->shards)
-        run_shard_metrics(ctx);
+    replica_scrape(ctx);
     metrics_set(ctx->m.lua_memory_bytes, NULL, (double)lhost_mem_used(ctx->host));
     struct mallinfo2 mi = mallinfo2();
     const char *in_use[] = {"in_use"}, *free_[] = {"free"};
@@ -227,34 +203,10 @@ json_t *run_typed(json_t *obj, const kube_kind *k)
 }
 
 /* Forgets what was kept for a key whose FlinkCluster is gone. */
-static void run_forget_key(struct run_ctx *ctx, const char *key)
+void run_forget_key(struct run_ctx *ctx, const char *key)
 {
     clusterstate_forget(ctx->clusters, key);
     flinkcall_cancel_key(ctx, key);
-}
-
-/* 1 when this replica may write now: no leader election, or leading with the Lease renewed
- * within the renew deadline (leader_may_write reads the clock: the fence closes at the
- * deadline even before the elector's timer runs). */
-int run_may_write(struct run_ctx *ctx)
-{
-    if (ctx->shards)
-        return shard_may_write(ctx->shards, 0);
-    return !ctx->o.leader_elect || (ctx->leading && leader_may_write(ctx->le));
-}
-
-int run_may_write_key(struct run_ctx *ctx, const char *key)
-{
-    if (ctx->shards)
-        return shard_may_write(ctx->shards, run_shard_of(ctx, key));
-    return run_may_write(ctx);
-}
-
-/* 1 when this replica reconciles `key`: always without --shards, else while it owns the key's
- * shard (the key of a shard it does not own is dropped: the shard's owner has it). */
-static int run_owns_key(struct run_ctx *ctx, const char *key)
-{
-    return !ctx->shards || shard_owned(ctx->shards, run_shard_of(ctx, key));
 }
 
 /* Takes `key` from the queue and starts working on it. */
@@ -281,10 +233,10 @@ static void run_process(struct run_ctx *ctx, const char *key)
         snprintf(it->name, sizeof it->name, "%s", slash + 1);
     }
     /* a FlinkJob's key names it "FlinkJob:<name>" (RUN_FLINKJOB_KEY) */
-    size_t plen = strlen(RUN_FLINKJOB_KEY);
-    int is_job = strncmp(it->name, RUN_FLINKJOB_KEY, plen) == 0;
+    const char *job = flinkjob_key_name(it->name);
+    int is_job = job != NULL;
     if (is_job)
-        memmove(it->name, it->name + plen, strlen(it->name + plen) + 1);
+        memmove(it->name, job, strlen(job) + 1);
     it->kind = is_job ? &kube_kind_flinkjob : &kube_kind_flinkcluster;
     struct run_ns *rn = slash ? run_ns_for(ctx, it->ns) : NULL;
     reflector *src = !rn ? NULL : is_job ? rn->jobs : rn->r[0];
@@ -354,33 +306,12 @@ static int run_may_work(struct run_ctx *ctx)
     return !ctx->stopping && ctx->synced && (!ctx->o.leader_elect || ctx->leading);
 }
 
-static void run_released(int ok, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    run_log(ok ? LOG_INFO : LOG_WARN, NULL, ok ? "leader lease released" : "leader lease not released", NULL);
-    ev_break(ctx->loop, EVBREAK_ALL);
-}
-
-/* Work in flight is done: release the lease (when leading), then leave the loop. */
-static void run_shards_released(void *ud)
-{
-    struct run_ctx *ctx = ud;
-    run_log(LOG_INFO, NULL, "shard leases released", NULL);
-    ev_break(ctx->loop, EVBREAK_ALL);
-}
-
 static void run_finish_stop(struct run_ctx *ctx)
 {
     if (ctx->releasing)
         return;
-    if (ctx->shards && shard_release_all(ctx->shards, run_shards_released, ctx) == 0) {
-        ctx->releasing = 1;
+    if (replica_release(ctx))
         return;
-    }
-    if (ctx->le && leader_is_leader(ctx->le) && leader_release(ctx->le, run_released, ctx) == 0) {
-        ctx->releasing = 1;
-        return;
-    }
     ev_break(ctx->loop, EVBREAK_ALL);
 }
 
@@ -397,7 +328,7 @@ static int run_pump_some(struct run_ctx *ctx, int max)
         const char *key = workqueue_get(ctx->q);
         if (!key)
             break;
-        if (!run_owns_key(ctx, key)) {
+        if (!replica_owns_key(ctx, key)) {
             workqueue_forget(ctx->q, key);
             workqueue_done(ctx->q, key);
             continue;
@@ -461,12 +392,9 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
 {
     (void)old;
     struct run_ctx *ctx = ud;
-    ctx->activity++;
     char key[600];
-    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
     int k = run_kind_index(ctx, r);
-    const char *kv[] = {run_kind_name(k), evnames[ev]};
-    metrics_inc(ctx->m.watch_events_total, kv);
+    run_count_watch_event(ctx, run_kind_name(k), ev);
     if (k == 0) {
         if (run_cluster_key(obj, key, sizeof key))
             return;
@@ -480,47 +408,7 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
         return;
     }
     /* the watches are shared by every shard: another shard's events are dropped here */
-    if (run_owns_key(ctx, key))
-        workqueue_add(ctx->q, key);
-}
-
-/* "<namespace>/FlinkJob:<name>" of a FlinkJob object into key (n bytes); 0, or -1. */
-static int run_job_key(json_t *obj, char *key, size_t n)
-{
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    if (!ns || !name)
-        return -1;
-    int w = snprintf(key, n, "%s/" RUN_FLINKJOB_KEY "%s", ns, name);
-    return w < 0 || (size_t)w >= n ? -1 : 0;
-}
-
-/* The FlinkJobs' watch: each its own key (lua/fc/flinkjob.lua reconciles it). */
-static void run_on_job_event(reflector *r, reflector_event ev, json_t *obj, json_t *old, void *ud)
-{
-    (void)r;
-    (void)old;
-    struct run_ctx *ctx = ud;
-    ctx->activity++;
-    char key[600];
-    static const char *const evnames[] = {"ADDED", "MODIFIED", "DELETED", "RESYNC"};
-    const char *kv[] = {kube_kind_flinkjob.kind, evnames[ev]};
-    metrics_inc(ctx->m.watch_events_total, kv);
-    if (run_job_key(obj, key, sizeof key))
-        return;
-    if (ev == REFLECTOR_DELETED)
-        run_forget_key(ctx, key);
-    /* sharded by its own key, as a cluster (another shard's events are dropped here) */
-    if (run_owns_key(ctx, key))
-        workqueue_add(ctx->q, key);
-}
-
-static void run_enqueue_job(json_t *obj, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    char key[600];
-    if (run_job_key(obj, key, sizeof key) == 0)
+    if (replica_owns_key(ctx, key))
         workqueue_add(ctx->q, key);
 }
 
@@ -580,7 +468,7 @@ static void run_stop_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Stops taking keys; the loop ends once the keys in flight are done (or after the grace). */
-static void run_begin_stop(struct run_ctx *ctx, int exit_code)
+void run_begin_stop(struct run_ctx *ctx, int exit_code)
 {
     struct ev_loop *loop = ctx->loop;
     ctx->stopping = 1;
@@ -621,185 +509,7 @@ static void run_on_signal(struct ev_loop *loop, ev_signal *w, int revents)
     run_begin_stop(ctx, 0);
 }
 
-static void run_started_leading(void *ud)
-{
-    struct run_ctx *ctx = ud;
-    ctx->leading = 1;
-    metrics_set(ctx->m.leader, NULL, 1);
-    run_log(LOG_INFO, NULL, "leading", "identity", leader_identity(ctx->le), NULL);
-    certsync_check_now(ctx->cs); /* a new leader makes or renews the certificates at once */
-    /* everything cached so far may have changed while another replica led */
-    for (size_t i = 0; i < ctx->nns; i++)
-        if (ctx->nss[i].r[0]) {
-            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
-            if (ctx->nss[i].jobs)
-                reflector_foreach(ctx->nss[i].jobs, run_enqueue_job, ctx);
-        }
-    ev_idle_start(ctx->loop, &ctx->pump_idle);
-}
-
-/* Fences the passes in flight of shard `shard` (-1: all): their calls cancelled, nothing more
- * written (a request already sent cannot be taken back; its answer is dropped); and the Flink
- * calls in flight of those keys. */
-static void run_fence(struct run_ctx *ctx, int shard)
-{
-    for (;;) {
-        struct run_item *it = ctx->items;
-        while (it && shard >= 0 && run_shard_of(ctx, it->key) != shard)
-            it = it->next_item;
-        if (!it)
-            break;
-        if (it->call)
-            ctx->ops->cancel(it->call);
-        it->call = NULL;
-        if (!it->fenced)
-            run_log(LOG_WARN, it->key, "leadership lost, pass not written", NULL);
-        it->fenced = 1;
-        executor_finish(it);
-    }
-    if (shard < 0) {
-        flinkcall_cancel_key(ctx, NULL);
-        return;
-    }
-    for (;;) {
-        struct run_fcall *c = ctx->fcalls;
-        while (c && run_shard_of(ctx, c->key) != shard)
-            c = c->next;
-        if (!c)
-            break;
-        flinkcall_cancel_key(ctx, c->key);
-    }
-}
-
-/* A shard taken: its clusters are enqueued (they may have changed while another replica owned
- * them); shard 0 also does the writes of no cluster (certificates). */
-struct run_shard_walk {
-    struct run_ctx *ctx;
-    int shard;
-};
-
-static void run_enqueue_in_shard(json_t *obj, void *ud)
-{
-    struct run_shard_walk *w = ud;
-    char key[600];
-    if (run_cluster_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
-        workqueue_add(w->ctx->q, key);
-}
-
-static void run_forget_in_shard(json_t *obj, void *ud)
-{
-    struct run_shard_walk *w = ud;
-    char key[600];
-    if (run_cluster_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
-        run_forget_key(w->ctx, key);
-}
-
-/* The same for the FlinkJobs (their own keys, lua/fc/flinkjob.lua). */
-static void run_enqueue_job_in_shard(json_t *obj, void *ud)
-{
-    struct run_shard_walk *w = ud;
-    char key[600];
-    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
-        workqueue_add(w->ctx->q, key);
-}
-
-static void run_forget_job_in_shard(json_t *obj, void *ud)
-{
-    struct run_shard_walk *w = ud;
-    char key[600];
-    if (run_job_key(obj, key, sizeof key) == 0 && run_shard_of(w->ctx, key) == w->shard)
-        run_forget_key(w->ctx, key);
-}
-
-static void run_shard_acquired(int shard, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    struct run_shard_walk w = {ctx, shard};
-    run_log(LOG_INFO, NULL, "shard owned", "shard", RUN_LD(shard), "identity", ctx->identity, NULL);
-    if (shard == 0)
-        certsync_check_now(ctx->cs);
-    for (size_t i = 0; i < ctx->nns; i++) {
-        if (ctx->nss[i].r[0])
-            reflector_foreach(ctx->nss[i].r[0], run_enqueue_in_shard, &w);
-        if (ctx->nss[i].jobs)
-            reflector_foreach(ctx->nss[i].jobs, run_enqueue_job_in_shard, &w);
-    }
-    ev_idle_start(ctx->loop, &ctx->pump_idle);
-}
-
-/* A shard lost (or released at the end): its passes fenced at once, what was kept of its
- * clusters forgotten (the next owner starts from the cluster as it finds it); the process goes
- * on with its other shards and campaigns for this one again (core/shard). */
-static void run_shard_lost(int shard, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    struct run_shard_walk w = {ctx, shard};
-    run_log(ctx->stopping ? LOG_INFO : LOG_WARN, NULL, "shard lost", "shard", RUN_LD(shard), NULL);
-    run_fence(ctx, shard);
-    for (size_t i = 0; i < ctx->nns; i++) {
-        if (ctx->nss[i].r[0])
-            reflector_foreach(ctx->nss[i].r[0], run_forget_in_shard, &w);
-        if (ctx->nss[i].jobs)
-            reflector_foreach(ctx->nss[i].jobs, run_forget_job_in_shard, &w);
-    }
-}
-
-static void run_stopped_leading(void *ud)
-{
-    struct run_ctx *ctx = ud;
-    ctx->leading = 0;
-    metrics_set(ctx->m.leader, NULL, 0);
-    /* fenced: the keys in flight write nothing more (a request already sent cannot be taken
-     * back; its answer is dropped), nor do the Flink calls in flight */
-    run_fence(ctx, -1);
-    if (ctx->stopping)
-        return;
-    /* as client-go's OnStoppedLeading: a replica that lost the lease must not act; it exits
-     * (after the keys in flight) and its Deployment restarts it as a candidate */
-    run_log(LOG_ERROR, NULL, "leader lease lost, stopping", NULL);
-    run_begin_stop(ctx, 1);
-}
-
-static void run_new_leader(const char *identity, void *ud)
-{
-    (void)ud;
-    run_log(LOG_INFO, NULL, "leader changed", "identity", identity && *identity ? identity : "(none)", NULL);
-}
-
 /* ---- options ------------------------------------------------------------------------------- */
-
-/* core/certsync's pair: the webhook starts with the first one (a replica serves once the
- * Secret holds a pair), later ones replace it. */
-static void run_on_webhook_pair(const char *cert_pem, const char *key_pem, void *ud)
-{
-    struct run_ctx *ctx = ud;
-    char err[512];
-    if (!ctx->o.webhook_addr || !*ctx->o.webhook_addr)
-        return;
-    if (ctx->wh) {
-        if (webhook_set_pair(ctx->wh, cert_pem, key_pem, err, sizeof err))
-            run_log(LOG_WARN, NULL, "webhook certificate not taken, the previous one serves", "error", err, NULL);
-        else
-            run_log(LOG_INFO, NULL, "webhook serving the certificate from the Secret", "generation",
-                    RUN_LD(webhook_generation(ctx->wh)), NULL);
-        return;
-    }
-    webhook_opts wo = {.addr = ctx->o.webhook_addr, .cert_pem = cert_pem, .key_pem = key_pem, .host = ctx->host,
-                       .admissions = ctx->m.webhook_admissions};
-    ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
-    if (!ctx->wh) {
-        /* as at start with files: a webhook that cannot listen stops the controller */
-        run_log(LOG_ERROR, NULL, "startup failed", "step", "serve", "error", err, NULL);
-        run_begin_stop(ctx, 1);
-        return;
-    }
-    run_log(LOG_INFO, NULL, "serving the admission webhook", "port", RUN_LD(webhook_port(ctx->wh)), NULL);
-}
-
-static int run_may_write_ud(void *ud)
-{
-    return run_may_write(ud);
-}
 
 /* The cache keeps what a pass reads (docs/contracts.md, "What the cache keeps"; the reflector
  * removed metadata.managedFields already), as client-go informers' TransformFunc trims theirs:
@@ -848,53 +558,6 @@ static int run_transform(reflector *r, const kube_kind *kind, json_t *obj, void 
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
-/* The holder identity (leader_default_identity) into ident (ni bytes) and the Leases' namespace
- * (--leader-election-namespace, else leader_default_namespace) into lns (nl bytes); 0, or -1
- * when one does not fit. */
-static int run_lease_identity(struct run_ctx *ctx, char *ident, size_t ni, char *lns, size_t nl)
-{
-    const kube_config *kcfg = kube_client_config(ctx->kc);
-    return leader_default_identity(ident, ni) ||
-           (ctx->o.leader_ns ? snprintf(lns, nl, "%s", ctx->o.leader_ns) >= (int)nl
-                             : leader_default_namespace(kcfg ? kcfg->namespace : NULL, lns, nl));
-}
-
-/* --shards N > 1: one elector per shard (core/shard), the Leases in the leader election's
- * namespace; the preferred shard from --shard-index or POD_NAME (else the host name). */
-static int run_start_shards(struct run_ctx *ctx, char *err, size_t n)
-{
-    char lns[254], host[256] = "";
-    if (run_lease_identity(ctx, ctx->identity, sizeof ctx->identity, lns, sizeof lns)) {
-        snprintf(err, n, "identity or namespace too long");
-        return -1;
-    }
-    const char *pod = getenv("POD_NAME");
-    if (!pod || !*pod) {
-        gethostname(host, sizeof host - 1);
-        pod = host;
-    }
-    int pref = shard_preferred(ctx->o.shard_index_set ? ctx->o.shard_index : -1, pod, ctx->o.shards);
-    shard_opts so = {.nshards = ctx->o.shards,
-                     .preferred = pref,
-                     .namespace = lns,
-                     .identity = ctx->identity,
-                     .on_acquired = run_shard_acquired,
-                     .on_lost = run_shard_lost,
-                     .ud = ctx};
-    ctx->shards = shard_start(ctx->loop, ctx->kc, &so, err, n);
-    if (!ctx->shards)
-        return -1;
-    for (int i = 0; i < ctx->o.shards; i++) {
-        char b[16];
-        snprintf(b, sizeof b, "%d", i);
-        const char *v[] = {b};
-        metrics_set(ctx->m.shard_owned, v, 0);
-    }
-    run_log(LOG_INFO, NULL, "shards", "shards", RUN_LD(ctx->o.shards), "preferred", RUN_LD(pref),
-            "namespace", lns, "identity", ctx->identity, NULL);
-    return 0;
-}
-
 static int run_start_reflectors(struct run_ctx *ctx)
 {
     char err[512];
@@ -920,7 +583,7 @@ static int run_start_reflectors(struct run_ctx *ctx)
         }
         reflector_opts jo = {.namespace = ctx->nss[i].ns, .resync_s = RUN_RESYNC_S, .transform = run_transform,
                              .compact = 1, .on_synced = run_on_synced, .on_error = run_on_error};
-        ctx->nss[i].jobs = reflector_start(ctx->kc, &kube_kind_flinkjob, &jo, run_on_job_event, ctx, err, sizeof err);
+        ctx->nss[i].jobs = reflector_start(ctx->kc, &kube_kind_flinkjob, &jo, flinkjob_on_event, ctx, err, sizeof err);
         if (!ctx->nss[i].jobs) {
             run_log(LOG_ERROR, NULL, "startup failed", "step", "watch", "kind", kube_kind_flinkjob.plural, "error", err, NULL);
             return -1;
@@ -1106,20 +769,8 @@ int run_main(int argc, char **argv)
         run_log(LOG_INFO, NULL, "serving health and metrics", "health_port", RUN_LD(server_health_port(ctx->srv)),
                 "metrics_port", RUN_LD(server_metrics_port(ctx->srv)), NULL);
     }
-    if (ctx->o.webhook_addr && *ctx->o.webhook_addr && !ctx->o.webhook_secret) {
-        /* served by every replica, leader or not: admission needs no leadership */
-        webhook_opts wo = {.addr = ctx->o.webhook_addr,
-                           .cert_file = ctx->o.webhook_cert,
-                           .key_file = ctx->o.webhook_key,
-                           .host = ctx->host,
-                           .admissions = ctx->m.webhook_admissions};
-        ctx->wh = webhook_start(ctx->loop, &wo, err, sizeof err);
-        if (!ctx->wh) {
-            run_log(LOG_ERROR, NULL, "startup failed", "step", "serve", "error", err, NULL);
-            goto out;
-        }
-        run_log(LOG_INFO, NULL, "serving the admission webhook", "port", RUN_LD(webhook_port(ctx->wh)), NULL);
-    }
+    if (admission_start(ctx))
+        goto out;
     kube_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (kube_config_load_default(&cfg, ctx->o.kubeconfig, ctx->o.context, err, sizeof err)) {
@@ -1190,46 +841,10 @@ int run_main(int argc, char **argv)
     ctx->sig_term.data = ctx->sig_int.data = ctx;
     ev_signal_start(ctx->loop, &ctx->sig_term);
     ev_signal_start(ctx->loop, &ctx->sig_int);
-    ctx->leading = !ctx->o.leader_elect;
-    if (ctx->o.leader_elect) {
-        char ident[300], lns[254];
-        if (run_lease_identity(ctx, ident, sizeof ident, lns, sizeof lns)) {
-            run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", "identity or namespace too long", NULL);
-            goto out;
-        }
-        leader_opts lo = {.namespace = lns,
-                          .identity = ident,
-                          .on_started_leading = run_started_leading,
-                          .on_stopped_leading = run_stopped_leading,
-                          .on_new_leader = run_new_leader,
-                          .ud = ctx};
-        ctx->le = leader_start(ctx->loop, ctx->kc, &lo, err, sizeof err);
-        if (!ctx->le) {
-            run_log(LOG_ERROR, NULL, "startup failed", "step", "leader election", "error", err, NULL);
-            goto out;
-        }
-        run_log(LOG_INFO, NULL, "leader election", "lease", LEADER_LEASE_NAME, "namespace", lns, "identity", ident, NULL);
-    }
-    if (ctx->o.shards > 1 && run_start_shards(ctx, err, sizeof err)) {
-        run_log(LOG_ERROR, NULL, "startup failed", "step", "shards", "error", err, NULL);
+    if (replica_start(ctx))
         goto out;
-    }
-    if (ctx->o.webhook_secret) {
-        /* every replica reads the Secret and serves its pair; only one that may write makes it */
-        certsync_opts co = {.secret = ctx->o.webhook_secret,
-                            .service = ctx->o.webhook_service,
-                            .hosts = ctx->o.webhook_hosts,
-                            .configuration = ctx->o.webhook_config,
-                            .validity_s = ctx->o.webhook_validity_s,
-                            .may_write = run_may_write_ud,
-                            .on_pair = run_on_webhook_pair,
-                            .ud = ctx};
-        ctx->cs = certsync_start(ctx->loop, ctx->kc, &co, err, sizeof err);
-        if (!ctx->cs) {
-            run_log(LOG_ERROR, NULL, "startup failed", "step", "webhook certificates", "error", err, NULL);
-            goto out;
-        }
-    }
+    if (admission_start_certs(ctx))
+        goto out;
     ev_run(ctx->loop, 0);
     run_log(LOG_INFO, NULL, "stopped", "reconciles", RUN_LD(ctx->reconciles), "reconciles_failed",
             RUN_LD(ctx->reconcile_errors), "writes", RUN_LD(ctx->actions_done), "writes_failed", RUN_LD(ctx->action_errors), NULL);

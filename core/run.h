@@ -21,8 +21,10 @@
  * The rooms (one header each): core/options (the command line), core/snapshot (a pass's input),
  * core/executor (a pass's writes, through a kube_ops table), core/status, core/events (with their
  * correlator), core/expect (expectations), core/flinkcall (Flink REST calls), core/policyset
- * (--policy-configmap), core/clusterstate (the per-cluster record); core/runctx.h the state they
- * share. The tunables below are theirs too.
+ * (--policy-configmap), core/clusterstate (the per-cluster record), core/replica (leader
+ * election and --shards: which keys this replica works on and when it may write), core/flinkjob
+ * (the FlinkJobs' keys and watch), core/admission (the admission webhook and its certificates);
+ * core/runctx.h the state they share. The tunables below are theirs too.
  */
 #ifndef FC_RUN_H
 #define FC_RUN_H

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* core/runctx: the state `flink-controller run` shares between its rooms (core/run the wiring:
  * informers, pass pump, snapshot; core/executor a pass's writes; core/status, core/events,
- * core/expect what those writes need; core/policyset the --policy-configmap sets). Internal to
+ * core/expect what those writes need; core/policyset the --policy-configmap sets; core/replica
+ * the Leases; core/flinkjob the FlinkJobs' keys; core/admission the webhook). Internal to
  * them: nothing else includes it. One process runs one controller (one struct run_ctx).
  * The helpers declared at the end are core/run.c's.
  */
@@ -220,20 +221,27 @@ struct run_ns *run_ns_for(struct run_ctx *ctx, const char *ns);
  * kinds come without them); NULL when out of memory. */
 json_t *run_typed(json_t *obj, const kube_kind *k);
 
-/* 1 when this replica may write now: no leader election, or leading with the Lease renewed
- * within the renew deadline; with --shards N > 1: holding shard 0 (the writes of no cluster:
- * webhook certificates, the policy ConfigMap's status). */
-int run_may_write(struct run_ctx *ctx);
+/* Counts a watch event of kind `kind` (flink_controller_watch_events_total{kind,event}) and
+ * the loop's activity (for run_trim_cb). */
+void run_count_watch_event(struct run_ctx *ctx, const char *kind, reflector_event ev);
 
-/* 1 when this replica may write for workqueue key `key` now: with --shards N > 1 while it holds
- * the key's shard Lease renewed within the renew deadline (shard_may_write), else as
- * run_may_write. */
-int run_may_write_key(struct run_ctx *ctx, const char *key);
+/* "<namespace>/<name>" of a FlinkCluster object into key (n bytes); 0, or -1 when a name is
+ * missing or the key does not fit. */
+int run_cluster_key(json_t *obj, char *key, size_t n);
+
+/* Forgets what was kept for workqueue key `key` (its cluster_state, its Flink calls in flight):
+ * its FlinkCluster or FlinkJob is gone, or its shard was lost. */
+void run_forget_key(struct run_ctx *ctx, const char *key);
 
 /* Enqueues the key of FlinkCluster `obj` (ud: the ctx); a reflector_foreach callback. */
 void run_enqueue_cluster(json_t *obj, void *ud);
 
 /* Starts taking keys once every cache synced and the first policy set is decided. */
 void run_check_synced(struct run_ctx *ctx);
+
+/* Stops taking keys (SIGTERM, a lost leader Lease, a webhook that cannot listen): the watches
+ * stopped, the loop ends once the keys in flight are done (then the Leases are released,
+ * core/replica) or after RUN_STOP_GRACE_S; run_main returns `exit_code`. */
+void run_begin_stop(struct run_ctx *ctx, int exit_code);
 
 #endif

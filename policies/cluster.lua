@@ -39,12 +39,14 @@
 local util = require("fc.util")
 local profile = require("fc.profile")
 local confighash = require("lib.confighash")
+local flinkpod = require("lib.flinkpod")
 local names = require("lib.names")
+local taskmanager = require("taskmanager")
 local flinkconf = require("lib.flinkconf")
 local flinkversion = require("lib.flinkversion")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
-local submit = require("lib.submit")
+local submitter = require("lib.submitter")
 local upgrade = require("lib.upgrade")
 local values = require("lib.values")
 
@@ -52,8 +54,8 @@ local cluster_policy = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
 cluster_policy.contract = "hooks.flinkoperator.k8s.io/v1"
 --- Environment variable with the JobManager pod's IP (downward API, status.podIP) when there
--- are more than one (spec.jobManager.replicas, HA): the address each announces.
-cluster_policy.POD_IP_ENV = "POD_IP"
+-- are more than one (spec.jobManager.replicas, HA): the address each announces (lib.flinkpod).
+cluster_policy.POD_IP_ENV = flinkpod.POD_IP_ENV
 
 --- ConfigMap `<n>-configmap`: the files under /opt/flink/conf of every pod. Entries of
 -- spec.logConfig (file name -> contents) replace ours or add files. `rev`: the revision name
@@ -64,90 +66,13 @@ local function configmap(c, rev)
   -- log4j 2 arrived with Flink 1.11; unknown versions count as new (lib.flinkversion.at_least)
   data["log4j-console.properties"] = logconf.log4j_console(flinkversion.at_least(flinkversion.of(spec), 1, 11))
   data["logback-console.xml"] = logconf.logback_console()
-  if spec.job then data[submit.SCRIPT_KEY] = submit.script(c) end
+  if spec.job then data[submitter.SCRIPT_KEY] = submitter.script(c) end
   for file, contents in pairs(spec.logConfig or {}) do data[file] = contents end
   return {
     apiVersion = "v1",
     kind = "ConfigMap",
     metadata = names.metadata(c, names.configmap(n), names.object_labels(names.cluster_labels(n), nil, rev)),
     data = data,
-  }
-end
-
---- Ports of the JobManager and TaskManager containers, {name, number} in a fixed order.
-local function component_ports(component, ports)
-  if component == "jobmanager" then
-    return { { "rpc", ports.rpc }, { "blob", ports.blob }, { "query", ports.query }, { "ui", ports.ui } }
-  end
-  return { { "data", ports.data }, { "rpc", ports.rpc }, { "query", ports.query } }
-end
-
---- The Flink container of a component: the image's entrypoint takes "jobmanager" or
--- "taskmanager" as its argument. Env: our downward-API limits and Hadoop/GCP variables, then
--- spec.envVars (a user variable of the same name replaces ours). Mounts: the component's
--- volumeMounts, then ours (lib.pods.shared) at the paths it leaves free.
-local function flink_container(c, component, comp, shared)
-  local spec = c.spec
-  local readiness, liveness = pods.probes(comp.ports.rpc)
-  local ours = pods.limits_env(component == "jobmanager" and "JOB_MANAGER" or "TASK_MANAGER", component)
-  for _, e in ipairs(shared.env) do ours[#ours + 1] = e end
-  local args = { component }
-  if component == "jobmanager" and (tonumber(comp.replicas) or 1) > 1 then
-    -- more than one JobManager (HA): each announces its own pod IP to the leader election, not
-    -- the Service name, which reaches any of them (FLINK-21382, FLINK-30518); the TaskManagers
-    -- and a standby's REST handlers find the leader through the HA services. A dynamic property
-    -- (`jobmanager.sh start-foreground -D key=value`), as Flink 2 has no `--host` (FLINK-38795)
-    args = { component, "-D", "jobmanager.rpc.address=$(" .. cluster_policy.POD_IP_ENV .. ")" }
-    ours[#ours + 1] = { name = cluster_policy.POD_IP_ENV,
-      valueFrom = { fieldRef = { apiVersion = "v1", fieldPath = "status.podIP" } } }
-  end
-  return {
-    name = component,
-    image = spec.image.name,
-    imagePullPolicy = spec.image.pullPolicy,
-    args = args,
-    ports = pods.container_ports(component_ports(component, comp.ports), comp.extraPorts),
-    env = util.nonempty(pods.merge_by("name", ours, spec.envVars)),
-    envFrom = util.nonempty(spec.envFrom),
-    resources = util.nonempty(comp.resources),
-    volumeMounts = pods.after("mountPath", comp.volumeMounts, shared.mounts),
-    readinessProbe = readiness,
-    livenessProbe = liveness,
-  }
-end
-
---- Pod template annotations: the user's podAnnotations, then our config hash (ours wins).
-local function pod_annotations(user, config_hash)
-  return util.merge(user, { [confighash.ANNOTATION] = config_hash })
-end
-
---- Pod template of a component ("jobmanager" with spec.jobManager, "taskmanager" with
--- spec.taskManager): init containers (inheriting the component's volumeMounts), the Flink
--- container (`adjust(container)` may change it), then the sidecars; labels = the fixed
--- component labels plus podLabels. `config_hash`: the hash of the ConfigMap files the Flink
--- processes read. `extra`: more pod spec fields. Volumes: the component's, then ours under the
--- names it leaves free.
-local function component_template(c, component, comp, config_hash, adjust, extra)
-  local n, spec = c.metadata.name, c.spec
-  local shared = pods.shared(n, spec)
-  local flink = flink_container(c, component, comp, shared)
-  if adjust then adjust(flink) end
-  local containers = { flink }
-  for _, s in ipairs(comp.sidecars or {}) do containers[#containers + 1] = s end
-  local fields = {
-    nodeSelector = util.nonempty(comp.nodeSelector),
-    tolerations = util.nonempty(comp.tolerations),
-    securityContext = util.nonempty(comp.securityContext),
-  }
-  for k, v in pairs(extra or {}) do fields[k] = v end
-  return pods.template {
-    cluster_spec = spec,
-    labels = names.pod_labels(names.component_labels(n, component), comp.podLabels),
-    annotations = pod_annotations(comp.podAnnotations, config_hash),
-    init = pods.init_containers(comp.initContainers, comp.volumeMounts),
-    containers = containers,
-    volumes = pods.after("name", comp.volumes, shared.volumes),
-    extra = fields,
   }
 end
 
@@ -158,7 +83,12 @@ local function component_statefulset(c, component, comp, config_hash, rev)
   local n, spec = c.metadata.name, c.spec
   local name = component == "jobmanager" and names.jobmanager(n) or names.taskmanager(n)
   local selector = names.component_labels(n, component)
-  local template = component_template(c, component, comp, config_hash)
+  local template
+  if component == "taskmanager" then
+    template = taskmanager.pod_template({ cluster = c, config_hash = config_hash }).template
+  else
+    template = flinkpod.template(c, component, comp, config_hash)
+  end
   local sts_spec = {
     replicas = comp.replicas,
     serviceName = name,
@@ -218,7 +148,7 @@ local function jobmanager_service(c, rev)
       .. " (Cluster, VPC, External, NodePort or Headless)", 0)
   end
   local ports = {}
-  for _, p in ipairs(pods.container_ports(component_ports("jobmanager", jm.ports), jm.extraPorts)) do
+  for _, p in ipairs(pods.container_ports(flinkpod.ports("jobmanager", jm.ports), jm.extraPorts)) do
     ports[#ports + 1] = { name = p.name, port = p.containerPort, targetPort = p.name or p.containerPort,
       protocol = p.protocol }
   end
@@ -275,9 +205,9 @@ end
 --- Job `<n>-job-submitter`: one pod, never retried (backoffLimit 0, restartPolicy Never: the
 -- controller decides about resubmission), container `main` in the original operator's layout:
 -- no command (the image's entrypoint runs its arguments), args `bash
--- /opt/flink-operator/submit-job.sh` and the `flink run` arguments (lib/submit.lua); the script
+-- /opt/flink-operator/submit-job.sh` and the `flink run` arguments (lib/submitter.lua); the script
 -- is the ConfigMap's `submit-job.sh` mounted there alone (subPath). Env: FLINK_JOB_JAR_URI for
--- a remote jarFile (lib.submit.jar), FLINK_JM_ADDR, then the cluster's env like the Flink pods
+-- a remote jarFile (lib.submitter.jar), FLINK_JM_ADDR, then the cluster's env like the Flink pods
 -- (a jar on HDFS or GCS needs the same credentials). It takes the job's podLabels,
 -- podAnnotations, volumes, volumeMounts (first), initContainers, resources and
 -- securityContext. Ours besides: the whole ConfigMap at /opt/flink/conf as well (last), so
@@ -289,19 +219,19 @@ local function job_submitter(c, config_hash, rev)
   local shared = pods.shared(n, spec)
   local labels = names.cluster_labels(n)
   local env = {}
-  local _, jar_uri = submit.jar(job.jarFile)
+  local _, jar_uri = submitter.jar(job.jarFile)
   if jar_uri then env[#env + 1] = { name = "FLINK_JOB_JAR_URI", value = jar_uri } end
-  env[#env + 1] = { name = "FLINK_JM_ADDR", value = submit.jobmanager_address(c) }
+  env[#env + 1] = { name = "FLINK_JM_ADDR", value = submitter.jobmanager_address(c) }
   for _, e in ipairs(shared.env) do env[#env + 1] = e end
   -- the script alone where the original mounted it, the cluster's mounts, then the conf dir
-  local mounts = { { name = pods.CONF_VOLUME, mountPath = submit.SCRIPT_PATH, subPath = submit.SCRIPT_KEY } }
+  local mounts = { { name = pods.CONF_VOLUME, mountPath = submitter.SCRIPT_PATH, subPath = submitter.SCRIPT_KEY } }
   for i = 2, #shared.mounts do mounts[#mounts + 1] = shared.mounts[i] end
   mounts[#mounts + 1] = shared.mounts[1]
   local main = {
     name = "main",
     image = spec.image.name,
     imagePullPolicy = spec.image.pullPolicy,
-    args = submit.container_args(c),
+    args = submitter.container_args(c),
     env = util.nonempty(pods.merge_by("name", env, spec.envVars)),
     envFrom = util.nonempty(spec.envFrom),
     resources = util.nonempty(job.resources),
@@ -310,7 +240,7 @@ local function job_submitter(c, config_hash, rev)
   local template = pods.template {
     cluster_spec = spec,
     labels = names.pod_labels(labels, job.podLabels),
-    annotations = pod_annotations(job.podAnnotations, config_hash),
+    annotations = flinkpod.annotations(job.podAnnotations, config_hash),
     init = pods.init_containers(job.initContainers, job.volumeMounts),
     containers = { main },
     volumes = pods.after("name", job.volumes, shared.volumes),
@@ -327,7 +257,7 @@ end
 -- The hash of the ConfigMap files the Flink processes read: every file but the submit script
 -- (which changes with each submission's fromSavepoint and must not restart them).
 local function flink_config_hash(cm)
-  return confighash.of(cm.data, { [submit.SCRIPT_KEY] = true })
+  return confighash.of(cm.data, { [submitter.SCRIPT_KEY] = true })
 end
 
 --- What Flink's Kubernetes HA services do with ConfigMaps (leader election, job graphs,
@@ -421,21 +351,21 @@ cluster_policy.POD_NAME_ENV = "FLINK_POD_NAME"
 -- labels app, cluster, component=taskmanager, owned by the FlinkCluster.
 function cluster_policy.taskmanager_pod(input)
   local c = with_ha_account(values.without_nulls(input.cluster))
-  local n, tm = c.metadata.name, c.spec.taskManager
+  local n = c.metadata.name
   local slots, res = input.slots, input.resource
-  local function adjust(container)
-    container.resources = profile.container_resources(res, slots)
-    container.env = container.env or {}
-    table.insert(container.env, 1, { name = cluster_policy.POD_NAME_ENV,
-      valueFrom = { fieldRef = { fieldPath = "metadata.name" } } })
-    local args = { "taskmanager",
-      "-Dtaskmanager.resource-id=$(" .. cluster_policy.POD_NAME_ENV .. ")",
-      "-Dtaskmanager.numberOfTaskSlots=" .. math.tointeger(slots) }
-    for _, kv in ipairs(profile.flink_external(res, slots)) do args[#args + 1] = "-D" .. kv[1] .. "=" .. kv[2] end
-    container.args = args
-  end
-  local template = component_template(c, "taskmanager", tm, flink_config_hash(configmap(c)), adjust,
-    { restartPolicy = "Never" })
+  local template = taskmanager.pod_template({ cluster = c, config_hash = flink_config_hash(configmap(c)) }).template
+  -- the Flink container (the first; sidecars follow) with this pod's resources and options
+  local container = template.spec.containers[1]
+  container.resources = profile.container_resources(res, slots)
+  container.env = container.env or {}
+  table.insert(container.env, 1, { name = cluster_policy.POD_NAME_ENV,
+    valueFrom = { fieldRef = { fieldPath = "metadata.name" } } })
+  local args = { "taskmanager",
+    "-Dtaskmanager.resource-id=$(" .. cluster_policy.POD_NAME_ENV .. ")",
+    "-Dtaskmanager.numberOfTaskSlots=" .. math.tointeger(slots) }
+  for _, kv in ipairs(profile.flink_external(res, slots)) do args[#args + 1] = "-D" .. kv[1] .. "=" .. kv[2] end
+  container.args = args
+  template.spec.restartPolicy = "Never"
   local meta = names.metadata(c, names.taskmanager(n), template.metadata.labels, template.metadata.annotations)
   return { object = { apiVersion = "v1", kind = "Pod", metadata = meta, spec = template.spec } }
 end

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- Specs of policies/cluster.lua and its helpers (lib.names, lib.flinkconf, lib.logconf,
--- lib.pods, lib.submit).
+-- lib.pods, lib.submitter).
 -- Fixtures: policies/testdata/cluster/<case>/input.yaml (a user manifest, as applied) and
 -- expected.yaml (the list of desired objects), compared structurally after defaults.apply.
 -- Every case directory is tested. FC_UPDATE_FIXTURES=1 rewrites the expected.yaml files from
@@ -15,7 +15,7 @@ local flinkconf = require("lib.flinkconf")
 local flinkversion = require("lib.flinkversion")
 local logconf = require("lib.logconf")
 local pods = require("lib.pods")
-local submit = require("lib.submit")
+local submit = require("lib.submitter")
 local confighash = require("lib.confighash")
 
 local ROOT = fx.ROOT
@@ -659,7 +659,7 @@ describe("lib.pods", function()
   end)
 end)
 
-describe("lib.submit", function()
+describe("lib.submitter", function()
   local base = {
     metadata = { name = "wc" },
     spec = { jobManager = { ports = { ui = 8081 } },

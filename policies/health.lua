@@ -10,23 +10,19 @@
 --   {action="ok"}: nothing to do.
 --   {action="fail", reason=<text>}: the job is cancelled in Flink and its state is Failed with
 --     job.failureReason = reason and a Warning Event JobUnhealthy. A job with restartPolicy
---     FromSavepointOnFailure is then resubmitted from its latest savepoint on job.lua's RESTART_*
---     schedule (at most RESTART_MAX_ATTEMPTS times, then it stays Failed): "restart from the
---     last savepoint, Failed after N". Without it, cleanupPolicy.afterJobFails applies.
--- The decisions an operator may change are the CAPITALS below (docs/lifecycle.md, fixtures in
--- policies/testdata/health/).
+--     FromSavepointOnFailure is then resubmitted from its latest savepoint when restart.lua says
+--     so (settings.lua's RESTART_*: at most RESTART_MAX_ATTEMPTS times, then it stays Failed):
+--     "restart from the last savepoint, Failed after N". Without it, cleanupPolicy.afterJobFails applies.
+-- The decisions an operator may change are its tunables in settings.lua, section "Health":
+-- HEALTH_RESTART_THRESHOLD restarts within HEALTH_RESTART_WINDOW (Apache operator:
+-- restarts.threshold 64 within restarts.window 2 min; ours is stricter: a job that restarts
+-- every minute is broken) and HEALTH_CHECKPOINT_PROGRESS_WINDOW (only when checkpointing is on:
+-- flinkProperties execution.checkpointing.interval; off by default, as the Apache operator's
+-- checkpoint-progress.enabled) (docs/lifecycle.md, fixtures in policies/testdata/health/).
+local settings = require("settings")
+
 local health = {}
 health.contract = "hooks.flinkoperator.k8s.io/v1"
-
---- The job is unhealthy when Flink restarted it more than RESTART_THRESHOLD times within the
--- last RESTART_WINDOW (Apache operator: restarts.threshold 64 within restarts.window 2 min; ours
--- is stricter: a job that restarts every minute is broken). nil threshold: never.
-health.RESTART_THRESHOLD = 5
-health.RESTART_WINDOW = "5m"
---- The job is unhealthy when no checkpoint completed within CHECKPOINT_PROGRESS_WINDOW (only
--- when checkpointing is on: flinkProperties execution.checkpointing.interval). nil: off (the
--- Apache operator's checkpoint-progress.enabled is false by default too), e.g. "10m".
-health.CHECKPOINT_PROGRESS_WINDOW = nil
 
 local UNITS = { s = 1, m = 60, h = 3600, d = 86400 }
 
@@ -70,19 +66,21 @@ end
 --   progress=<unix s of the last progress: the newest checkpoint's ack, or when the completed
 --   count last grew, or when the job started>}, now=<unix s>}.
 function health.decide(ctx)
-  if health.RESTART_THRESHOLD then
-    local window = health.seconds(health.RESTART_WINDOW)
+  local threshold = settings.HEALTH_RESTART_THRESHOLD
+  if threshold then
+    local window = health.seconds(settings.HEALTH_RESTART_WINDOW)
     local n = health.restarts_within(ctx, window)
-    if n and n > health.RESTART_THRESHOLD then
+    if n and n > threshold then
       return { action = "fail", reason = "job " .. tostring(ctx.job.id) .. " restarted " .. n .. " times within "
-        .. tostring(health.RESTART_WINDOW) .. " (more than " .. health.RESTART_THRESHOLD .. ")" }
+        .. tostring(settings.HEALTH_RESTART_WINDOW) .. " (more than " .. threshold .. ")" }
     end
   end
   local cp = ctx.checkpoints or {}
-  local window = health.seconds(health.CHECKPOINT_PROGRESS_WINDOW)
+  local window = health.seconds(settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW)
   if window and cp.enabled and cp.progress and ctx.now - cp.progress > window then
     return { action = "fail", reason = "job " .. tostring(ctx.job.id) .. ": no checkpoint completed for "
-      .. math.floor(ctx.now - cp.progress) .. " s (more than " .. tostring(health.CHECKPOINT_PROGRESS_WINDOW) .. ")" }
+      .. math.floor(ctx.now - cp.progress) .. " s (more than "
+      .. tostring(settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW) .. ")" }
   end
   return { action = "ok" }
 end

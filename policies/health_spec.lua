@@ -8,6 +8,7 @@ local fx = require("support.fixtures")
 describe("policies/health.lua", function()
   local sandboxed = fx.sandboxed("health")
   local health = require("health")
+  local settings = require("settings")
   local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
 
   describe("fixtures", function()
@@ -32,13 +33,13 @@ describe("policies/health.lua", function()
     assert.has_error(function() health.seconds("5 minutes") end, "health: bad duration 5 minutes (e.g. 30s, 5m, 1h)")
   end)
 
-  describe("with CHECKPOINT_PROGRESS_WINDOW = 10m", function()
+  describe("with settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW = 10m", function()
     local saved
     before_each(function()
-      saved = health.CHECKPOINT_PROGRESS_WINDOW
-      health.CHECKPOINT_PROGRESS_WINDOW = "10m"
+      saved = settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW
+      settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW = "10m"
     end)
-    after_each(function() health.CHECKPOINT_PROGRESS_WINDOW = saved end)
+    after_each(function() settings.HEALTH_CHECKPOINT_PROGRESS_WINDOW = saved end)
     local function ctx(enabled, progress)
       return { job = { id = ID, state = "Running" }, flink_state = "RUNNING", start_time = 1000,
         restarts = { count = 0, samples = { { count = 0, time = 1000 } } },

@@ -5,15 +5,22 @@
 -- Flink goes out as intents (`cancel`, `list_jobs`, `job_exceptions`, and a REST submission's
 -- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
 -- `input.flink`. The decisions an operator may change are the constants and functions in
--- CAPITALS below (docs/lifecycle.md lists them with their fixtures).
+-- CAPITALS below (docs/lifecycle.md lists them with their fixtures); its numbers (polls, the
+-- Lost grace, the failure reason's length) are settings.lua's JOB_*, when a failed job is
+-- restarted is policies/restart.lua's decision, how it is submitted policies/submit.lua's, and
+-- what is removed once it ended policies/cleanup.lua's.
 -- Times in the status are RFC 3339 strings; `now` is unix seconds.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local names = require("lib.names")
 local user_control = require("lib.control")
 local failure = require("lib.failure")
-local restsubmit = require("lib.restsubmit")
+local restsubmit = require("fc.restsubmit")
+local submit = require("submit")
 local upgrade = require("lib.upgrade")
+local restart = require("restart")
+local cleanup = require("cleanup")
+local settings = require("settings")
 
 local job = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
@@ -24,52 +31,6 @@ job.CONTROL_ANNOTATION = user_control.ANNOTATION
 job.CONTROL_SAVEPOINT = user_control.SAVEPOINT
 job.CONTROL_JOB_CANCEL = user_control.JOB_CANCEL
 
---- Seconds between Flink REST polls while the job is not in a terminal state.
-job.POLL_SECONDS = 10
---- Seconds a job id may be missing from a reachable JobManager's /jobs/overview (whether it ran
--- before or was never listed) before it is Lost: right after a JobManager (re)start the list is
--- empty while HA recovery brings the job back (flink-rest-notes.md, GET /jobs/overview: "confirm
--- over several polls"), and a Lost job is resubmitted by FromSavepointOnFailure, which would then
--- run it twice. 3 polls. Fixtures: job/observe-missing-grace, observe-lost, observe-never-listed-lost.
-job.LOST_AFTER_SECONDS = 3 * job.POLL_SECONDS
---- The same with Flink's Kubernetes HA services (upgradeMode last-state): a new JobManager first
--- wins the leader election (Flink's lease, 15 s by default) and then recovers the job graph from
--- the HA storage before it lists the job again. Fixture: job/observe-missing-grace-ha.
-job.LOST_AFTER_SECONDS_HA = 12 * job.POLL_SECONDS
-
---- Restart schedule of restartPolicy FromSavepointOnFailure. Change these to change how often
--- and how fast a failed job is resubmitted, e.g. "restart at most 3 times, 30 s apart":
--- RESTART_INITIAL_DELAY_SECONDS = 30, RESTART_BACKOFF_FACTOR = 1, RESTART_MAX_ATTEMPTS = 3.
--- Restart n (1, 2, ...) is submitted min(RESTART_MAX_DELAY_SECONDS, RESTART_INITIAL_DELAY_SECONDS
--- * RESTART_BACKOFF_FACTOR^(n-1)) seconds after the failure was first seen (status
--- job.nextRestartTime, ours); meanwhile the status shows the job Failed (or Lost) with its
--- job.failureReason. After RESTART_MAX_ATTEMPTS restarts the job stays Failed and
--- cleanupPolicy.afterJobFails applies. The count (job.restartAttempt, ours) starts again once a
--- job has run RESTART_RESET_AFTER_SECONDS in Flink. Defaults: Kubernetes' CrashLoopBackOff
--- (kubelet: 10 s, doubled per crash, capped at 300 s, forgotten after 10 min of running), with a
--- limit of 3 attempts (ours: the kubelet retries for ever; a job that failed 3 times from the same
--- savepoint needs a human). Fixtures: policies/testdata/job/decide-restart-*.
-job.RESTART_INITIAL_DELAY_SECONDS = 10
-job.RESTART_BACKOFF_FACTOR = 2
-job.RESTART_MAX_DELAY_SECONDS = 300
-job.RESTART_MAX_ATTEMPTS = 3
-job.RESTART_RESET_AFTER_SECONDS = 600
---- How the job is submitted: true = through the JobManager's REST API (lib.restsubmit: the
--- controller downloads the jar, uploads it with POST /jars/upload and runs it with POST
--- /jars/<id>/run, giving the job its id), false = the submitter Job (`flink run` in a pod).
--- Shipped: REST for a jarFile given as an http(s):// URL (the submitter image of the API cannot
--- fetch one), the submitter Job otherwise. E.g. always REST: `function(spec) return true end`.
--- Fixtures: job/decide-rest-submit-*.
-function job.SUBMIT_WITH_REST(spec)
-  return type(spec.jarFile) == "string" and spec.jarFile:match("^https?://") ~= nil
-end
-
---- Longest failureReason kept in the status (bytes; longer text is cut).
-job.FAILURE_REASON_MAX = 300
--- A 2xx answer to GET /jobs/<id>/exceptions with no entry (Flink had not yet archived the
--- failure in its exception history) is asked again on a pass at least this many seconds later;
--- a failed call is not (a 404: Flink no longer knows the job).
-job.EXCEPTIONS_RETRY_SECONDS = 5
 
 --- Flink JobStatus (flink-core api/common/JobStatus.java) -> FlinkCluster job state, as the
 -- API defines it: every non-terminal state is Running; SUSPENDED is only locally terminal.
@@ -83,26 +44,6 @@ job.FLINK_STATES = {
 -- longer or never lists) counts as failed: afterJobFails applies, and FromSavepointOnFailure
 -- restarts it.
 job.TERMINAL = { Succeeded = true, Failed = true, Cancelled = true, Lost = true }
-
--- cleanupPolicy field for each terminal state.
-local CLEANUP_FIELD = { Succeeded = "afterJobSucceeds", Failed = "afterJobFails", Cancelled = "afterJobCancelled",
-  Lost = "afterJobFails" }
-local CLEANUP_DEFAULT = { Succeeded = "DeleteCluster", Failed = "KeepCluster", Cancelled = "DeleteCluster",
-  Lost = "KeepCluster" }
-
--- The children each cleanupPolicy action removes ({kind=, name=}; no name: every one of that
--- kind; kind "Pod": the Native TaskManager pods, whose slot demand becomes 0). The submitter Job
--- stays (its pod tells the job id and why a submission failed), and so do the
--- ControllerRevisions (the revision history).
-local CLEANUP_REMOVES = {
-  DeleteCluster = function()
-    return { { kind = "StatefulSet" }, { kind = "Service" }, { kind = "Ingress" }, { kind = "ConfigMap" },
-      { kind = "Pod" } }
-  end,
-  DeleteTaskManager = function(n)
-    return { { kind = "StatefulSet", name = names.taskmanager(n) }, { kind = "Pod" } }
-  end,
-}
 
 -- Job state of a job that Flink reports FINISHED after our stop-with-savepoint (or FAILED after
 -- its savepoint was written), by the savepoint's reason: a cancel is Cancelled
@@ -172,7 +113,8 @@ local function submitter_failure(children, submitter)
         for _, cs in ipairs((pod.status or {}).containerStatuses or {}) do
           local t = (cs.state or {}).terminated or (cs.lastState or {}).terminated
           -- the submit script writes the tail of `flink run`'s output there
-          local cause = t and (tonumber(t.exitCode) or 1) ~= 0 and failure.cause(t.message, job.FAILURE_REASON_MAX)
+          local cause = t and (tonumber(t.exitCode) or 1) ~= 0
+            and failure.cause(t.message, settings.JOB_FAILURE_REASON_MAX)
           if cause then return "submission failed: " .. cause end
         end
       end
@@ -190,8 +132,14 @@ end
 -- (GET /jobs/<id>/exceptions, decoded by fc.flink into flink.exceptions[<id>]) once known.
 local function flink_failure(id, flink)
   local ex = (flink.exceptions or {})[id] or {}
-  local cause = failure.cause(ex.stacktrace, job.FAILURE_REASON_MAX) or ex.name
+  local cause = failure.cause(ex.stacktrace, settings.JOB_FAILURE_REASON_MAX) or ex.name
   return "Flink reports job " .. id .. " FAILED" .. (cause and (": " .. cause) or "")
+end
+
+-- "submission failed: <the root cause of Flink's or the download's error text>" (a failed REST
+-- submission, fc.restsubmit), at most submit.REASON_MAX bytes.
+local function submission_failed(text)
+  return "submission failed: " .. (failure.cause(text, submit.REASON_MAX - 19) or "no reason given")
 end
 
 local function find_flink_job(flink, id)
@@ -206,7 +154,7 @@ end
 --   jobmanager={scheme=, service=, port=} (where the JobManager's REST API is: every intent of
 --   this cluster goes there),
 --   intents={{kind="job_exceptions", job_id=}} (for a FAILED job: its failure cause; asked once,
---   again after EXCEPTIONS_RETRY_SECONDS while Flink answered with no entry)}
+--   again after settings.JOB_EXCEPTIONS_RETRY_SECONDS while Flink answered with no entry)}
 -- input: {cluster=<defaulted FlinkCluster, status as observed or {}>, children={<kind>={<name>=obj}},
 --   flink={reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>},...}, operations={},
 --   exceptions={<job id>={name=, stacktrace=, error=, time=}}} (fc.flink.view),
@@ -214,14 +162,14 @@ end
 -- Rules (API "Behaviour"): the id comes from the status, else from the submitter pod's
 -- termination message; with the JobManager reachable, the Flink state maps through
 -- FLINK_STATES; an id absent from the JobManager's list, whether seen live before or never
--- listed at all, keeps its state for LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
+-- listed at all, keeps its state for settings.JOB_LOST_AFTER_SECONDS (job.missingSince, ours, RFC 3339,
 -- records the first absence), then is Lost; a job already ended keeps its state; without the
 -- JobManager the last state stays. No id: Failed when the submitter Job failed (submission
 -- failed), else Pending. FINISHED after our stop-with-savepoint (status.savepoint.stop for this
 -- id) is Cancelled for a cancel and Updating for an update. job.failureReason (ours, at most
--- FAILURE_REASON_MAX bytes) says why a job is Failed or Lost: Flink's FAILED, the missing id, or
--- the submitter's termination message; job.restartAttempt is forgotten once the job has run
--- RESTART_RESET_AFTER_SECONDS.
+-- settings.JOB_FAILURE_REASON_MAX bytes) says why a job is Failed or Lost: Flink's FAILED, the
+-- missing id, or the submitter's termination message; job.restartAttempt is forgotten when
+-- restart.reset says so (the job ran settings.RESTART_RESET_AFTER_SECONDS).
 function job.observe(input)
   local cluster = input.cluster
   local n = cluster.metadata.name
@@ -253,21 +201,22 @@ function job.observe(input)
         out.failureReason = flink_failure(out.id, flink)
         local ex = (flink.exceptions or {})[out.id]
         if not ex or (not ex.name and not ex.stacktrace and not ex.error
-            and input.now - (tonumber(ex.time) or 0) >= job.EXCEPTIONS_RETRY_SECONDS) then
+            and input.now - (tonumber(ex.time) or 0) >= settings.JOB_EXCEPTIONS_RETRY_SECONDS) then
           asks[1] = { kind = "job_exceptions", job_id = out.id }
         end
       end
     elseif restsubmit.run_error(out, flink) and not job.TERMINAL[out.state] then
-      -- our REST submission's run request failed (lib.restsubmit)
+      -- our REST submission's run request failed (fc.restsubmit)
       out.state = "Failed"
-      out.failureReason = restsubmit.run_error(out, flink)
+      out.failureReason = submission_failed(restsubmit.run_error(out, flink))
     elseif restsubmit.run_lost(out, flink) and not job.TERMINAL[out.state] then
       -- our run request went out from an earlier controller process and Flink never got it:
-      -- submit again with the same id (lib.restsubmit), instead of Lost after the grace period
+      -- submit again with the same id (fc.restsubmit), instead of Lost after the grace period
       restsubmit.again(out, input.now)
     elseif flink.reachable and not job.TERMINAL[out.state] then
       local since = clock.parse(old.missingSince) or input.now
-      local grace = upgrade.ha_enabled(cluster.spec) and job.LOST_AFTER_SECONDS_HA or job.LOST_AFTER_SECONDS
+      local grace = upgrade.ha_enabled(cluster.spec) and settings.JOB_LOST_AFTER_SECONDS_HA
+        or settings.JOB_LOST_AFTER_SECONDS
       if input.now - since >= grace then
         out.state = "Lost"
         out.failureReason = "job " .. out.id .. " not listed by the JobManager for "
@@ -282,9 +231,7 @@ function job.observe(input)
   elseif not job.TERMINAL[out.state] and out.state ~= "Updating" then
     out.state = "Pending"
   end
-  if out.state == "Running" and start_time > 0 and input.now - start_time >= job.RESTART_RESET_AFTER_SECONDS then
-    out.restartAttempt = nil
-  end
+  if restart.reset({ state = out.state, start_time = start_time, now = input.now }) then out.restartAttempt = nil end
   if out.state == "Running" or out.state == "Pending" then out.failureReason = nil end
   -- the JobManager Service cluster.lua renders, its REST (`ui`) port
   local jobmanager = { scheme = "http", service = names.jobmanager(n),
@@ -374,7 +321,7 @@ function job.decide(input)
         message = tostring(health.reason) .. ": cancelled, job Failed" }
     end
     j.state = "Failed"
-    j.failureReason = tostring(health.reason):sub(1, job.FAILURE_REASON_MAX)
+    j.failureReason = tostring(health.reason):sub(1, settings.JOB_FAILURE_REASON_MAX)
   end
   local running = j.state == "Running" and j.id ~= nil
 
@@ -510,42 +457,32 @@ function job.decide(input)
     end
   end
 
-  -- Restart: FromSavepointOnFailure resubmits a Failed or Lost job from its latest savepoint,
-  -- on the RESTART_* schedule; after RESTART_MAX_ATTEMPTS it stays Failed (cleanup applies).
+  -- Restart: FromSavepointOnFailure resubmits a Failed or Lost job from its latest savepoint
+  -- when policies/restart.lua says so (wait, restart, or give up: it stays Failed, cleanup applies).
   local restarting, restart_waits = false, false
   local location = j.savepointLocation or spec.fromSavepoint
   if not update.pending and spec.restartPolicy == "FromSavepointOnFailure"
       and (j.state == "Failed" or j.state == "Lost") and j.id and location and not cancel_wanted then
-    local attempt = (tonumber(j.restartAttempt) or 0) + 1
-    local due = clock.parse(j.nextRestartTime)
-    if attempt > job.RESTART_MAX_ATTEMPTS then
+    local r = restart.decide({ job = j, now = now })
+    if r.action == "give_up" then
       j.nextRestartTime = nil
       if ((status.components or {}).job or {}).state ~= j.state then
-        d.events[#d.events + 1] = { type = "Warning", reason = "RestartLimitReached",
-          message = "job " .. j.id .. " " .. j.state .. " after " .. job.RESTART_MAX_ATTEMPTS
-            .. " restarts: not restarted again (cleanupPolicy.afterJobFails applies)" }
+        d.events[#d.events + 1] = { type = "Warning", reason = "RestartLimitReached", message = "job " .. j.id
+          .. " " .. j.state .. " " .. r.reason .. ": not restarted again (cleanupPolicy.afterJobFails applies)" }
       end
-    elseif not due then
-      -- first pass that sees the failure: show it, restart later
-      local delay = math.min(job.RESTART_MAX_DELAY_SECONDS,
-        job.RESTART_INITIAL_DELAY_SECONDS * job.RESTART_BACKOFF_FACTOR ^ (attempt - 1))
-      delay = math.floor(delay)
-      j.nextRestartTime = clock.format(now + delay)
+    elseif r.action == "wait" then
       restart_waits = true
-      d.requeue_after = delay
-    elseif now < due then
-      restart_waits = true
-      d.requeue_after = due - now
+      j.nextRestartTime = r.next_restart_time
+      d.requeue_after = r.after_seconds
     else
       restarting = true
       retire_submitter()
       d.from_savepoint = location
-      d.events[#d.events + 1] = { type = "Warning", reason = "JobRestarted",
-        message = "restart " .. attempt .. " of " .. job.RESTART_MAX_ATTEMPTS .. ": job " .. j.id .. " "
-          .. j.state .. (j.failureReason and (" (" .. j.failureReason .. ")") or "")
-          .. ", resubmitted from " .. location }
+      d.events[#d.events + 1] = { type = "Warning", reason = "JobRestarted", message = r.reason .. ": job " .. j.id
+        .. " " .. j.state .. (j.failureReason and (" (" .. j.failureReason .. ")") or "")
+        .. ", resubmitted from " .. location }
       j.restartCount = (j.restartCount or 0) + 1
-      j.restartAttempt = attempt
+      j.restartAttempt = r.attempt
       j.nextRestartTime = nil
       j.failureReason = nil -- told by the Event
       j.id = nil
@@ -557,17 +494,17 @@ function job.decide(input)
   local wants_job = (j.state == "Pending" or j.state == "Updating") and not j.id and not cancel_wanted
   if wants_job and not (submitter or d.resubmit or restarting or d.hold) and all_ready(input.components) then
     local submitted = true
-    if job.SUBMIT_WITH_REST(spec) then
-      -- through the REST API, one step per pass (lib.restsubmit); the job id is ours
+    if submit.method({ job = spec }).method == "rest" then
+      -- through the REST API, one step per pass (fc.restsubmit); the job id is ours
       local from = d.from_savepoint or j.fromSavepoint or spec.fromSavepoint
       local step = restsubmit.step({ job = j, spec = spec, flink = input.flink,
-        from_savepoint = from ~= "" and from or nil, now = now })
+        from_savepoint = from ~= "" and from or nil, now = now, limits = submit.limits() })
       for _, i in ipairs(step.intents) do d.intents[#d.intents + 1] = i end
       d.requeue_after = step.requeue_after
       submitted = step.submitted == true
       if step.failed then
         j.state = "Failed"
-        j.failureReason = step.failed
+        j.failureReason = submission_failed(step.failed)
       end
     else
       d.submit = true
@@ -591,11 +528,10 @@ function job.decide(input)
   -- stop-with-savepoint has not been read yet: Flink may list the job FINISHED before the stop's
   -- savepoint is polled, and that poll needs the JobManager still there.
   if job.TERMINAL[j.state] and not restarting and not restart_waits and not stop_in_flight then
-    local policy = spec.cleanupPolicy or {}
-    local action = policy[CLEANUP_FIELD[j.state]] or CLEANUP_DEFAULT[j.state]
-    if action ~= "KeepCluster" then
-      d.cleanup = action
-      d.remove = CLEANUP_REMOVES[action] and CLEANUP_REMOVES[action](cluster.metadata.name)
+    local c = cleanup.decide({ name = cluster.metadata.name, state = j.state, policy = spec.cleanupPolicy })
+    if c.action ~= "KeepCluster" then
+      d.cleanup = c.action
+      d.remove = c.remove
     end
   end
 
@@ -609,7 +545,7 @@ function job.decide(input)
   end
 
   if not job.TERMINAL[j.state] then
-    d.requeue_after = math.min(d.requeue_after or job.POLL_SECONDS, job.POLL_SECONDS)
+    d.requeue_after = math.min(d.requeue_after or settings.JOB_POLL_SECONDS, settings.JOB_POLL_SECONDS)
   end
   if j.state ~= "Failed" and j.state ~= "Lost" then j.nextRestartTime = nil end
   d.control = control

@@ -61,7 +61,7 @@ describe("policies/job.lua", function()
   local LIST = { kind = "list_jobs" }
   local CANCEL = { kind = "cancel", job_id = ID }
 
-  it("calls a job missing from a live JobManager Lost only after LOST_AFTER_SECONDS", function()
+  it("calls a job missing from a live JobManager Lost only after settings.JOB_LOST_AFTER_SECONDS", function()
     local function observe(missing_since, jobs, now)
       return job.observe({
         cluster = { metadata = { name = "wc" }, spec = { job = {} }, status = { components = { job = {
@@ -69,7 +69,7 @@ describe("policies/job.lua", function()
         children = {}, flink = { reachable = true, jobs = jobs }, now = now,
       }).job
     end
-    assert.equal(30, job.LOST_AFTER_SECONDS)
+    assert.equal(30, require("settings").JOB_LOST_AFTER_SECONDS)
     -- 29 s after the first absence: still Running, the first absence kept
     local j = observe("2023-11-14T22:14:31Z", {}, 1700000100)
     assert.equal("Running", j.state)

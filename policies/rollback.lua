@@ -17,18 +17,16 @@
 --     reason. The user's spec is not tried again until it changes (a new generation).
 --     Without a stable revision to return to (the first revision, never healthy) the framework
 --     only waits.
--- The decisions an operator may change are the CAPITALS below (docs/lifecycle.md, "Rollback";
+-- Healthy: Flink runs the job (RUNNING), it has not restarted since it started (numRestarts 0),
+-- and it has run so for at least settings.ROLLBACK_STABLE_SECONDS; the deadline without
+-- readinessTimeoutSeconds (the CRD's default) is settings.ROLLBACK_DEFAULT_TIMEOUT_SECONDS. The
+-- tunables an operator may change are those, in settings.lua (docs/lifecycle.md, "Rollback";
 -- fixtures in policies/testdata/rollback/).
 local clock = require("lib.clock")
+local settings = require("settings")
 
 local rollback = {}
 rollback.contract = "hooks.flinkoperator.k8s.io/v1"
-
---- Healthy: Flink runs the job (RUNNING), it has not restarted since it started (numRestarts
---- 0), and it has run so for at least STABLE_SECONDS.
-rollback.STABLE_SECONDS = 20
---- The deadline when spec.job.rollback.readinessTimeoutSeconds is unset (the CRD's default).
-rollback.DEFAULT_TIMEOUT_SECONDS = 300
 
 --- rollback.decide(input) -> {action="stable"} | {action="wait", requeue_after=} |
 --   {action="rollback", reason=}
@@ -41,16 +39,16 @@ rollback.DEFAULT_TIMEOUT_SECONDS = 300
 function rollback.decide(input)
   local job = input.job
   local now = input.now
-  local timeout = tonumber(input.settings.readinessTimeoutSeconds) or rollback.DEFAULT_TIMEOUT_SECONDS
+  local timeout = tonumber(input.settings.readinessTimeoutSeconds) or settings.ROLLBACK_DEFAULT_TIMEOUT_SECONDS
   local running = job.state == "Running" and input.flink_state == "RUNNING" and input.start_time > 0
   local calm = input.restarts == 0
-  if running and calm and now - input.start_time >= rollback.STABLE_SECONDS then
+  if running and calm and now - input.start_time >= settings.ROLLBACK_STABLE_SECONDS then
     return { action = "stable" }
   end
   local left = (clock.parse(input.since) or now) + timeout - now
   if left > 0 then
     local wait = left
-    if running and calm then wait = math.min(wait, input.start_time + rollback.STABLE_SECONDS - now) end
+    if running and calm then wait = math.min(wait, input.start_time + settings.ROLLBACK_STABLE_SECONDS - now) end
     return { action = "wait", requeue_after = math.max(1, math.ceil(wait)) }
   end
   local why

@@ -7,6 +7,7 @@ local fx = require("support.fixtures")
 describe("policies/rollback.lua", function()
   local sandboxed = fx.sandboxed("rollback")
   local rollback = require("rollback")
+  local settings = require("settings")
 
   describe("fixtures", function()
     local all = fx.cases("rollback")
@@ -31,9 +32,9 @@ describe("policies/rollback.lua", function()
   end
 
   it("judges stable at STABLE_SECONDS of running without restarts, not a second before", function()
-    assert.same({ action = "stable" }, rollback.decide(input(1000, 1000 + rollback.STABLE_SECONDS, 0)))
+    assert.same({ action = "stable" }, rollback.decide(input(1000, 1000 + settings.ROLLBACK_STABLE_SECONDS, 0)))
     assert.same({ action = "wait", requeue_after = 1 },
-      rollback.decide(input(1000, 1000 + rollback.STABLE_SECONDS - 1, 0)))
+      rollback.decide(input(1000, 1000 + settings.ROLLBACK_STABLE_SECONDS - 1, 0)))
   end)
 
   it("rolls back at the deadline, not a second before; a restart count not yet known is not calm", function()

@@ -1,64 +1,41 @@
 -- SPDX-License-Identifier: Apache-2.0
---- policies/savepoint.lua: when to take a savepoint of the running job, and the progress of
--- the one in flight. Pure; called by the framework after job.observe and before job.decide.
+--- policies/savepoint.lua: when to take a savepoint of the running job, and which recorded
+-- savepoints to keep. Pure; the framework (fc.savepoints) calls savepoint.decide once per pass,
+-- after job.observe and before job.decide.
 --
--- A savepoint is one of our trigger ids (lib.trigger, 32 hex), chosen here and written to
--- status.savepoint.triggerID in the pass that decides it; the trigger intent ("savepoint" or
--- "stop") goes to Flink only once that status is written (fc.flink sends triggers after the
--- status), and carries the id, so Flink keys the operation by it: the same trigger sent twice is
--- one savepoint. Flink REST (fc.flink, flink-rest-notes.md "Async operation pattern"):
--- `POST /jobs/<id>/savepoints` or `/stop` with {"triggerId": <ours>}, then
--- `GET /jobs/<id>/savepoints/<ours>` until COMPLETED (operation.location, or failure-cause).
--- Answers arrive decoded in input.flink.operations[<trigger id>] (fc.flink.view).
---
--- Recovery: a savepoint InProgress whose id has no answer in this
--- controller (it restarted, another replica took over, or the request has not been answered
--- yet) is looked up by its id after POLL_SECONDS: found, it is followed to its outcome; unknown
--- to Flink (404: the request never arrived, or its result expired or went with the JobManager),
--- the same trigger is sent again while the job runs (Flink makes it one savepoint), and after
--- TRIGGER_TIMEOUT without Flink knowing it, it is TriggerFailed. Never a second id for one request.
+-- The trigger protocol is the framework's (lua/fc/savepoints.lua): it follows the savepoint in
+-- flight (trigger ids, polling Flink, recovery after a restart, its timeouts), records every
+-- savepoint that ends in job.savepointHistory, and, when this policy asks for one (`take`),
+-- chooses its trigger id and sends the trigger or stop. This file only decides.
 --
 -- Reasons, highest priority first (one savepoint at a time): "job cancel" (cancelRequested or
 -- the job-cancel user control), "update" (a new revision), "user requested"
 -- (savepointGeneration = status + 1, or the savepoint user control), "scheduled initial" /
--- "scheduled" (autoSavepointSeconds).
+-- "scheduled" (autoSavepointSeconds: the schedule, step 3 below).
 --
--- The savepoint of "job cancel" and "update" also ends the job: Flink's stop-with-savepoint
--- (the "stop" intent: drain false, no MAX_WATERMARK, the job resumes from the savepoint as it
--- was), polled like a savepoint; on success Flink reports the job FINISHED (job.lua maps that to
--- Cancelled/Updating, not Succeeded). status.savepoint.stop = true (ours) marks such a
--- savepoint. When the stop fails (e.g. a task already finished), the next pass falls back to a
--- plain savepoint, which job.lua follows with a cancel. A stop that wrote its savepoint and then
--- failed stopping (Flink's StopWithSavepointStoppingException: "A savepoint has been created at:
--- <path>, but the corresponding job <id> failed during stopping") counts as Succeeded with that
--- path. An update always restores from the savepoint of the job it ended.
+-- The savepoint of the reasons in settings.SAVEPOINT_STOP_REASONS ("job cancel" and "update")
+-- also ends the job: Flink's stop-with-savepoint (drain false: the job resumes from the
+-- savepoint as it was); on success Flink reports the job FINISHED (job.lua maps that to
+-- Cancelled/Updating, not Succeeded). status.savepoint.stop = true marks such a savepoint. When
+-- the stop fails (e.g. a task already finished), the next pass falls back to a plain savepoint,
+-- which job.lua follows with a cancel. An update always restores from the savepoint of the job
+-- it ended. Tunables: the "-- Savepoints" section of settings.lua.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
-local trigger = require("lib.trigger")
 local retention = require("lib.retention")
 local upgrade = require("lib.upgrade")
+local settings = require("settings")
 
 local savepoint = {}
 --- The hook contract this policy is written for (fc.contract; another version is refused).
 savepoint.contract = "hooks.flinkoperator.k8s.io/v1"
 
 savepoint.CONTROL_ANNOTATION = user_control.ANNOTATION
---- Seconds between polls of a savepoint in progress.
-savepoint.POLL_SECONDS = 5
---- Seconds a trigger may stay unknown to Flink (no answer, or 404 on the lookup) before it is
--- TriggerFailed.
-savepoint.TRIGGER_TIMEOUT = 60
---- Seconds after which a savepoint still in progress is marked Failed.
-savepoint.COMPLETE_TIMEOUT = 600
---- Seconds to wait before retrying a failed on-demand savepoint (update, cancel).
-savepoint.RETRY_SECONDS = 30
---- Reasons whose savepoint ends the job with stop-with-savepoint (false: savepoint, then cancel).
-savepoint.STOP_WITH_SAVEPOINT = { ["job cancel"] = true, update = true }
 
 local ON_DEMAND = { "job cancel", "update", "user requested" }
 
--- `out` of savepoint.decide with the history's retention applied (lib.retention.plan): the
+-- `out` with the history's retention applied (lib.retention.plan): the
 -- new status.components.job.savepointHistory, the disposal intents and their Events.
 local function retain(input, out)
   local spec = input.cluster.spec.job or {}
@@ -80,39 +57,42 @@ local function retain(input, out)
   return out
 end
 
---- savepoint.decide(input) -> {savepoint=<status.savepoint>, job=<status.components.job with
---   lastSavepointTriggerID, lastSavepointTriggerTime, lastSavepointTime, savepointLocation,
---   savepointGeneration updated>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
---   intents={{kind="savepoint"|"stop"|"savepoint_status", id=<trigger id>, job_id=,
---   target_directory=}|{kind="dispose_savepoint"|"dispose_status", ...}...} (fc.flink),
---   events={{type=, reason="SavepointDisposed"|"SavepointDisposalFailed", message=}...},
---   requeue_after=<seconds or nil>}
--- job.savepointHistory: every savepoint that ended, newest first, and its retention
--- (spec.job.savepointRetention): lib.retention. job.latestCheckpoint: the latest completed
--- checkpoint Flink reported (flink.health, the health polls of a job with checkpointing on):
--- lib.upgrade.latest_checkpoint.
--- input: {cluster=<defaulted, status as observed>, job=<from job.observe>, start_time=<unix s the
---   job started in Flink, 0 unknown>, flink={operations={<trigger id>={phase=, status=, location=,
---   failure=, error=, not_found=, time=}}, disposals={<trigger id>={...}}} (fc.flink.view),
---   components=<status.components(): the JobManager's readiness gates disposal>,
---   update={pending=bool, old_job=<the current revision's spec.job>}, now=<unix seconds>}.
+--- savepoint.decide(input) -> {job=<input.job with latestCheckpoint and the history's
+--   retention applied>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
+--   take=<nil, or {reason=<one of the reasons above>, stop=<bool: stop-with-savepoint>}: a new
+--   savepoint to trigger now (the framework starts it when none is in flight and the job runs
+--   with a savepointsDir)>, intents=<the disposals: {kind="dispose_savepoint"|"dispose_status",
+--   ...} (lib.retention, fc.flink)>, events={{type=, reason="SavepointDisposed"|
+--   "SavepointDisposalFailed", message=}...}, requeue_after=<seconds or nil>}
+-- input: {cluster=<defaulted; cluster.status.savepoint is the one observed before this pass>,
+--   job=<status.components.job after the framework read the savepoint in flight: history,
+--   savepointLocation, lastSavepointTriggerTime, savepointGeneration ...>, savepoint=<status.
+--   savepoint after that: {state="NotTriggered"|"InProgress"|"Succeeded"|"Failed"|
+--   "TriggerFailed", triggerID, jobID, triggerReason, triggerTime, requestTime, stop, message}>,
+--   start_time=<unix s the job started in Flink, 0 unknown>, flink={disposals={<id>={...}},
+--   health={<job id>={checkpoints=}}} (fc.flink.view), components=<status.components(): the
+--   JobManager's readiness gates disposal>, update={pending=bool, old_job=<the current
+--   revision's spec.job>}, now=<unix seconds>}.
 -- `outcome` has a key for each on-demand reason asked for now: "done" once a savepoint for it
 -- of this job succeeded (status.savepoint.stop says whether it also stopped the job), "skipped"
 -- when no savepoint applies (no savepointsDir, takeSavepointOnUpgrade false, an update whose
--- upgrade mode is not savepoint: lib.upgrade.effective), "failed" when the
--- last one failed (retried after RETRY_SECONDS for update and cancelRequested); a failed stop is
--- "pending": a plain savepoint is triggered at once instead (then job.lua cancels).
+-- upgrade mode is not savepoint: lib.upgrade.effective), "failed" when the last one failed
+-- (retried after settings.SAVEPOINT_RETRY_SECONDS for update and cancelRequested); a failed stop
+-- is "pending": a plain savepoint is taken at once instead (then job.lua cancels).
+-- job.savepointHistory and its retention (spec.job.savepointRetention): lib.retention.
+-- job.latestCheckpoint: the latest completed checkpoint Flink reported (flink.health, the
+-- health polls of a job with checkpointing on): lib.upgrade.latest_checkpoint.
+-- Fixtures: policies/testdata/savepoint/; the protocol's: tests/testdata/savepoints/.
 function savepoint.decide(input)
   local cluster = input.cluster
   local spec = cluster.spec.job or {}
   local status = cluster.status or {}
   local now = input.now
   local j = util.deepcopy(input.job)
-  local sp = util.deepcopy(status.savepoint or { state = "NotTriggered" })
-  local out = { savepoint = sp, job = j, outcome = {}, intents = {} }
+  local sp = input.savepoint or { state = "NotTriggered" }
+  local out = { job = j, outcome = {}, intents = {} }
   local running = j.state == "Running" and j.id ~= nil
   local dir = spec.savepointsDir
-  local operations = (input.flink or {}).operations or {}
   -- the latest completed checkpoint Flink reported for this job (lib.upgrade.latest_checkpoint):
   -- with HA (last-state) what the JobManager recovers from
   local seen = (((input.flink or {}).health or {})[j.id or ""] or {}).checkpoints
@@ -121,74 +101,10 @@ function savepoint.decide(input)
   local function requeue(s)
     if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end
   end
-  local function ask(kind)
-    out.intents[#out.intents + 1] = { kind = kind, id = sp.triggerID, job_id = sp.jobID, target_directory = dir }
-  end
-
-  -- 1. The savepoint in flight: its answer from Flink, under our trigger id.
-  if sp.state == "InProgress" then
-    local t0 = clock.parse(sp.triggerTime) or now
-    local op = sp.triggerID and operations[sp.triggerID] or nil
-    local function finish(state, message, location)
-      sp.state = state
-      sp.message = message
-      -- every savepoint that ends is recorded in the history (lib.retention)
-      j.savepointHistory = retention.record(j.savepointHistory, { triggerID = sp.triggerID, jobID = sp.jobID,
-        triggerReason = sp.triggerReason, state = state, message = message, location = location }, now)
-      if sp.triggerReason == "user requested" then
-        local gen = tonumber(spec.savepointGeneration) or 0
-        if gen == (tonumber(j.savepointGeneration) or 0) + 1 then j.savepointGeneration = gen end
-      end
-    end
-    local created = sp.stop and op and type(op.failure) == "string"
-      and op.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
-    if not sp.triggerID or not sp.jobID then
-      -- written by a controller that recorded no trigger id: nothing to look up
-      finish("TriggerFailed", "no trigger id recorded for this savepoint")
-    elseif op and op.status == "COMPLETED" then
-      if op.location or created then
-        -- `created`: the stop wrote its savepoint, then the job failed while stopping (Flink's
-        -- StopWithSavepointStoppingException); the savepoint is consistent and used as such,
-        -- as the Flink Kubernetes operator does (flink-rest-notes.md, POST /jobs/:jobid/stop)
-        finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
-          .. op.failure) or nil, op.location or created)
-        j.savepointLocation = op.location or created
-        j.lastSavepointTime = clock.format(now)
-      else
-        finish("Failed", tostring(op.failure or "savepoint failed"))
-      end
-    elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
-      -- Flink refused the trigger (e.g. 503 leader election, 404 job gone)
-      finish("TriggerFailed", tostring(op.error))
-    elseif now - t0 >= savepoint.COMPLETE_TIMEOUT then
-      finish("Failed", "savepoint not completed after " .. savepoint.COMPLETE_TIMEOUT .. "s")
-    elseif op and op.not_found then
-      -- Flink does not know our id: the trigger never arrived (or its result is gone). Send the
-      -- same trigger again while the job runs (one savepoint however often it arrives).
-      if running and dir and j.id == sp.jobID and now - t0 < savepoint.TRIGGER_TIMEOUT then
-        ask(sp.stop and "stop" or "savepoint")
-        requeue(savepoint.POLL_SECONDS)
-      else
-        finish("TriggerFailed", "Flink does not know trigger " .. sp.triggerID .. " of job " .. sp.jobID
-          .. " (" .. tostring(op.error) .. ")")
-      end
-    elseif op and (op.phase == "accepted" or op.status == "IN_PROGRESS" or op.error) then
-      -- accepted, in progress, or the last poll went unanswered: poll again
-      ask("savepoint_status")
-      requeue(savepoint.POLL_SECONDS)
-    elseif now - t0 >= savepoint.POLL_SECONDS then
-      -- no answer in this controller: triggered by another (a restart, a failover) or the
-      -- trigger is still on its way; look the id up
-      ask("savepoint_status")
-      requeue(savepoint.POLL_SECONDS)
-    else
-      requeue(savepoint.POLL_SECONDS - (now - t0))
-    end
-  end
 
   if not running then return retain(input, out) end
 
-  -- 2. What is asked for now.
+  -- 1. What is asked for now.
   local control = status.control
   local control_live = control and control.state == "Progressing"
   -- a user control is asked for while it is in progress, or when its annotation asks for a new
@@ -218,7 +134,7 @@ function savepoint.decide(input)
   end
   local gen = tonumber(spec.savepointGeneration) or 0
   if gen == (tonumber(j.savepointGeneration) or 0) + 1 then
-    -- consumed when its savepoint completes (step 1), so only one in flight matches it
+    -- consumed when its savepoint ends (fc.savepoints), so only one in flight matches it
     local in_flight = sp.state == "InProgress" and sp.triggerReason == "user requested"
     asked["user requested"] = { since = in_flight and 0 or math.huge, retry = false }
   end
@@ -226,7 +142,7 @@ function savepoint.decide(input)
     asked["user requested"] = { since = control_since, retry = false }
   end
 
-  -- 3. The outcome of each on-demand reason; trigger the first one that needs a savepoint.
+  -- 2. The outcome of each on-demand reason; take the first one that needs a savepoint.
   local busy = sp.state == "InProgress"
   local to_trigger, stop
   for _, reason in ipairs(ON_DEMAND) do
@@ -251,17 +167,19 @@ function savepoint.decide(input)
           to_trigger, stop = reason, false
         end
       elseif matches and failed
-          and not (a.retry and now - (clock.parse(sp.triggerTime) or 0) >= savepoint.RETRY_SECONDS) then
+          and not (a.retry and now - (clock.parse(sp.triggerTime) or 0) >= settings.SAVEPOINT_RETRY_SECONDS) then
         out.outcome[reason] = "failed"
-        if a.retry then requeue(savepoint.RETRY_SECONDS - (now - (clock.parse(sp.triggerTime) or now))) end
+        if a.retry then requeue(settings.SAVEPOINT_RETRY_SECONDS - (now - (clock.parse(sp.triggerTime) or now))) end
       else
         out.outcome[reason] = "pending"
-        if not busy and not to_trigger then to_trigger, stop = reason, savepoint.STOP_WITH_SAVEPOINT[reason] end
+        if not busy and not to_trigger then
+          to_trigger, stop = reason, settings.SAVEPOINT_STOP_REASONS[reason] == true
+        end
       end
     end
   end
 
-  -- 4. The schedule: every autoSavepointSeconds exactly, counted from the last trigger (or from
+  -- 3. The schedule: every autoSavepointSeconds exactly, counted from the last trigger (or from
   -- the job's start in Flink for the first one).
   local interval = tonumber(spec.autoSavepointSeconds) or 0
   if dir and interval > 0 and not to_trigger then
@@ -277,18 +195,7 @@ function savepoint.decide(input)
     end
   end
 
-  if to_trigger then
-    -- the id is in the status before the trigger goes out (fc.flink sends it after the status)
-    local ts = clock.format(now)
-    local id = trigger.id(now, j.lastSavepointTriggerID)
-    sp = { jobID = j.id, triggerID = id, triggerTime = ts, requestTime = ts, triggerReason = to_trigger,
-      state = "InProgress", stop = stop or nil }
-    out.savepoint = sp
-    j.lastSavepointTriggerTime = ts
-    j.lastSavepointTriggerID = id
-    ask(stop and "stop" or "savepoint")
-    requeue(savepoint.POLL_SECONDS)
-  end
+  if to_trigger then out.take = { reason = to_trigger, stop = stop or false } end
   return retain(input, out)
 end
 

@@ -1,31 +1,28 @@
 -- SPDX-License-Identifier: Apache-2.0
--- Specs of policies/savepoint.lua: the fixtures in policies/testdata/savepoint/<case>/ (every case directory;
--- input.yaml holds `hook` and its `input`; expected.yaml is matched against the output as
--- support.fixtures' `mismatch` says: every key given must be equal, lists must have the same
--- length, `{}` means "empty or absent", `~` means "absent"; FC_UPDATE_FIXTURES=1 rewrites it),
--- run on the policy in the production sandbox (support.fixtures), plus unit tests of the rules.
+-- Specs of policies/savepoint.lua (when to take a savepoint; the retention): the fixtures in
+-- policies/testdata/savepoint/<case>/ (every case directory; input.yaml holds `hook` and its
+-- `input`; expected.yaml is matched against the output as support.fixtures' `mismatch` says:
+-- every key given must be equal, lists must have the same length, `{}` means "empty or
+-- absent", `~` means "absent"; FC_UPDATE_FIXTURES=1 rewrites it), run on the policy in the
+-- production sandbox (support.fixtures), plus unit tests of the rules. The trigger protocol
+-- around it (fc.savepoints) has its own specs: tests/savepoints_spec.lua.
 local fx = require("support.fixtures")
 
 describe("policies/savepoint.lua", function()
   local savepoint = fx.sandboxed("savepoint")
   local clock = require("lib.clock")
+  local settings = require("settings")
 
   describe("fixtures", function()
     local all = fx.cases("savepoint")
     it("has the cases", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
-        "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
-        "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
-        "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",
-        "disposal-waits-jobmanager-gone",
-        "generation-request", "history-failed-recorded", "history-recorded",
-        "recover-found-completed", "recover-lookup", "recover-not-found-resends", "recover-not-found-timeout",
-        "stop-created-job-failed", "stop-failed-fallback", "trigger-accepted-polls", "trigger-error",
+        "control-acknowledged-none", "control-annotation-set-again", "control-new-savepoint-same-second",
+        "disposal-retry-due", "disposal-retry-waits", "generation-request",
         "retention-age", "retention-count", "retention-failed-dropped", "retention-none-keeps", "retention-protected",
-        "retention-waits-no-jobmanager",
-        "trigger-sent-waits", "trigger-unanswered-lookup", "update-stops-despite-recent-savepoint",
-        "update-last-state-none", "update-last-state-job-changed",
+        "retention-waits-no-jobmanager", "stop-failed-fallback",
+        "update-last-state-job-changed", "update-last-state-none", "update-stops-despite-recent-savepoint",
       })
     end)
     for _, case in ipairs(all) do
@@ -36,122 +33,52 @@ describe("policies/savepoint.lua", function()
   end)
 
   local ID = "8c2d6f0e4a1b3c5d7e9f00112233aabb"
-  local function input(spec_job, status, now, operations, update)
+  -- savepoint.decide's input: `sp` is the savepoint as the framework followed it this pass (also
+  -- the observed status.savepoint unless `status.savepoint` says otherwise)
+  local function input(spec_job, status, now, update, sp)
     spec_job.jarFile = "/j.jar"
+    status = status or {}
     return {
-      cluster = { metadata = { name = "wc" }, spec = { job = spec_job }, status = status or {} },
-      job = status and status.job or { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
-      start_time = 1000, flink = { operations = operations or {} },
-      update = { pending = update or false }, now = now,
+      cluster = { metadata = { name = "wc" }, spec = { job = spec_job }, status = status },
+      job = status.job or { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
+      savepoint = sp or status.savepoint or { state = "NotTriggered" },
+      start_time = 1000, flink = {}, update = { pending = update or false }, now = now,
     }
   end
 
-  it("triggers every autoSavepointSeconds exactly, counted from each trigger", function()
-    -- simulate 1000 s of a job started at t=1000 with savepoints that take 7 s each
-    local spec = { savepointsDir = "/sp", autoSavepointSeconds = 300 }
-    local st = { job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 } }
-    local ops, times, n = {}, {}, 0
-    for now = 1000, 2000 do
-      local out = savepoint.decide(input(spec, st, now, ops))
-      for _, a in ipairs(out.intents) do
-        if a.kind == "savepoint" then
-          times[#times + 1] = now
-          n = n + 1
-          ops[a.id] = { phase = "accepted", time = now }
-        end
-      end
-      if out.savepoint.state == "InProgress" and now - clock.parse(out.savepoint.triggerTime) >= 7 then
-        ops[out.savepoint.triggerID] = { phase = "status", status = "COMPLETED", location = "/sp/s" .. n, time = now }
-      end
-      st = { savepoint = out.savepoint, job = out.job }
-    end
-    assert.same({ 1300, 1600, 1900 }, times)
-    assert.equal("/sp/s3", st.job.savepointLocation)
-  end)
-
-  it("keeps maxCount savepoints over many passes and disposes the older ones one at a time", function()
-    -- a scheduled savepoint every 100 s, each taking 3 s, each disposal 2 s; maxCount 2
-    local spec = { savepointsDir = "/sp", autoSavepointSeconds = 100, savepointRetention = { maxCount = 2 } }
-    local st = { job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 } }
-    local ready = { jobManagerStatefulSet = { state = "Ready" }, jobManagerService = { state = "Ready" } }
-    local ops, disposals, on_disk, n, requests = {}, {}, {}, 0, 0
-    for now = 1000, 1560 do
-      local inp = input(spec, st, now, ops)
-      inp.flink.disposals, inp.components = disposals, ready
-      local out = savepoint.decide(inp)
-      for _, a in ipairs(out.intents) do
-        if a.kind == "savepoint" then
-          n = n + 1
-          ops[a.id] = { phase = "accepted", time = now, n = n }
-        elseif a.kind == "dispose_savepoint" then
-          requests = requests + 1
-          assert.is_true(on_disk[a.location], a.location .. " disposed twice or never written")
-          disposals[a.id] = { phase = "accepted", request_id = string.format("%032x", requests), time = now,
-            done_at = now + 2, location = a.location }
-        end
-      end
-      local sp = out.savepoint
-      if sp.state == "InProgress" and ops[sp.triggerID] and now - clock.parse(sp.triggerTime) >= 3 then
-        local loc = "/sp/s" .. ops[sp.triggerID].n
-        on_disk[loc] = true
-        ops[sp.triggerID] = { phase = "status", status = "COMPLETED", location = loc, time = now }
-      end
-      for _, d in pairs(disposals) do
-        if d.done_at and now >= d.done_at then
-          on_disk[d.location] = nil
-          d.phase, d.status, d.request_id, d.done_at, d.time = "status", "COMPLETED", nil, nil, now
-        end
-      end
-      st = { savepoint = out.savepoint, job = out.job }
-    end
-    -- savepoints at 1100 ... 1500: s1 .. s5; s1 .. s3 disposed, s4 and s5 kept
-    assert.equal(5, n)
-    assert.equal(3, requests)
-    assert.same({ ["/sp/s4"] = true, ["/sp/s5"] = true }, on_disk)
-    local locs = {}
-    for i, e in ipairs(st.job.savepointHistory) do
-      locs[i] = e.location
-      assert.equal("periodic", e.triggerType)
-      assert.is_nil(e.disposal)
-    end
-    assert.same({ "/sp/s5", "/sp/s4" }, locs)
-  end)
-
-  it("disposes nothing without savepointRetention, and keeps the newest HISTORY_MAX entries", function()
-    local retention = require("lib.retention")
-    local history = {}
-    for i = 1, 12 do
-      history = retention.record(history, { triggerID = string.format("%032x", i), jobID = ID,
-        triggerReason = "scheduled", state = "Succeeded", location = "/sp/s" .. i }, 1000 + i)
-    end
-    local plan = retention.plan({ history = history, jm_ready = true, disposals = {}, now = 9999 })
-    assert.same({}, plan.intents)
-    assert.equal(retention.HISTORY_MAX, #plan.history)
-    assert.equal("/sp/s12", plan.history[1].location)
-    assert.equal("/sp/s3", plan.history[10].location)
-  end)
-
-  it("takes an update savepoint before a scheduled one that is due at the same time", function()
-    local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 10 }, nil, 5000, {}, true))
-    assert.equal("update", out.savepoint.triggerReason)
-    assert.equal("pending", out.outcome.update)
-    assert.equal(1, #out.intents)
-    assert.equal("stop", out.intents[1].kind)
-  end)
-
-  it("reads only the answer recorded under its own trigger id (not the previous savepoint's)", function()
-    local st = {
-      savepoint = { jobID = ID, triggerID = "000003ea000000000000000000000000", triggerTime = "1970-01-01T00:16:42Z",
-        requestTime = "1970-01-01T00:16:42Z", triggerReason = "scheduled", state = "InProgress" },
-      job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0,
-        lastSavepointTriggerID = "000003ea000000000000000000000000" },
-    }
-    local old_answer = { ["000003e8000000000000000000000000"] = { phase = "status", status = "COMPLETED",
-      location = "/sp/old", time = 1001 } }
-    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1003, old_answer))
-    assert.equal("InProgress", out.savepoint.state)
+  it("takes an update savepoint, a stop, before a scheduled one that is due at the same time", function()
+    local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 10 }, nil, 5000, true))
+    assert.same({ reason = "update", stop = true }, out.take)
+    assert.same({ update = "pending" }, out.outcome)
     assert.same({}, out.intents)
-    assert.equal(4, out.requeue_after)
+  end)
+
+  it("takes no scheduled savepoint while one is in flight, and none before it is due", function()
+    local busy = { state = "InProgress", jobID = ID, triggerID = "000003e8000000000000000000000000",
+      triggerReason = "user requested", triggerTime = "1970-01-01T00:16:40Z", requestTime = "1970-01-01T00:16:40Z" }
+    local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 300 }, nil, 1300, false, busy))
+    assert.is_nil(out.take)
+    -- due at 1000 (the job's start) + 300 = 1300
+    local early = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 300 }, nil, 1290))
+    assert.is_nil(early.take)
+    assert.equal(10, early.requeue_after)
+    assert.same({ reason = "scheduled initial", stop = false },
+      savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 300 }, nil, 1300)).take)
+  end)
+
+  it("retries a failed update savepoint after settings.SAVEPOINT_RETRY_SECONDS", function()
+    assert.equal(30, settings.SAVEPOINT_RETRY_SECONDS)
+    local failed = { state = "Failed", jobID = ID, triggerID = "000007d0000000000000000000000000",
+      triggerReason = "update", triggerTime = clock.format(2000), requestTime = clock.format(2000),
+      message = "Checkpoint expired" }
+    local st = { savepoint = failed }
+    local waiting = savepoint.decide(input({ savepointsDir = "/sp" }, st, 2010, true))
+    assert.same({ update = "failed" }, waiting.outcome)
+    assert.is_nil(waiting.take)
+    assert.equal(20, waiting.requeue_after)
+    local again = savepoint.decide(input({ savepointsDir = "/sp" }, st, 2030, true))
+    assert.same({ update = "pending" }, again.outcome)
+    assert.same({ reason = "update", stop = true }, again.take)
   end)
 
   it("records the job's latest completed checkpoint from Flink's answer in job.latestCheckpoint", function()
@@ -166,37 +93,18 @@ describe("policies/savepoint.lua", function()
     assert.same(out.job.latestCheckpoint, savepoint.decide(again).job.latestCheckpoint)
   end)
 
-  it("gives each trigger of the same second its own id", function()
-    local trigger = require("lib.trigger")
-    local a = trigger.id(1700000100, nil)
-    local b = trigger.id(1700000100, a)
-    assert.equal("6553f164000000000000000000000000", a)
-    assert.equal("6553f164000000000000000000000001", b)
-    assert.equal(a, trigger.id(1700000100, "6553f163000000000000000000000005"))
-    assert.truthy(b:match("^" .. string.rep("%x", 32) .. "$"))
-  end)
-
-  it("fails a savepoint the status recorded without a trigger id (nothing to look up)", function()
-    local st = {
-      savepoint = { jobID = ID, triggerTime = "1970-01-01T00:16:40Z", triggerReason = "scheduled",
-        state = "InProgress" },
-      job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 },
-    }
-    local out = savepoint.decide(input({ savepointsDir = "/sp" }, st, 1001))
-    assert.equal("TriggerFailed", out.savepoint.state)
-  end)
-
   it("takes nothing while the job is not running", function()
     local st = { job = { name = "wc-job-submitter", state = "Pending", restartCount = 0 } }
     local out = savepoint.decide(input({ savepointsDir = "/sp", autoSavepointSeconds = 1, savepointGeneration = 1 },
       st, 9999))
+    assert.is_nil(out.take)
     assert.same({}, out.intents)
     assert.same({}, out.outcome)
   end)
 
   it("skips the update savepoint when takeSavepointOnUpgrade is false", function()
-    local out = savepoint.decide(input({ savepointsDir = "/sp", takeSavepointOnUpgrade = false }, nil, 5000, {}, true))
+    local out = savepoint.decide(input({ savepointsDir = "/sp", takeSavepointOnUpgrade = false }, nil, 5000, true))
     assert.equal("skipped", out.outcome.update)
-    assert.same({}, out.intents)
+    assert.is_nil(out.take)
   end)
 end)

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- Specs of fc.flinkjob (a FlinkJob's pass: a job on a session cluster) through fc.reconcile.run
--- with the real policies/ (job.lua, savepoint.lua, lib.restsubmit), as the core calls it.
+-- with the real policies/ (job.lua, submit.lua, savepoint.lua; fc.restsubmit), as the core calls it.
 local lyaml = require("lyaml")
 local cjson = require("cjson")
 local fx = require("support.fixtures")

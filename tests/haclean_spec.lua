@@ -8,7 +8,7 @@ local reconcile = require("fc.reconcile")
 local haclean = require("fc.haclean")
 
 local T0 = 1764484800
-local SELECTOR = "app=wordcount,configmap-type=high-availability"
+local SELECTOR = "app=wordcount,type=flink-native-kubernetes"
 
 local function wordcount(last_state)
   local c = lyaml.load(fx.read(fx.ROOT .. "/deploy/examples/wordcount.yaml"))

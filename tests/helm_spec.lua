@@ -89,9 +89,9 @@ describe("helm lint and helm template of the chart", function()
     assert(ok, out)
     return mf.objects(out)
   end
-  local function controller(objs)
-    local d = find(objs, "Deployment", "flink-controller", "flink-system")
-    assert.is_not_nil(d, "no Deployment flink-system/flink-controller")
+  local function controller(objs, kind)
+    local d = find(objs, kind or "Deployment", "flink-controller", "flink-system")
+    assert.is_not_nil(d, "no " .. (kind or "Deployment") .. " flink-system/flink-controller")
     return d, d.spec.template.spec, d.spec.template.spec.containers[1]
   end
 
@@ -369,7 +369,7 @@ describe("helm lint and helm template of the chart", function()
 
   it("shards 3: run --shards 3 instead of --leader-elect, the three shard Leases granted by name", function()
     local objs = template({ shards = 3 })
-    local _, _, c = controller(objs)
+    local _, _, c = controller(objs, "StatefulSet")
     assert.are.same({ "run", "--shards", "3", "--metrics-addr", "0.0.0.0:8080", "--health-addr", "0.0.0.0:8081",
       "--log-format", "json", "--log-level", "info" }, c.args)
     local rules = find(objs, "Role", "flink-controller-leader-election", "flink-system").rules
@@ -380,6 +380,26 @@ describe("helm lint and helm template of the chart", function()
     -- the default: the single Lease, as deploy/rbac.yaml
     local d = find(template({}), "Role", "flink-controller-leader-election", "flink-system").rules
     assert.are.same({ "flink-controller" }, d[2].resourceNames)
+  end)
+
+  it("shards 3: a StatefulSet (pod i prefers shard i), Parallel start; workload overrides either way", function()
+    local objs = template({ shards = 3, replicaCount = 3 })
+    assert.is_nil(find(objs, "Deployment", "flink-controller", "flink-system"))
+    local s, pod = controller(objs, "StatefulSet")
+    assert.are.equal(3, s.spec.replicas)
+    assert.are.equal("Parallel", s.spec.podManagementPolicy)
+    assert.are.equal("flink-controller-metrics", s.spec.serviceName)
+    assert.are.same({ ["app.kubernetes.io/name"] = "flink-controller",
+      ["app.kubernetes.io/instance"] = "flink-controller" }, s.spec.selector.matchLabels)
+    assert.are.equal("flink-controller", pod.serviceAccountName)
+    -- the same pod template as the Deployment's, but for the workload's own fields
+    local d = controller(template({ shards = 3, replicaCount = 3, workload = "Deployment" }))
+    assert.are.same(d.spec.template, s.spec.template)
+    assert.is_nil(d.spec.podManagementPolicy)
+    controller(template({ workload = "StatefulSet" }), "StatefulSet")
+    local out, ok = run("template flink-controller --namespace flink-system", { workload = "DaemonSet" })
+    assert.is_false(ok)
+    assert.matches('workload: "DaemonSet" is neither Deployment nor StatefulSet', out, 1, true)
   end)
 
   it("rbac.create and serviceAccount.create false: no RBAC, no ServiceAccount", function()

@@ -216,7 +216,8 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
       { "leaked = 1", "g.lua:1: assignment to global 'leaked': policies cannot write globals" },
       { "return io.open('/etc/passwd')", "g.lua:1: undefined global 'io' (not available to policies)" },
       { "local m = require('io') return m", "g.lua:1: require: module 'io' is not available to policies " ..
-        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>)" },
+        "(allowed: fc.util, fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, "
+        .. "fc.trigger, fc.restsubmit, lib.<name>, <a policy of the set>)" },
       { "return load('return 1')", "g.lua:1: undefined global 'load' (not available to policies)" },
       { "setmetatable({}, {__gc = print})", "g.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
       { "return string.dump", nil },
@@ -231,6 +232,22 @@ return { same(up, ref, n), same(down, ref2, n), other[3], other[n + 2], #other, 
         assert.is_nil(err)
       end
     end
+  end)
+
+  it("serves another policy of the set by its name, and fc.restsubmit; not a file that is not there", function()
+    host.configure({ policy_dir = ROOT .. "/policies" })
+    finally(function() host.configure({ policy_dir = POLICIES .. "basic" }) end)
+    local ok, res = host.run_chunk("r.lua", "local tm = require('taskmanager') local sub = require('submit') "
+      .. "local rs = require('fc.restsubmit') "
+      .. "return { type(tm.pod_template), sub.method({ job = { jarFile = 'https://h/a.jar' } }).method, "
+      .. "rs.job_id(16) }")
+    assert.is_true(ok, res)
+    assert.same({ "function", "rest", "00000010000000000000000000000000" }, res)
+    ok, res = host.run_chunk("r.lua", "return require('nosuchpolicy')")
+    assert.is_false(ok)
+    assert.equal("r.lua:1: require: module 'nosuchpolicy' is not available to policies (allowed: fc.util, "
+      .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, fc.restsubmit, "
+      .. "lib.<name>, <a policy of the set>)", res)
   end)
 
   it("serves fc.util and fc.quantity inside the sandbox", function()
@@ -390,6 +407,27 @@ end }
     local ok, r = host.run_chunk("q.lua", 'return { b = require("fc.quantity").bytes("2Ki") }')
     assert.is_true(ok, r)
     assert.same({ b = 2048 }, r)
+  end)
+
+  it("serves fc.clock to policies (a shared copy), and no framework module off the list", function()
+    local ok, r = host.run_chunk("c.lua", [[
+local clock = require("fc.clock")
+clock.parse = nil -- the policy's own copy: the next call's is whole
+return { t = require("fc.clock") == clock, s = clock.format(1764484800) }
+]])
+    assert.is_true(ok, r)
+    assert.same({ t = true, s = "2025-11-30T06:40:00Z" }, r)
+    ok, r = host.run_chunk("c2.lua",
+      'return { require("fc.clock").parse("2025-11-30T08:40:00.5+02:00"), require("fc.clock").parse("soon") }')
+    assert.is_true(ok, r)
+    assert.same({ 1764484800 }, r)
+    for _, m in ipairs({ "fc.reconcile", "fc.taskmanagers", "fc.flinkjob", "fc.host" }) do
+      ok, r = host.run_chunk("m.lua", "return require('" .. m .. "')")
+      assert.is_false(ok, m)
+      assert.equal("m.lua:1: require: module '" .. m .. "' is not available to policies (allowed: fc.util, "
+        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, fc.restsubmit, "
+        .. "lib.<name>, <a policy of the set>)", r)
+    end
   end)
 
   it("keeps retained memory bounded over 200 calls that each keep 1 MiB", function()

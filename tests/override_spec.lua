@@ -143,4 +143,25 @@ describe("an override of one hook (the built-in kept as lib/builtin_<policy>.lua
     assert.is_true(ok2, got)
     assert.same(want, got)
   end)
+
+  it("an override of settings.lua alone (from lib.builtin_settings) changes job.decide's restart backoff; "
+    .. "restart.lua, not in the override, is the built-in", function()
+    local dir = fx.tmpdir()
+    -- as core/override.c makes the set: the built-in files, the key's file over them, the built-in kept
+    assert(os.execute("cp -r " .. fx.quote(fx.ROOT .. "/policies") .. "/. " .. fx.quote(dir)))
+    fx.write(dir .. "/lib/builtin_settings.lua", fx.read(fx.ROOT .. "/policies/settings.lua"))
+    fx.write(dir .. "/settings.lua", 'local settings = require("lib.builtin_settings")\n'
+      .. "settings.RESTART_INITIAL_DELAY_SECONDS = 30\nsettings.RESTART_BACKOFF_FACTOR = 1\nreturn settings\n")
+    local case = fx.ROOT .. "/policies/testdata/job/decide-restart-waits/input.yaml"
+    local input = fx.read_yaml(case).input
+    host.configure({ policy_dir = dir })
+    local ok, d = contract.call(host, "job", "decide", input)
+    host.configure({ policy_dir = fx.ROOT .. "/policies" })
+    local ok0, d0 = contract.call(host, "job", "decide", input)
+    os.execute("rm -rf " .. fx.quote(dir))
+    assert.is_true(ok, d)
+    assert.is_true(ok0, d0)
+    assert.same({ 30, "2023-11-14T22:15:30Z" }, { d.requeue_after, d.job.nextRestartTime })
+    assert.same({ 20, "2023-11-14T22:15:20Z" }, { d0.requeue_after, d0.job.nextRestartTime })
+  end)
 end)

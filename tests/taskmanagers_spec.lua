@@ -277,12 +277,6 @@ describe("Native TaskManagers (reconcile.run with the real policies/)", function
     assert.same({ "delete Pod wc-taskmanager-1", "delete Pod wc-taskmanager-2" }, grep(o, "Pod"))
     assert.same({}, pods_of(w))
   end)
-
-  it("reads creation times as UTC", function()
-    assert.same({ T0, 0, 0 }, { taskmanagers.rfc3339_seconds("2025-11-30T06:40:00Z"),
-      taskmanagers.rfc3339_seconds("yesterday"), taskmanagers.rfc3339_seconds(nil) })
-    assert.equal(951782400, taskmanagers.rfc3339_seconds("2000-02-29T00:00:00Z"))
-  end)
 end)
 
 describe("render of a Native FlinkCluster #bin", function()

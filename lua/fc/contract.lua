@@ -23,6 +23,7 @@
 -- hook = "job.decide", message = "<file>:<line>: <message>" or "<policy>.lua: <hook>: <what>"}.
 -- error/timeout/nomem/badresult(not plain data) come from fc.host (core/lhost_budget.c's trip state).
 local shape = require("fc.shape")
+local savepoints = require("fc.savepoints")
 
 local contract = {}
 
@@ -62,10 +63,13 @@ contract.HOOKS = {
     input = { cluster = "table", children = "table", flink = "table", now = "number" },
     result = { job = "table", start_time = "number?", flink_state = "string?" },
   },
+  -- called by fc.savepoints.pass (the trigger protocol) with the savepoint it followed
   ["savepoint.decide"] = {
-    input = { cluster = "table", job = "table", start_time = "number", flink = "table", update = "table",
-      now = "number" },
-    result = { job = "table", savepoint = "table?", outcome = "table?" },
+    input = { cluster = "table", job = "table", savepoint = "table", start_time = "number", flink = "table",
+      update = "table", now = "number" },
+    result = { job = "table", outcome = "table?", take = "table?", intents = "table?", events = "table?",
+      requeue_after = "number?" },
+    check = function(r) return savepoints.check_take(r.take) end,
   },
   -- the result may be the string "ok" for {action = "ok"}: fc.reconcile checks it (caller_checks)
   ["health.decide"] = {

@@ -9,11 +9,11 @@
 -- the FlinkJob's spec.job (`as_cluster`), the FlinkJob's status as that cluster's job, savepoint
 -- and control; the session cluster's JobManager is the Flink endpoint and its status.components
 -- say when it is ready. What differs:
---   - the job is always submitted through the REST API (lib.restsubmit; jarFile an http(s):// URL,
+--   - the job is always submitted through the REST API (fc.restsubmit; jarFile an http(s):// URL,
 --     the CRD's pattern), with a job id of its own (`own_job_id`: several FlinkJobs submitted in
 --     the same second must not share one);
 --   - the policies see only this FlinkJob's jobs in the JobManager's job list (`own_view`): a
---     session cluster runs other jobs, which lib.restsubmit would otherwise adopt as its own;
+--     session cluster runs other jobs, which fc.restsubmit would otherwise adopt as its own;
 --   - an update is a change of spec.job (status.currentRevision, a hash of the defaulted
 --     spec.job: `update`), never of the cluster; cleanupPolicy does not apply (the session
 --     cluster stays);
@@ -25,6 +25,8 @@ local contract = require("fc.contract")
 local fcflink = require("fc.flink")
 local revision = require("fc.revision")
 local codec = require("fc.codec")
+local clock = require("fc.clock")
+local savepoints = require("fc.savepoints")
 
 local flinkjob = {}
 
@@ -40,21 +42,6 @@ flinkjob.DELETE_POLL_SECONDS = 2
 
 -- Flink job states that end a job.
 local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
-
-local function rfc3339(t)
-  return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
-end
-
-local function parse_time(s)
-  if type(s) ~= "string" then return nil end
-  local y, mo, d, h, mi, se = s:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")
-  if not y then return nil end
-  -- os.time reads local time; the difference to os.time(os.date("!*t")) is the zone's offset
-  local t = { year = tonumber(y), month = tonumber(mo), day = tonumber(d), hour = tonumber(h),
-    min = tonumber(mi), sec = tonumber(se) }
-  local now = os.time()
-  return os.time(t) + (now - os.time(os.date("!*t", now)))
-end
 
 -- A policy failure inside a pass (turned into the PolicyError result by flinkjob.run).
 local Failure = {}
@@ -100,7 +87,7 @@ function flinkjob.own_view(view, j)
   return out
 end
 
---- flinkjob.own_job_id(id, uid) -> 32 hex: lib.trigger's id `id` (8 hex of time, 16 zeros, 8 of
+--- flinkjob.own_job_id(id, uid) -> 32 hex: fc.restsubmit.job_id's id `id` (8 hex of time, 16 zeros, 8 of
 -- sequence) with the 16 middle digits taken from the FlinkJob's uid, so that two FlinkJobs
 -- submitted in the same second get two ids.
 function flinkjob.own_job_id(id, uid)
@@ -243,7 +230,7 @@ local function deleting(fj, session, view, now, result)
     return result
   end
   if not session or type(j.id) ~= "string" then return release() end
-  local since = parse_time(md.deletionTimestamp) or now
+  local since = clock.parse(md.deletionTimestamp) or now
   -- the JobManager the job was submitted to (recorded by the passes that ran it)
   local target = util.merge(st.jobManager or {}, { namespace = md.namespace })
   if type(target.service) ~= "string" then return release() end
@@ -348,8 +335,9 @@ local function pass(host, snapshot)
 
   local own = flinkjob.own_view(view, old_status.job)
   local obs = call(host, "job", "observe", { cluster = defaulted, children = {}, flink = own, now = now })
-  local sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
-    flink = own, components = components, update = update, now = now })
+  -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
+  local sd = savepoints.pass(function(i) return call(host, "savepoint", "decide", i) end, { cluster = defaulted,
+    job = obs.job, start_time = obs.start_time or 0, flink = own, components = components, update = update, now = now })
   local jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
     flink = own, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = {},
     components = components, update = update, now = now })
@@ -404,7 +392,7 @@ local function pass(host, snapshot)
     message = "policies ran without error" }, now, gen, old_status.conditions)
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
-    new.lastUpdateTime = rfc3339(now)
+    new.lastUpdateTime = clock.format(now)
     result.status = new
     if old_status.state ~= new.state then
       result.events[#result.events + 1] = { type = new.state == "Failed" and "Warning" or "Normal",

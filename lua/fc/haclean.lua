@@ -4,10 +4,11 @@
 -- With Flink's Kubernetes HA services (upgradeMode last-state) the JobManagers write ConfigMaps
 -- `<cluster-id>-cluster-config-map` (leader election) and `<cluster-id>-<job id>-config-map`
 -- (the job graph and checkpoint pointers), labelled `app=<cluster-id>,
--- configmap-type=high-availability` (Flink's KubernetesHaServices, kubernetes.cluster-id = the
--- FlinkCluster's name, lib/flinkconf.lua). Flink sets no ownerReference on them, so the garbage
--- collector would leave them behind, and a cluster created again with the same name would
--- recover the old jobs. The controller removes them:
+-- type=flink-native-kubernetes` (Flink's KubernetesHaServices, kubernetes.cluster-id = the
+-- FlinkCluster's name, lib/flinkconf.lua; Flink 1.x adds configmap-type=high-availability,
+-- Flink 2.x writes no such label, so the selector is the labels both write). Flink sets no
+-- ownerReference on them, so the garbage collector would leave them behind, and a cluster
+-- created again with the same name would recover the old jobs. The controller removes them:
 --   - on the FlinkCluster's deletion: a cluster whose policies say it runs the HA services
 --     (cluster.desired's `ha_configmaps = true`) carries the finalizer FINALIZER. Once it is
 --     being deleted, the pass deletes its StatefulSets (the garbage collector would wait for
@@ -30,7 +31,7 @@ haclean.FINALIZER = "flinkoperator.k8s.io/ha-configmaps"
 
 --- haclean.selector(n) -> the label selector of Flink's HA ConfigMaps of the cluster named `n`.
 function haclean.selector(n)
-  return "app=" .. n .. ",configmap-type=high-availability"
+  return "app=" .. n .. ",type=flink-native-kubernetes"
 end
 
 --- haclean.has_finalizer(metadata) -> bool

@@ -6,6 +6,7 @@
 -- through fc.host (the sandbox of core/lhost.c, in the binary and under busted). The contract
 -- (shapes of snapshot, result and actions) is docs/contracts.md, section "Reconcile".
 local util = require("fc.util")
+local clock = require("fc.clock")
 local diff = require("fc.diff")
 local revision = require("fc.revision")
 local shape = require("fc.shape")
@@ -16,6 +17,7 @@ local fchealth = require("fc.health")
 local kinds = require("fc.kinds")
 local codec = require("fc.codec")
 local haclean = require("fc.haclean")
+local savepoints = require("fc.savepoints")
 
 local reconcile = {}
 
@@ -38,10 +40,6 @@ reconcile.POLICY_ERROR_REQUEUE = 60
 -- says nothing about the object (HTTP 0, 409, 429, 5xx).
 reconcile.DRY_RUN_REQUEUE = 1
 reconcile.DRY_RUN_RETRY = 10
-
-local function rfc3339(t)
-  return os.date("!%Y-%m-%dT%H:%M:%SZ", math.floor(t))
-end
 
 --- reconcile.requeue_earliest(result, values): result.requeue_after = the smallest positive number
 -- among `values` (a list with holes allowed: the policies' requeue_after, nil when not asked)
@@ -95,7 +93,7 @@ function reconcile.set_condition(status, cond, now, generation, previous)
   if prev and prev.status == cond.status and prev.lastTransitionTime then
     c.lastTransitionTime = prev.lastTransitionTime
   else
-    c.lastTransitionTime = rfc3339(now)
+    c.lastTransitionTime = clock.format(now)
   end
   for i, old in ipairs(status.conditions) do
     if old.type == cond.type then
@@ -237,7 +235,7 @@ local function no_action_result(cluster, condition, event_reason, already, now)
     result.events[1] = { type = "Warning", reason = event_reason, message = condition.message }
   end
   if not util.equal(st, old) then
-    st.lastUpdateTime = rfc3339(now)
+    st.lastUpdateTime = clock.format(now)
     result.status = st
   end
   return result
@@ -482,7 +480,7 @@ local function rollback_decide(host, p, new, result)
     new.lastStableRevision = current
   elseif d.action == "rollback" and stable and revision.find(p.revisions, stable) then
     new.rollback = { from = current, to = stable, generation = p.gen, reason = d.reason,
-      savepoint = p.job.fromSavepoint, time = rfc3339(p.now) }
+      savepoint = p.job.fromSavepoint, time = clock.format(p.now) }
     result.events[#result.events + 1] = { type = "Warning", reason = "UpgradeRolledBack",
       message = d.reason .. ": rolling back to revision " .. stable
         .. (p.job.fromSavepoint and (" from savepoint " .. p.job.fromSavepoint) or "") }
@@ -658,7 +656,7 @@ function run(host, snapshot, hold)
       result.events[#result.events + 1] = { type = "Normal", reason = "RevisionAdopted",
         message = "revision " .. current .. " (" .. now_adopted.format .. ") adopted as " .. next_rev
           .. ": same spec with today's defaults, nothing is restarted" }
-      adopted = { from = current, to = next_rev, time = rfc3339(now) }
+      adopted = { from = current, to = next_rev, time = clock.format(now) }
       current = next_rev
     end
   end
@@ -716,10 +714,14 @@ function run(host, snapshot, hold)
     end
     if kept_failed then health_in = { action = "fail", reason = kept_failed.reason, told = true } end
     health_intents = hv.intents
-    sd = call(host, "savepoint", "decide", { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0,
-      flink = flink, components = components, update = update, now = now })
-    expect(is_table(sd) and is_table(sd.job) and is_table(sd.outcome or {}), "savepoint", "decide",
-      "must return {job=, savepoint=, outcome=}")
+    -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
+    sd = savepoints.pass(function(i)
+      local r = call(host, "savepoint", "decide", i)
+      expect(is_table(r) and is_table(r.job) and is_table(r.outcome or {}), "savepoint", "decide",
+        "must return {job=, outcome=, take=}")
+      return r
+    end, { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0, flink = flink,
+      components = components, update = update, now = now })
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
       components = components, update = update, health = health_in, now = now })
@@ -937,7 +939,7 @@ function run(host, snapshot, hold)
   end
   new.lastStableRevision = old_status.lastStableRevision
   new.currentRevisionTime = new_current == old_status.currentRevision and old_status.currentRevisionTime
-    or rfc3339(now)
+    or clock.format(now)
   if is_job and not hold and not update.pending and is_table(defaulted.spec.job.rollback)
       and defaulted.spec.job.rollback.enabled == true then
     rollback_decide(host, { defaulted = defaulted, current = current, job = jd.job, obs = obs, hv = hv,
@@ -949,7 +951,7 @@ function run(host, snapshot, hold)
   new.adoptedRevision = new_current == current and adopted or nil
   new.lastUpdateTime = old_status.lastUpdateTime
   if not util.equal(new, old_status) then
-    new.lastUpdateTime = rfc3339(now)
+    new.lastUpdateTime = clock.format(now)
     result.status = new
     transition_events(old_status, new, result.events)
   end

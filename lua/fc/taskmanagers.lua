@@ -17,6 +17,7 @@
 -- `template` is the cluster policy's taskmanager_pod result; out.create are the pod objects to
 -- apply, out.delete the pod names to delete, out.events Warning events, out.requeue_after
 -- seconds. Pod names are <cluster>-taskmanager-<id>; ids are never reused.
+local clock = require("fc.clock")
 local codec = require("fc.codec")
 local names = require("fc.names")
 local profile = require("fc.profile")
@@ -100,21 +101,10 @@ function taskmanagers.without_pods(children)
   return out
 end
 
-local function rfc3339_seconds(s)
-  if type(s) ~= "string" then return 0 end
-  local y, mo, d, h, mi, se = s:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")
-  if not y then return 0 end
-  -- days from civil (UTC), without os.time's local time zone
-  y, mo = tonumber(y), tonumber(mo)
-  local yy = mo <= 2 and y - 1 or y
-  local era = yy // 400
-  local yoe = yy - era * 400
-  local doy = (153 * (mo + (mo > 2 and -3 or 9)) + 2) // 5 + tonumber(d) - 1
-  local doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-  local days = era * 146097 + doe - 719468
-  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(se)
+-- A pod's creation time, unix seconds (fc.clock: UTC); 0 when it has none or it does not parse.
+local function created_seconds(s)
+  return clock.parse(s) or 0
 end
-taskmanagers.rfc3339_seconds = rfc3339_seconds
 
 local function priority_of(pod)
   local v = ((pod.metadata or {}).labels or {})[taskmanagers.PRIORITY_LABEL]
@@ -154,7 +144,7 @@ local function recovered(cfg, prefix, pods, now)
       records[#records + 1] = { name = name, id = math.tointeger(tonumber(id)), priority = prio,
         -- registration is known from the JobManager's next answer, not from the pod
         phase = (phase == "Succeeded" or phase == "Failed") and phase or "Pending",
-        created = rfc3339_seconds((pod.metadata or {}).creationTimestamp), resource = resource_of(pod) }
+        created = created_seconds((pod.metadata or {}).creationTimestamp), resource = resource_of(pod) }
     end
   end
   if not pcall(acct.recover, acct, records) then
@@ -218,7 +208,7 @@ function taskmanagers.observe(key, cluster, children, flink, now, demand)
   for _, lp in ipairs(pods) do
     local pod_name, pod = lp[1], lp[2]
     local md = pod.metadata or {}
-    local verdict = acct:observe_pod(pod_name, priority_of(pod), phase_of(pod), rfc3339_seconds(md.creationTimestamp))
+    local verdict = acct:observe_pod(pod_name, priority_of(pod), phase_of(pod), created_seconds(md.creationTimestamp))
     if verdict ~= "keep" and not md.deletionTimestamp then
       st.delete[#st.delete + 1] = { pod_name, verdict }
       if verdict == "terminated" then

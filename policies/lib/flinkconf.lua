@@ -159,7 +159,7 @@ flinkconf.FIXED = {
 -- storage directory comes from spec.job.highAvailability.storageDir (a flinkProperties entry
 -- of the same key overrides it, as any option); kubernetes.cluster-id is the cluster's name
 -- (unique in its namespace: Flink's HA ConfigMaps are <name>-cluster-config-map and
--- <name>-<job id>-config-map, labelled app=<name>, configmap-type=high-availability).
+-- <name>-<job id>-config-map, labelled app=<name>, type=flink-native-kubernetes).
 function flinkconf.ha_properties(cluster)
   local spec = cluster.spec
   if not upgrade.ha_enabled(spec) then return {} end

@@ -1,9 +1,11 @@
 -- SPDX-License-Identifier: Apache-2.0
 --- lib.retention: the savepoint history of a job cluster (status.components.job.savepointHistory)
 -- and its retention: which recorded savepoints are disposed through Flink, when. Pure; used by
--- savepoint.lua, which records every savepoint it sees end and calls retention.plan each pass.
+-- savepoint.lua, which calls retention.plan each pass (the framework, fc.savepoints, records
+-- every savepoint it sees end).
 --
--- History: a list, newest first, of {time=<RFC 3339, when the outcome was read>, triggerType=
+-- History (recorded by the framework, fc.savepoints.record): a list, newest first, of
+-- {time=<RFC 3339, when the outcome was read>, triggerType=
 -- "manual"|"periodic"|"upgrade"|"cancel", triggerID=<ours, 32 hex>, jobID=, location=<on
 -- success>, result="Succeeded"|"Failed", failureCause=<short, on failure>, disposal=<while one
 -- is under way or failed: {state="InProgress"|"Failed", requestTime=, requestID=<Flink's>,
@@ -44,30 +46,10 @@ retention.REQUEST_TIMEOUT = 120
 --- Backoff of a failed disposal: RETRY_SECONDS, doubled per attempt, at most RETRY_MAX_SECONDS.
 retention.RETRY_SECONDS = 30
 retention.RETRY_MAX_SECONDS = 3600
---- status.savepoint.triggerReason -> the history's triggerType.
-retention.TRIGGER_TYPES = { ["user requested"] = "manual", scheduled = "periodic",
-  ["scheduled initial"] = "periodic", update = "upgrade", ["job cancel"] = "cancel" }
 --- Flink's failure when the savepoint to dispose is not there (Flink's
 -- AbstractFsCheckpointStorageAccess: "Cannot find checkpoint or savepoint file/directory"),
 -- looked for in the whole trace: its first line is the wrapper "Could not dispose savepoint".
 retention.GONE_PATTERNS = { "FileNotFoundException", "Cannot find checkpoint or savepoint" }
-
---- retention.record(history, sp, now) -> history (a new list, `sp`'s entry first)
--- sp: status.savepoint as savepoint.lua ends it {triggerID, jobID, triggerReason, state,
--- message} with `location` on success. TriggerFailed is recorded as Failed. An entry of the
--- same triggerID is replaced (a savepoint is recorded once).
-function retention.record(history, sp, now)
-  local ok = sp.state == "Succeeded"
-  local e = { time = clock.format(now), triggerType = retention.TRIGGER_TYPES[sp.triggerReason] or "unknown",
-    triggerID = sp.triggerID, jobID = sp.jobID, result = ok and "Succeeded" or "Failed",
-    location = ok and sp.location or nil,
-    failureCause = not ok and sp.message and tostring(sp.message):sub(1, 200) or nil }
-  local out = { e }
-  for _, old in ipairs(history or {}) do
-    if old.triggerID == nil or old.triggerID ~= e.triggerID then out[#out + 1] = old end
-  end
-  return out
-end
 
 local function gone(failure)
   for _, p in ipairs(retention.GONE_PATTERNS) do

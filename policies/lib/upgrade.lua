@@ -8,7 +8,7 @@
 --               (needs savepointsDir)
 --   stateless   the job is cancelled; the new spec's job starts without state
 --   last-state  Flink's Kubernetes HA services keep the job graph and the latest checkpoint
---               pointer in ConfigMaps (labelled configmap-type=high-availability,
+--               pointer in ConfigMaps (labelled type=flink-native-kubernetes,
 --               app=<cluster name>) with the data under highAvailability.storageDir: the
 --               components are replaced with no savepoint and the JobManager recovers the same
 --               job (same id) from its latest checkpoint. A session cluster's JobManager

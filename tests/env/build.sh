@@ -18,6 +18,7 @@
 # <cache>/<component>-<hash>.log.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+BUILD_SH=$(readlink -f "$0")
 
 # Go: static, stripped, reproducible-ish; 2 parallel jobs (a 2-core machine
 # shared with other builds).
@@ -137,18 +138,20 @@ build_helm() {
     -o "$out/bin/helm" helm.sh/helm/v3/cmd/helm)
 }
 
-# flink_jars OUT FLINK_VERSION LOG4J_VERSION [TICKER_JAVA]: Flink's jars resolved by our pom
-# into OUT/lib/ (the classpath is lib/*.jar), and the test jobs under jobs/ built against
-# that version into OUT/jobs.jar, with TICKER_JAVA in place of jobs/'s Ticker.java when given
-# (Flink 2's API differs: jobs/flink2/).
+# flink_jars OUT FLINK_VERSION LOG4J_VERSION [TICKER_JAVA [MVN_ARG...]]: Flink's jars resolved
+# by our pom (with MVN_ARG..., e.g. -Dkubernetes-ha for its profile of Flink's Kubernetes HA
+# services) into OUT/lib/ (the classpath is lib/*.jar), and the test jobs under jobs/ built
+# against that version into OUT/jobs.jar, with TICKER_JAVA in place of jobs/'s Ticker.java
+# when not empty (Flink 2's API differs: jobs/flink2/).
 flink_jars() {
-  local out=$1 mvnq=(mvn -B -q -Dflink.version="$2" -Dlog4j.version="$3")
+  local out=$1 mvnq=(mvn -B -q -Dflink.version="$2" -Dlog4j.version="$3") ticker=${4:-}
+  shift 3; shift $(($# > 0 ? 1 : 0))
   mkdir -p "$out/lib"
-  "${mvnq[@]}" -f "$TESTENV_SRC/flink/pom.xml" dependency:copy-dependencies \
+  "${mvnq[@]}" "$@" -f "$TESTENV_SRC/flink/pom.xml" dependency:copy-dependencies \
     -DoutputDirectory="$out/lib" -DincludeScope=runtime
   rm -rf "$out/jobs-build"; mkdir -p "$out/jobs-build"
   cp -r "$TESTENV_SRC/jobs/pom.xml" "$TESTENV_SRC/jobs/src" "$out/jobs-build/"
-  if [ -n "${4:-}" ]; then cp "$4" "$out/jobs-build/src/main/java/testenv/Ticker.java"; fi
+  if [ -n "$ticker" ]; then cp "$ticker" "$out/jobs-build/src/main/java/testenv/Ticker.java"; fi
   "${mvnq[@]}" -f "$out/jobs-build/pom.xml" package
   cp "$out"/jobs-build/target/testenv-jobs.jar "$out/jobs.jar"
   rm -rf "$out/jobs-build"
@@ -156,9 +159,11 @@ flink_jars() {
 
 # Flink 1.x (FLINK_VERSION): the session cluster of up.sh and the flink-image component.
 build_flink() { flink_jars "$1" "$FLINK_VERSION" "$LOG4J_VERSION"; }
-# Flink 2.x (FLINK2_VERSION): the second Flink of the real node (component flink2-image).
+# Flink 2.x (FLINK2_VERSION): the second Flink of the real node (component flink2-image), with
+# Flink's Kubernetes HA services (the pom's profile kubernetes-ha).
 build_flink2() {
-  flink_jars "$1" "$FLINK2_VERSION" "$FLINK2_LOG4J_VERSION" "$TESTENV_SRC/jobs/flink2/testenv/Ticker.java"
+  flink_jars "$1" "$FLINK2_VERSION" "$FLINK2_LOG4J_VERSION" "$TESTENV_SRC/jobs/flink2/testenv/Ticker.java" \
+    -Dkubernetes-ha
 }
 
 build_one() {
@@ -171,8 +176,10 @@ build_one() {
   mkdir -p "$tmp"
   log "$name: building into $dir (log $dir.log)"
   local rc=0
-  # a subshell outside any condition, so set -e stops at the first failure
-  ( set -e; "build_$name" "$tmp" ) >"$dir.log" 2>&1 || rc=$?
+  # a process of its own (build.sh --inner): bash ignores set -e in a function or subshell whose
+  # status is tested (build_one's caller tests it with ||), so a `( set -e; ... ) || rc=$?` here
+  # went on past a failed step and marked a half-built component done
+  "$BASH" "$BUILD_SH" --inner "$name" "$tmp" >"$dir.log" 2>&1 || rc=$?
   if [ "$rc" -ne 0 ]; then
     log "$name: FAILED after $((SECONDS - start))s; last lines of $dir.log:"
     tail -n 20 "$dir.log" >&2; rm -rf "$tmp"; return 1
@@ -190,6 +197,10 @@ build_one() {
   done
   log "$name: built in $((SECONDS - start))s"
 }
+
+# build.sh --inner NAME DIR: build_NAME into DIR at the top level, where set -e stops at the
+# first failing step (build_one runs this; the parent holds the cache lock)
+if [ "${1:-}" = --inner ]; then "build_$2" "$3"; exit 0; fi
 
 # one build at a time per cache (two `make test` runs in parallel: the second
 # waits, then finds the first one's results); then drop half-built leftovers

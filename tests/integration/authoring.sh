@@ -101,20 +101,21 @@ rejected() {
 case_override() {
   local ns pdir cm=policies good=() f c pid h0
   ns=$(new_ns override)
-  # the override: cluster.lua with the TaskManager pod template recipe, and the cluster fixtures
-  # it changes written again from the patched policy (`test --update`), as the cookbook says
+  # the override: taskmanager.lua with the TaskManager pod template recipe, and the cluster and
+  # taskmanager fixtures it changes written again from the patched policy (`test --update`), as
+  # the cookbook says
   pdir=$WORK/policies-override
   cp -r "$ROOT/policies" "$pdir"
   patch -s -p1 -d "$pdir" <"$ROOT/docs/cookbook/tm-template.patch" ||
     { echo "# could not apply docs/cookbook/tm-template.patch"; patch_failed override; return 0; }
-  for c in "$pdir"/testdata/cluster/*/; do
-    c=$(basename "$c")
-    "$FC_BIN" test --policy-dir "$pdir" --update "cluster/$c" "cluster/$c" >/dev/null 2>&1
+  for c in "$pdir"/testdata/{cluster,taskmanager}/*/; do
+    c=${c%/}; c=${c#"$pdir/testdata/"}
+    "$FC_BIN" test --policy-dir "$pdir" --update "$c" "$c" >/dev/null 2>&1
   done
-  good=("cluster.lua=$pdir/cluster.lua")
-  for f in "$pdir"/testdata/cluster/*/expected.yaml; do
-    c=$(basename "$(dirname "$f")")
-    cmp -s "$f" "$ROOT/policies/testdata/cluster/$c/expected.yaml" || good+=("testdata.cluster.$c.expected.yaml=$f")
+  good=("taskmanager.lua=$pdir/taskmanager.lua")
+  for f in "$pdir"/testdata/{cluster,taskmanager}/*/expected.yaml; do
+    c=${f#"$pdir/testdata/"}; c=${c%/expected.yaml}
+    cmp -s "$f" "$ROOT/policies/testdata/$c/expected.yaml" || good+=("testdata.${c%%/*}.${c#*/}.expected.yaml=$f")
   done
   start_controller override --namespace "$ns" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0 \
     --policy-configmap "$ns/$cm" --policy-work-dir "$WORK"
@@ -148,15 +149,15 @@ case_override() {
   check "override: a ConfigMap with the TaskManager template recipe is checked and serves within 10 s: the running cluster's template changes, metric and annotation name the new hash, the log says the switch" \
     t_override_accepted
   t_override_refused() {
-    local h1 broken=$WORK/cluster-broken.lua
+    local h1 broken=$WORK/taskmanager-broken.lua
     h1=$(policy_hash override)
-    { cat "$pdir/cluster.lua"; echo "end"; } >"$broken"
-    override_cm "$ns" "$cm" replace cluster.lua="$broken" || return 1
-    poll 10 eval 'rejected "$ns" "$cm" | grep -q "cluster.lua:[0-9]*: "' || { echo "events: $(rejected "$ns" "$cm")"; return 1; }
+    { cat "$pdir/taskmanager.lua"; echo "end"; } >"$broken"
+    override_cm "$ns" "$cm" replace taskmanager.lua="$broken" || return 1
+    poll 10 eval 'rejected "$ns" "$cm" | grep -q "taskmanager.lua:[0-9]*: "' || { echo "events: $(rejected "$ns" "$cm")"; return 1; }
     expect "refused sets after a syntax error" \
       "$(metric_sum override 'flink_controller_policy_reloads_total{result="refused"}')" 1 || return 1
     # the recipe without its updated fixtures: the built-in cluster cases fail
-    override_cm "$ns" "$cm" replace cluster.lua="$pdir/cluster.lua" || return 1
+    override_cm "$ns" "$cm" replace taskmanager.lua="$pdir/taskmanager.lua" || return 1
     poll 30 eval '[ "$(rejected "$ns" "$cm" | grep -c "cluster/[a-z0-9.-]*: .*expected")" = 1 ]' ||
       { echo "events: $(rejected "$ns" "$cm")"; return 1; }
     expect "refused sets after a failing fixture" \

@@ -384,7 +384,7 @@ set_job() {
 
 # case restart (issue 9 item 4) on the host Flink: a job that fails at once (Ticker -1) under
 # restartPolicy FromSavepointOnFailure, with the schedule of a policy copy that changes only the
-# constants at the top of job.lua (4 s, x2, at most 2 restarts: the operator's way to change it).
+# RESTART_* tunables of settings.lua (4 s, x2, at most 2 restarts: the operator's way to change it).
 # The test plays the submitter (its pod is kwok's and never runs): after each restart it submits
 # another failing Ticker and writes its id into the status. Each failure is shown Failed with
 # Flink's reason before the restart (its root cause from GET /jobs/<id>/exceptions in the Event), which comes no sooner than the schedule says; each restart is
@@ -445,7 +445,7 @@ case_restart() {
 
 # case lost (issue 9 item 5) on the host Flink: a job id the JobManager never lists (one the
 # submitter would have reported, written into the status here) is not Pending for ever: after
-# job.LOST_AFTER_SECONDS (30 s) of answers without it the job is Lost, with the reason in the
+# settings.JOB_LOST_AFTER_SECONDS (30 s) of answers without it the job is Lost, with the reason in the
 # status and a Warning Event, and Lost counts as failed: afterJobFails (DeleteTaskManager) applies.
 case_lost() {
   local ns ghost=00000000000000000000000000000bad

@@ -3,35 +3,45 @@
 # upgradeMode last-state on the real node (issue 29 item 1; sourced by tests/integration/run.sh
 # after realpods.sh: real_node_ready, skip, job_field, is_job, jm_get, jget, why,
 # all_vertices_running, config_value, node_has_image):
-#   laststate    testenv.Ticker on flink:1.20.5 with checkpoints every second, upgradeMode
-#                last-state (the HA storage and the checkpoints on a hostPath volume every
-#                JobManager pod of the one node sees; the pods run as the ServiceAccount the
-#                controller renders with a Role for Flink's HA ConfigMaps, no
-#                spec.serviceAccountName). The test environment's Flink classpath
-#                (tests/env/flink/pom.xml) has no flink-kubernetes, so Flink's Kubernetes HA
-#                services cannot start here: flinkProperties switch the HA type to ZooKeeper (a
-#                ZooKeeper server from the image's flink-shaded-zookeeper jar in a pod of the
-#                namespace), which keeps the job graph and checkpoint pointer the same way; the
-#                controller's part is the same. A Flink option changed -> the pods are
-#                replaced with no savepoint, the same job id resumes from a checkpoint (restored
-#                id > 0, not a savepoint) and its checkpoint ids go on; the JobManager pod killed
-#                (--force) -> the same job resumes from a checkpoint, not resubmitted.
-#                The status records the latest checkpoint (latestCheckpoint); at the end the
-#                cluster is deleted while the controller runs (its HA finalizer).
-#   laststate2   the same on flink:2.3.0
+#   laststate2   testenv.Ticker on flink:2.3.0 with checkpoints every second, upgradeMode
+#                last-state on Flink's Kubernetes HA services as the policy configures them
+#                (high-availability.type kubernetes; the HA storage and the checkpoints on a
+#                hostPath volume every JobManager pod of the one node sees; the pods run as the
+#                ServiceAccount the controller renders with a Role for Flink's HA ConfigMaps, no
+#                spec.serviceAccountName). A Flink option changed -> the pods are replaced with
+#                no savepoint, the same job id resumes from a checkpoint (restored id > 0, not a
+#                savepoint) and its checkpoint ids go on; the JobManager pod killed (--force) ->
+#                the same job resumes from a checkpoint, not resubmitted. The status records the
+#                latest checkpoint (latestCheckpoint); at the end the cluster is deleted while the
+#                controller runs: the HA ConfigMaps Flink wrote go (its HA finalizer).
+#   laststate    the same on flink:1.20.5 with ZooKeeper HA: the registry the test images are
+#                built from does not serve flink-kubernetes 1.20.x (tests/env/flink/pom.xml), so
+#                flinkProperties switch the HA type to ZooKeeper (a server from the image's
+#                flink-shaded-zookeeper jar in a pod of the namespace), which keeps the job graph
+#                and checkpoint pointer the same way; the controller's part is the same, its
+#                HA ConfigMap cleanup shown on one made by hand
 #   haclean      (kwok) the HA ConfigMaps deleted with the cluster, below
-#   jmha         two JobManagers, the leader killed, below
+#   jmha         two JobManagers on Flink 2 (Kubernetes HA), the leader killed, below
+
+# ls_zk VERSION: true when the flink:VERSION image has no flink-kubernetes (1.x here), whose
+# last-state cases run on ZooKeeper HA instead (the top)
+ls_zk() { case $1 in 1.*) return 0 ;; *) return 1 ;; esac; }
 
 # laststate_cluster NAME HOSTDIR VERSION SLOTS [JM_REPLICAS]: the Ticker job cluster in
 # upgradeMode last-state, HA storage and checkpoints under HOSTDIR (mounted at /state), no
-# savepointsDir; JM_REPLICAS JobManagers (default 1). Each pod requests 200m CPU (limit 500m):
-# the real node's two cores hold two JobManagers, a TaskManager and ZooKeeper.
+# savepointsDir; JM_REPLICAS JobManagers (default 1); Flink's Kubernetes HA, ZooKeeper's on 1.x
+# (ls_zk). Each pod requests 200m CPU (limit 500m): the real node's two cores hold two
+# JobManagers and a TaskManager (and ZooKeeper).
 laststate_cluster() {
   local vol="
     volumes: [{name: state, hostPath: {path: $2, type: DirectoryOrCreate}}]
     volumeMounts: [{name: state, mountPath: /state}]"
-  local ckdir=execution.checkpointing.dir
+  local ckdir=execution.checkpointing.dir zk=""
   case $3 in 1.*) ckdir=state.checkpoints.dir ;; esac
+  ls_zk "$3" && zk="
+    high-availability.type: zookeeper
+    high-availability.zookeeper.quorum: \"zk:2181\"
+    high-availability.cluster-id: /$1"
   cat <<EOF
 apiVersion: flinkoperator.k8s.io/v1beta1
 kind: FlinkCluster
@@ -55,10 +65,7 @@ spec:
   flinkProperties:
     taskmanager.numberOfTaskSlots: "$4"
     execution.checkpointing.interval: "1s"
-    $ckdir: "file:///state/checkpoints"
-    high-availability.type: zookeeper
-    high-availability.zookeeper.quorum: "zk:2181"
-    high-availability.cluster-id: /$1
+    $ckdir: "file:///state/checkpoints"$zk
 EOF
 }
 
@@ -86,6 +93,12 @@ spec:
 EOF
 }
 
+# measured CASE TEXT: TEXT for the case's TAP comments (ls_report), as `check` keeps a passing
+# check's output to itself
+measured() { printf '%s\n' "$2" >>"$WORK/$1.measured"; }
+# ls_report CASE: the case's measurements as TAP comments
+ls_report() { [ -f "$WORK/$1.measured" ] && sed 's/^/# /' "$WORK/$1.measured"; return 0; }
+
 # ckpt NS NAME ID FIELD: a field of GET /jobs/ID/checkpoints (json.lua path)
 ckpt() { jm_get "$1" "$2" "/jobs/$3/checkpoints" | jget "$4"; }
 # no_savepoint: true when the GET /jobs/<id>/checkpoints answer on stdin has a history and no
@@ -110,19 +123,20 @@ resumes_same() {
   expect "restored from a savepoint" "$(ckpt "$ns" "$name" "$id" latest.restored.is_savepoint)" false || return 1
   poll 30 is_job "$ns" "$name" Running || { why "$ns" "$name"; return 1; }
   expect "job id after the JobManager's loss" "$(job_field "$ns" "$name" id)" "$id" || return 1
-  expect "restartCount (not resubmitted)" "$(job_field "$ns" "$name" restartCount)" 0
+  expect "restartCount (not resubmitted)" "$(job_field "$ns" "$name" restartCount)" 0 || return 1
+  measured "$5" "$name: job $id resumed from checkpoint $RESTORED (latest before the loss: $before)"
 }
 
 # laststate_start CASE VERSION DESC: status 1 (a SKIP line for DESC) without the real node or
-# the flink:VERSION image; else a namespace LS_NS with ZooKeeper (laststate_zk), the HA and
-# checkpoint directory LS_DIR on the host, and controller CASE watching the namespace
+# the flink:VERSION image; else a namespace LS_NS (with ZooKeeper, laststate_zk, on 1.x), the
+# HA and checkpoint directory LS_DIR on the host, and controller CASE watching the namespace
 laststate_start() {
   real_node_ready || { skip "$3" "no real node in this environment"; return 1; }
   node_has_image "docker.io/library/flink:$2" || { skip "$3" "no flink:$2 image on the node"; return 1; }
   LS_NS=$(new_ns "$1" real)
   LS_DIR=$TESTENV_DIR/savepoints/$LS_NS
   mkdir -p "$LS_DIR" && chmod 0777 "$LS_DIR"
-  laststate_zk "$2" | kc -n "$LS_NS" apply -f - >/dev/null
+  if ls_zk "$2"; then laststate_zk "$2" | kc -n "$LS_NS" apply -f - >/dev/null; fi
   FLINK_DIRECT=1 start_controller "$1" --namespace "$LS_NS"
 }
 
@@ -144,8 +158,9 @@ laststate_case() {
     poll 90 checkpointed 2 || { echo "job $id: no 2 completed checkpoints: $(jm_get "$ns" ls "/jobs/$id/checkpoints")"; return 1; }
     local conf
     conf=$(jm_get "$ns" ls /jobmanager/config) || return 1
-    # the policy's HA options, the type overridden by flinkProperties (see the top)
-    expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" zookeeper || return 1
+    # the policy's HA options (on 1.x the type overridden by flinkProperties: see the top)
+    local type=kubernetes; ls_zk "$version" && type=zookeeper
+    expect "high-availability.type" "$(printf '%s' "$conf" | config_value high-availability.type)" "$type" || return 1
     expect "high-availability.storageDir" "$(printf '%s' "$conf" | config_value high-availability.storageDir)" \
       file:///state/ha || return 1
     expect "kubernetes.cluster-id" "$(printf '%s' "$conf" | config_value kubernetes.cluster-id)" ls || return 1
@@ -159,6 +174,8 @@ laststate_case() {
     done
     # the HA services keep the job graph in the storage directory
     [ -n "$(find "$dir/ha" -type f 2>/dev/null | head -n 1)" ] || { echo "nothing in the HA storage $dir/ha"; return 1; }
+    # and (Kubernetes HA) the leader and the pointers to it in ConfigMaps of their own
+    ls_zk "$version" || ha_configmaps_written "$ns" ls "$id" || return 1
     # the status records the latest completed checkpoint Flink reports (lib.upgrade.latest_checkpoint)
     recorded() {
       local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
@@ -200,6 +217,7 @@ laststate_case() {
     poll 60 checkpointed 1 || { echo "job $id takes no checkpoint after its recovery"; return 1; }
     local after; after=$(ckpt "$ns" ls "$id" latest.completed.id)
     [ "$after" -gt "$restored" ] || { echo "checkpoint ids do not go on: latest $after, restored $restored"; return 1; }
+    measured "$c" "ls upgrade: job $id, latest checkpoint before $before, restored $restored, latest after $after"
     status_after() {
       local cid; cid=$(jp "$ns" flinkcluster/ls '{.status.components.job.latestCheckpoint.id}')
       [ -n "$cid" ] && [ "$cid" -gt "$restored" ]
@@ -230,13 +248,45 @@ laststate_case() {
   }
   check "$desc: JobManager pod killed -> the same job resumes from its latest checkpoint, not resubmitted" t_ls_jm_killed
   t_ls_deleted() {
-    # an HA ConfigMap as Flink's Kubernetes HA services would leave it (ZooKeeper here keeps none)
-    kc -n "$ns" create configmap ls-cluster-config-map --from-literal=leader=x >/dev/null &&
-      kc -n "$ns" label configmap ls-cluster-config-map app=ls configmap-type=high-availability >/dev/null || return 1
+    if ls_zk "$version"; then
+      # an HA ConfigMap as Flink's Kubernetes HA services would leave it (ZooKeeper keeps none)
+      kc -n "$ns" create configmap ls-cluster-config-map --from-literal=leader=x >/dev/null &&
+        kc -n "$ns" label configmap ls-cluster-config-map "${HA_LABELS[@]}" app=ls >/dev/null || return 1
+    else
+      # the ones Flink wrote, still there while the job runs
+      ha_configmaps_written "$ns" ls "$(job_field "$ns" ls id)" || return 1
+    fi
     ha_delete "$ns" ls
   }
-  check "$desc: FlinkCluster deleted -> its pods, then its HA ConfigMaps go, then the finalizer lets it go" t_ls_deleted
+  check "$desc: FlinkCluster deleted -> its pods, then its HA ConfigMaps (Flink's own on 2.x) go, then the finalizer lets it go" t_ls_deleted
+  ls_report "$c"
   ha_done "$c" "$ns" ls "$dir"
+  if ls_zk "$version"; then kc -n "$ns" delete pod zk --wait=true --timeout=60s >/dev/null 2>&1; fi
+}
+
+# The labels of the HA ConfigMaps Flink 1.20 writes besides app=<cluster-id> (Flink 2 writes
+# type only: the controller selects app and type, lua/fc/haclean.lua)
+HA_LABELS=(type=flink-native-kubernetes configmap-type=high-availability)
+
+# ha_configmaps_written NS NAME JOB: Flink's Kubernetes HA services of FlinkCluster NAME (its
+# kubernetes.cluster-id) wrote their ConfigMaps labelled app=NAME,type=flink-native-kubernetes:
+# NAME-cluster-config-map, whose leader annotation (Flink's ConfigMap lock) names a holder, and
+# NAME-JOB-config-map, the job's checkpoint pointers (a checkpointID-... key)
+ha_configmaps_written() {
+  local cms
+  cms=$(kc -n "$1" get configmap -l "app=$2,type=flink-native-kubernetes" -o name | sort | tr '\n' ' ')
+  expect "HA ConfigMaps" "$cms" "configmap/$2-$3-config-map configmap/$2-cluster-config-map " || return 1
+  [ -n "$(ha_holder "$1" "$2")" ] || { echo "no leader in $2-cluster-config-map: $(jp "$1" "configmap/$2-cluster-config-map" '{.metadata}')"
+    return 1; }
+  jp "$1" "configmap/$2-$3-config-map" '{.data}' | grep -q '"checkpointID-' ||
+    { echo "no checkpoint pointer in $2-$3-config-map: $(jp "$1" "configmap/$2-$3-config-map" '{.data}')"; return 1; }
+}
+
+# ha_holder NS NAME: the lock identity of the JobManager that leads FlinkCluster NAME (Flink's
+# ConfigMap lock: the leader annotation of NAME-cluster-config-map), empty when none
+ha_holder() {
+  jp "$1" "configmap/$2-cluster-config-map" '{.metadata.annotations.control-plane\.alpha\.kubernetes\.io/leader}' |
+    jget holderIdentity
 }
 
 # ha_delete NS NAME: deletes FlinkCluster NAME with the controller running (its finalizer
@@ -250,7 +300,7 @@ ha_delete() {
   cluster_gone() { [ -z "$(jp "$1" "flinkcluster/$2" '{.metadata.name}')" ]; }
   poll 120 cluster_gone "$1" "$2" || { echo "FlinkCluster $2 still there: $(jp "$1" "flinkcluster/$2" '{.metadata}')"
     return 1; }
-  expect "HA ConfigMaps of $2 left" "$(kc -n "$1" get configmap -l "app=$2,configmap-type=high-availability" -o name)" "" ||
+  expect "HA ConfigMaps of $2 left" "$(kc -n "$1" get configmap -l "app=$2,type=flink-native-kubernetes" -o name)" "" ||
     return 1
   pods_gone() { [ -z "$(kc -n "$1" get pods -l "cluster=$2" -o name 2>/dev/null)" ]; }
   poll 120 pods_gone "$1" "$2" || { echo "pods of $2 left: $(kc -n "$1" get pods -l "cluster=$2" -o name)"; return 1; }
@@ -272,16 +322,18 @@ case_laststate2() { laststate_case laststate2 2.3.0; }
 # haclean (kwok): Flink's HA ConfigMaps are removed with the FlinkCluster (lua/fc/haclean.lua).
 # Flink is not running here: the ConfigMaps its Kubernetes HA services would write
 # (<name>-cluster-config-map, <name>-<job id>-config-map, labels app=<name>,
-# configmap-type=high-availability, no ownerReference) are made by hand.
+# type=flink-native-kubernetes and on Flink 1.x configmap-type=high-availability, no
+# ownerReference) are made by hand (laststate2 and jmha delete the ones real Flink 2 wrote),
+# with the other ConfigMaps that must stay.
 case_haclean() {
   local ns
   ns=$(new_ns haclean)
   start_controller haclean --namespace "$ns"
-  laststate_cluster hac /tmp/haclean-unused 1.20.5 1 | kc -n "$ns" apply -f - >/dev/null
-  # ha_cm NAME APP [TYPE]: a ConfigMap labelled app=APP (and configmap-type=TYPE)
+  laststate_cluster hac /tmp/haclean-unused 2.3.0 1 | kc -n "$ns" apply -f - >/dev/null
+  # ha_cm NAME APP [LABEL...]: a ConfigMap labelled app=APP and LABEL...
   ha_cm() {
     kc -n "$ns" create configmap "$1" --from-literal=leader=x >/dev/null &&
-      kc -n "$ns" label configmap "$1" "app=$2" ${3:+"configmap-type=$3"} >/dev/null
+      kc -n "$ns" label configmap "$1" "app=$2" "${@:3}" >/dev/null
   }
   t_hac_finalizer() {
     has_fin() { jp "$ns" flinkcluster/hac '{.metadata.finalizers}' | grep -q 'flinkoperator.k8s.io/ha-configmaps'; }
@@ -290,26 +342,29 @@ case_haclean() {
   }
   check "kwok: a last-state cluster carries the finalizer flinkoperator.k8s.io/ha-configmaps" t_hac_finalizer
   t_hac_deleted() {
-    ha_cm hac-cluster-config-map hac high-availability || return 1
-    ha_cm hac-00000000000000000000000000000001-config-map hac high-availability || return 1
-    # not the cluster's: another cluster-id's HA ConfigMap, and one of app=hac that is not HA
-    ha_cm other-cluster-config-map other high-availability || return 1
+    # as Flink 1.20 labels them, and as Flink 2 does
+    ha_cm hac-cluster-config-map hac "${HA_LABELS[@]}" || return 1
+    ha_cm hac-00000000000000000000000000000001-config-map hac "${HA_LABELS[0]}" || return 1
+    # not the cluster's: another cluster-id's HA ConfigMap, and ones of app=hac that are not Flink's
+    ha_cm other-cluster-config-map other "${HA_LABELS[@]}" || return 1
     ha_cm hac-notes hac || return 1
+    ha_cm hac-old hac "${HA_LABELS[1]}" || return 1
     ha_delete "$ns" hac || { tail -n 15 "$WORK/haclean.log"; return 1; }
-    expect "other ConfigMaps" "$(kc -n "$ns" get configmap other-cluster-config-map hac-notes -o name | sort | tr '\n' ' ')" \
-      "configmap/hac-notes configmap/other-cluster-config-map " || return 1
+    expect "other ConfigMaps" "$(kc -n "$ns" get configmap other-cluster-config-map hac-notes hac-old -o name | sort |
+      tr '\n' ' ')" "configmap/hac-notes configmap/hac-old configmap/other-cluster-config-map " || return 1
   }
-  check "kwok: FlinkCluster deleted -> its StatefulSets, then its HA ConfigMaps (app=hac, configmap-type=high-availability) go, then the finalizer; other ConfigMaps stay" t_hac_deleted
+  check "kwok: FlinkCluster deleted -> its StatefulSets, then its HA ConfigMaps (app=hac, type=flink-native-kubernetes: Flink 1.20's and 2's labels) go, then the finalizer; other ConfigMaps stay" t_hac_deleted
   ha_done haclean "$ns" hac /tmp/haclean-unused
 }
 
-# jmha (real node): two JobManagers with HA (ZooKeeper, as laststate): the leader killed
+# jmha (real node): two JobManagers on Flink 2 with Kubernetes HA (as laststate2: the leader
+# elected through the ConfigMap jm-cluster-config-map, no ZooKeeper): the leader killed
 # (--force) -> the standby takes over and the same job goes on from its latest checkpoint (no
 # resubmission). The JobManager Service selects both pods: REST on a standby is served through
 # the leader (its handlers find the leading Dispatcher by the HA services), each JobManager
 # announcing its own pod IP (policies/cluster.lua, replicas > 1).
 case_jmha() {
-  local c=jmha version=1.20.5
+  local c=jmha version=2.3.0
   local desc="real pods, Flink $version: two JobManagers with HA"
   laststate_start "$c" "$version" "$desc" || return 0
   local ns=$LS_NS dir=$LS_DIR
@@ -339,25 +394,37 @@ case_jmha() {
   }
   check "$desc: the job Running with checkpoints, two JobManager pods Ready, one of them the leader" t_jmha_running
   t_jmha_failover() {
-    local id leader standby before p
+    local id leader standby before p holder old_uid
     id=$(job_field "$ns" jm id)
     for p in jm-jobmanager-0 jm-jobmanager-1; do
       if leads "$p"; then leader=$p; else standby=$p; fi
     done
     if [ -z "$leader" ] || [ -z "$standby" ]; then echo "leader '$leader', standby '$standby'"; return 1; fi
+    holder=$(ha_holder "$ns" jm)
+    [ -n "$holder" ] || { echo "no leader in jm-cluster-config-map"; return 1; }
+    old_uid=$(jp "$ns" "pod/$leader" '{.metadata.uid}')
     before=$(ckpt "$ns" jm "$id" latest.completed.id)
     kc -n "$ns" delete pod "$leader" --grace-period=0 --force >/dev/null 2>&1
-    poll 90 leads "$standby" || { echo "$standby did not take the leadership"; kc -n "$ns" logs "$standby" | tail -n 20
-      return 1; }
+    # once the killed one's lease ran out (Flink's lease-duration, 15 s) another JobManager takes
+    # the ConfigMap lock: the standby, or the pod the StatefulSet made in the killed one's place
+    new_leader() {
+      local h; h=$(ha_holder "$ns" jm)
+      [ -n "$h" ] && [ "$h" != "$holder" ] || return 1
+      leads "$standby" && return 0
+      [ "$(jp "$ns" "pod/$leader" '{.metadata.uid}')" != "$old_uid" ] && leads "$leader"
+    }
+    poll 120 new_leader || { echo "no JobManager took the leadership from $holder: $(ha_holder "$ns" jm)"
+      kc -n "$ns" logs "$standby" | tail -n 20; return 1; }
     resumes_same "$ns" jm "$id" "$before" "$c" || return 1
     # checkpoints go on under the new leader
     goes_on() { [ "$(ckpt "$ns" jm "$id" latest.completed.id)" -gt "$RESTORED" ]; }
     poll 60 goes_on || { echo "no checkpoint after the restore $RESTORED"; return 1; }
+    measured "$c" "jm: the lock went from $holder to $(ha_holder "$ns" jm); checkpoints go on: $(ckpt "$ns" jm "$id" latest.completed.id)"
   }
-  check "$desc: the leading JobManager killed -> the standby leads, the same job resumes from its latest checkpoint, not resubmitted" \
+  check "$desc: the leading JobManager killed -> another JobManager takes the ConfigMap lock, the same job resumes from its latest checkpoint, not resubmitted" \
     t_jmha_failover
-  t_jmha_deleted() { ha_delete "$ns" jm; }
-  check "$desc: FlinkCluster deleted -> its pods and the cluster gone" t_jmha_deleted
+  t_jmha_deleted() { ha_configmaps_written "$ns" jm "$(job_field "$ns" jm id)" && ha_delete "$ns" jm; }
+  check "$desc: FlinkCluster deleted -> its pods, the HA ConfigMaps Flink wrote and the cluster gone" t_jmha_deleted
+  ls_report "$c"
   ha_done "$c" "$ns" jm "$dir"
-  kc -n "$ns" delete pod zk --wait=true --timeout=60s >/dev/null 2>&1
 }

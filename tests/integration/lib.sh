@@ -70,15 +70,15 @@ start_controller() {
 }
 ctl_pid() { cat "$WORK/$1.pid" 2>/dev/null; }
 ctl_alive() { local p; p=$(ctl_pid "$1") && [ -n "$p" ] && [ ! -f "$WORK/$1.rc" ] && kill -0 "$p" 2>/dev/null; }
-# fast_restart_policies NAME MAX: a copy of policies/ in $WORK/policies-NAME whose job.lua restarts
-# a failed job after 4 s (not 10), at most MAX times; prints its path
+# fast_restart_policies NAME MAX: a copy of policies/ in $WORK/policies-NAME whose settings.lua
+# restarts a failed job after 4 s (not 10), at most MAX times; prints its path
 fast_restart_policies() {
   local pdir=$WORK/policies-$1
   cp -r "$ROOT/policies" "$pdir"
-  edit_policy "$pdir/job.lua" "s/^job.RESTART_INITIAL_DELAY_SECONDS = 10\$/job.RESTART_INITIAL_DELAY_SECONDS = 4/;
-    s/^job.RESTART_MAX_ATTEMPTS = 3\$/job.RESTART_MAX_ATTEMPTS = $2/" "job.RESTART_MAX_ATTEMPTS = $2" || return 1
-  grep -qxF "job.RESTART_INITIAL_DELAY_SECONDS = 4" "$pdir/job.lua" ||
-    { echo "# could not patch job.lua: RESTART_INITIAL_DELAY_SECONDS not 4 after the sed" >&2; return 1; }
+  edit_policy "$pdir/settings.lua" "s/^settings.RESTART_INITIAL_DELAY_SECONDS = 10\$/settings.RESTART_INITIAL_DELAY_SECONDS = 4/;
+    s/^settings.RESTART_MAX_ATTEMPTS = 3\$/settings.RESTART_MAX_ATTEMPTS = $2/" "settings.RESTART_MAX_ATTEMPTS = $2" || return 1
+  grep -qxF "settings.RESTART_INITIAL_DELAY_SECONDS = 4" "$pdir/settings.lua" ||
+    { echo "# could not patch settings.lua: RESTART_INITIAL_DELAY_SECONDS not 4 after the sed" >&2; return 1; }
   echo "$pdir"
 }
 # scrape_metrics CONTROLLER: its /metrics text (the port from the start line of its log, key

@@ -177,13 +177,13 @@ PY
   }
   check "restsubmit: a jar URL that answers 404: job Failed, 'submission failed: download ...: HTTP 404' in status and a Warning Event" t_rest_missing
   stop_controller restsubmit >/dev/null
-  # the download's size cap, from a policy copy that changes only lib/restsubmit.lua's constant
+  # the download's size cap, from a policy copy that changes only submit.lua's constant
   local capns pdir
   capns=$(new_ns restcap)
   pdir=$WORK/policies-restcap
   cp -r "$ROOT/policies" "$pdir"
-  edit_policy "$pdir/lib/restsubmit.lua" 's/^restsubmit.JAR_MAX_BYTES = .*/restsubmit.JAR_MAX_BYTES = 1000/' \
-    'restsubmit.JAR_MAX_BYTES = 1000' || { patch_failed restsubmit; return 0; }
+  edit_policy "$pdir/submit.lua" 's/^submit.JAR_MAX_BYTES = .*/submit.JAR_MAX_BYTES = 1000/' \
+    'submit.JAR_MAX_BYTES = 1000' || { patch_failed restsubmit; return 0; }
   start_controller restcap --namespace "$capns" --policy-dir "$pdir"
   rest_cluster restbig testenv-jobs.jar "$capns"
   t_rest_cap() {

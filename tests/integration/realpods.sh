@@ -670,6 +670,29 @@ case_helm() {
   }
   check "$desc: helm uninstall removes the Deployment, ServiceAccount and Roles; the CRD and the FlinkCluster stay" t_helm_uninstall
   H uninstall flink-controller --namespace "$rns" >/dev/null 2>&1
+  # shards 2: the chart makes a StatefulSet, and pod flink-controller-i takes shard i's Lease by
+  # its ordinal at once (a balanced start, docs/sharding.md "Deploying")
+  t_helm_shards() {
+    H install flink-controller "$ROOT/deploy/helm/flink-controller" --namespace "$rns" \
+      --set image.repository=localhost/flink-controller --set image.tag=testenv \
+      --set "watchNamespaces={$ns}" --set shards=2 --wait --timeout 180s >"$WORK/helm-shards.log" 2>&1 ||
+      { cat "$WORK/helm-shards.log"; kc -n "$rns" get pods -o wide; return 1; }
+    expect "ready replicas" "$(jp "$rns" statefulset/flink-controller '{.status.readyReplicas}')" 2 || return 1
+    ! kc -n "$rns" get deployment flink-controller >/dev/null 2>&1 || { echo "a Deployment flink-controller exists too"; return 1; }
+    local i holder
+    for i in 0 1; do
+      shard_held_by_ordinal() {
+        holder=$(jp "$rns" "lease/flink-controller-shard-$i" '{.spec.holderIdentity}' 2>/dev/null)
+        [[ ${holder%_*} == "flink-controller-$i" ]]
+      }
+      poll 30 shard_held_by_ordinal || { echo "Lease flink-controller-shard-$i held by '$holder', not flink-controller-$i"; return 1; }
+    done
+    H uninstall flink-controller --namespace "$rns" --wait --timeout 120s >>"$WORK/helm-shards.log" 2>&1 || return 1
+    gone_sts() { local got; got=$(kc -n "$rns" get statefulset flink-controller 2>&1); [[ $got == *NotFound* ]]; }
+    poll 30 gone_sts || { echo "the StatefulSet is still there after uninstall"; return 1; }
+  }
+  check "$desc: shards=2 installs a StatefulSet whose pod flink-controller-i holds shard i's Lease; uninstall removes it" t_helm_shards
+  H uninstall flink-controller --namespace "$rns" >/dev/null 2>&1
 }
 
 # README.md's "Quick start" as written, on the real node. The one substitution is the README's own

@@ -242,7 +242,7 @@ end
 -- a proxy whose `proxy.<hook>(input)` is `host.call(name, hook, input)`, returning the result
 -- and raising the host's "<file>:<line>: <message>" when the call fails. Each call points the
 -- host at `dir` first when it is elsewhere (host.configure: a new dir drops the loaded policies).
--- Members that are data, not hooks (`job.LOST_AFTER_SECONDS`), are read from the policy loaded as
+-- Members that are data, not hooks (`settings.JOB_LOST_AFTER_SECONDS`), are read from the policy loaded as
 -- a plain module (`require(name)`, policies/ only: nil for another dir).
 function M.sandboxed(name, opts)
   local host = require("fc.host")

@@ -134,7 +134,7 @@ describe("support.fixtures sandboxed", function()
     assert.same({ copy = { 1 }, h = "lib" }, p.f({ 1 }))
     assert.equal(dir, require("fc.host").info().policy_dir)
     -- the default dir again for a policy of policies/, whose data members come along
-    assert.equal(30, fx.sandboxed("job").LOST_AFTER_SECONDS)
+    assert.equal(30, fx.sandboxed("settings").JOB_LOST_AFTER_SECONDS)
     assert.equal("Running", fx.sandboxed("job").map_flink_state("RUNNING"))
     assert.equal(fx.ROOT .. "/policies", require("fc.host").info().policy_dir)
   end)
@@ -143,7 +143,8 @@ describe("support.fixtures sandboxed", function()
       { "global_read", "global_read.lua:1: undefined global 'io' (not available to policies)" },
       { "global_write", "global_write.lua:1: assignment to global 'x': policies cannot write globals" },
       { "require_io", "require_io.lua:1: require: module 'io' is not available to policies (allowed: fc.util, "
-        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, lib.<name>)" },
+        .. "fc.quantity, fc.slots, fc.profile, fc.yaml, fc.crd, fc.names, fc.clock, fc.trigger, "
+        .. "fc.restsubmit, lib.<name>, <a policy of the set>)" },
       { "gc", "gc.lua:1: setmetatable: __gc metamethods are not allowed in policies" },
     }
     for _, c in ipairs(cases) do
