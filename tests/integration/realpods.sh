@@ -325,12 +325,13 @@ real_done() {
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
 
-# Savepoint history and retention on Flink 1.20 (policies/lib/retention.lua): the Ticker with
+# Savepoint history and retention (policies/lib/retention.lua) on Flink VERSION: the Ticker with
 # spec.job.savepointRetention.maxCount 2, four savepoints asked one after another through
 # savepointGeneration; the history records each, and the two older are disposed through Flink
 # (POST /savepoint-disposal): their directories leave the host volume, their entries the history.
-case_savepointhistory() {
-  local c=savepointhistory version=1.20.5
+# savepoint_history CASE VERSION
+savepoint_history() {
+  local c=$1 version=$2
   local desc="real pods, Flink $version: savepoint history, savepointRetention.maxCount 2" ns spdir
   ticker_start "$c" "$version" "$desc" "savepointRetention: {maxCount: 2}" || return 0
   t_history() {
@@ -380,6 +381,8 @@ case_savepointhistory() {
   check "$desc: 4 savepoints by savepointGeneration -> the history keeps the newest 2, the 2 older disposed through Flink (directories gone from the host, Events), the job Running" t_history
   real_done "$c" "$ns" ticker "$spdir"
 }
+case_savepointhistory() { savepoint_history savepointhistory 1.20.5; }
+case_savepointhistory2() { savepoint_history savepointhistory2 2.3.0; }
 
 # The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
 # the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the
