@@ -275,7 +275,9 @@ HA_LABELS=(type=flink-native-kubernetes configmap-type=high-availability)
 ha_configmaps_written() {
   local cms
   cms=$(kc -n "$1" get configmap -l "app=$2,type=flink-native-kubernetes" -o name | sort | tr '\n' ' ')
-  expect "HA ConfigMaps" "$cms" "configmap/$2-$3-config-map configmap/$2-cluster-config-map " || return 1
+  # both sides sorted: the job id's first character decides which of the two comes first
+  expect "HA ConfigMaps" "$cms" \
+    "$(printf '%s\n' "configmap/$2-$3-config-map" "configmap/$2-cluster-config-map" | sort | tr '\n' ' ')" || return 1
   [ -n "$(ha_holder "$1" "$2")" ] || { echo "no leader in $2-cluster-config-map: $(jp "$1" "configmap/$2-cluster-config-map" '{.metadata}')"
     return 1; }
   jp "$1" "configmap/$2-$3-config-map" '{.data}' | grep -q '"checkpointID-' ||
