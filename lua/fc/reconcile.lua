@@ -699,21 +699,11 @@ function run(host, snapshot, hold)
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     -- health (policies/health.lua): judged on the samples fc.health keeps in job.health
-    hv = fchealth.observe(obs.job, obs.flink_state or "", obs.start_time or 0, flink, defaulted.spec, now)
-    obs.job.health = hv.health or fchealth.kept(obs.job)
-    local kept_failed = obs.job.health and obs.job.health.failed
-    if hv.ctx then
-      local hd = call(host, "health", "decide", hv.ctx)
-      if hd == "ok" then hd = { action = "ok" } end
-      expect(is_table(hd) and (hd.action == "ok" or hd.action == "fail" and type(hd.reason) == "string"),
-        "health", "decide", "must return {action=\"ok\"} or {action=\"fail\", reason=<text>}")
-      if hd.action == "fail" and not kept_failed then
-        obs.job.health.failed = { reason = hd.reason, time = now }
-        health_in = { action = "fail", reason = hd.reason }
-      end
-    end
-    if kept_failed then health_in = { action = "fail", reason = kept_failed.reason, told = true } end
-    health_intents = hv.intents
+    local bad
+    hv, bad = fchealth.pass(function(ctx) return call(host, "health", "decide", ctx) end, { job = obs.job,
+      flink_state = obs.flink_state, start_time = obs.start_time, flink = flink, spec = defaulted.spec, now = now })
+    expect(hv ~= nil, "health", "decide", bad)
+    health_in, health_intents = hv.health, hv.intents
     -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
     sd = savepoints.pass(function(i)
       local r = call(host, "savepoint", "decide", i)
