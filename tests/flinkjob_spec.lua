@@ -290,8 +290,7 @@ describe("fc.flinkjob through reconcile.run", function()
   -- of the FlinkJob's own job is asked of the session cluster's JobManager on each pass while it
   -- runs; more than 5 restarts within 5m (settings.lua) cancel that job, Failed with a JobUnhealthy
   -- Warning once; another job of the session cluster, restarting as well, is never polled nor cancelled.
-  it("health: its job restarting in a loop is cancelled in Flink, Failed (JobUnhealthy once); the session's others untouched",
-    function()
+  it("health: its job restarting in a loop is cancelled in Flink, Failed, JobUnhealthy once; others untouched", function()
     local st, id = running_status()
     local other = { jid = "ffffffff000000000000000000000001", state = "RESTARTING", name = "other" }
     local function pass(status, state, n, t)
@@ -347,7 +346,8 @@ describe("fc.flinkjob through reconcile.run", function()
   it("savepointRetention maxCount 1: the older savepoint of its history disposed through Flink, the newest kept",
     function()
     local st, id = running_status()
-    local old_loc, new_loc = "file:/savepoints/savepoint-656d0c-000000000001", "file:/savepoints/savepoint-656d0c-000000000002"
+    local old_loc = "file:/savepoints/savepoint-656d0c-000000000001"
+    local new_loc = "file:/savepoints/savepoint-656d0c-000000000002"
     local t_old, t_new = "692be6c7000000000000000000000001", "692be6c7000000000000000000000002"
     st.job.savepointLocation = new_loc
     st.job.savepointHistory = {

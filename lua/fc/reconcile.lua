@@ -694,16 +694,16 @@ function run(host, snapshot, hold)
       taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
-  local jd, sd, obs, health_in, health_intents, hv = {}, {}, {}, nil, nil, {}
+  local jd, sd, obs, health_intents, hv = {}, {}, {}, nil, {}
   if is_job then
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     -- health (policies/health.lua): judged on the samples fc.health keeps in job.health
-    local bad
-    hv, bad = fchealth.pass(function(ctx) return call(host, "health", "decide", ctx) end, { job = obs.job,
+    local not_decision
+    hv, not_decision = fchealth.pass(function(ctx) return call(host, "health", "decide", ctx) end, { job = obs.job,
       flink_state = obs.flink_state, start_time = obs.start_time, flink = flink, spec = defaulted.spec, now = now })
-    expect(hv ~= nil, "health", "decide", bad)
-    health_in, health_intents = hv.health, hv.intents
+    expect(hv ~= nil, "health", "decide", not_decision)
+    health_intents = hv.intents
     -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
     sd = savepoints.pass(function(i)
       local r = call(host, "savepoint", "decide", i)
@@ -714,7 +714,7 @@ function run(host, snapshot, hold)
       components = components, update = update, now = now })
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
-      components = components, update = update, health = health_in, now = now })
+      components = components, update = update, health = hv.health, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policies' own events (e.g. a restart with its attempt number, a savepoint disposed),
     -- before the state events
