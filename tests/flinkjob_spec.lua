@@ -290,7 +290,8 @@ describe("fc.flinkjob through reconcile.run", function()
   -- of the FlinkJob's own job is asked of the session cluster's JobManager on each pass while it
   -- runs; more than 5 restarts within 5m (settings.lua) cancel that job, Failed with a JobUnhealthy
   -- Warning once; another job of the session cluster, restarting as well, is never polled nor cancelled.
-  it("health: its job restarting in a loop is cancelled in Flink, Failed, JobUnhealthy once; others untouched", function()
+  it("health: its job restarting in a loop is cancelled in Flink, Failed, JobUnhealthy once; others untouched",
+    function()
     local st, id = running_status()
     local other = { jid = "ffffffff000000000000000000000001", state = "RESTARTING", name = "other" }
     local function pass(status, state, n, t)
