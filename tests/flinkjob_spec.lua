@@ -444,6 +444,10 @@ describe("fc.admission of a FlinkJob", function()
     local fj = job()
     local r = admission.validate(review(fj)).review.response
     assert.same({ uid = "u1", allowed = true }, r)
+    -- with savepointRetention (the FlinkCluster's field)
+    fj.spec.job.savepointRetention = { maxCount = 1, maxAgeSeconds = 3600 }
+    r = admission.validate(review(fj)).review.response
+    assert.same({ uid = "u1", allowed = true }, r)
   end)
 
   it("refuses a jarFile no http(s) URL, a missing clusterRef, last-state and spec.job's own rules, by path", function()
