@@ -163,7 +163,8 @@ describe("fc.flinkjob through reconcile.run", function()
     local r2 = reconcile.run({ cluster = changed, session = session(), flink = run_list, now = T0 + 7 })
     local kinds = {}
     for _, a in ipairs(r2.actions) do kinds[#kinds + 1] = (a.intent or {}).kind end
-    assert.same({ "stop", "list_jobs" }, kinds)
+    -- (the health policy's restart poll of the running job, as every pass of a running job)
+    assert.same({ "stop", "list_jobs", "job_restarts" }, kinds)
     assert.equal(id, r2.actions[1].intent.job_id)
     assert.equal(rev, r2.status.currentRevision)
     assert.is_string(r2.status.nextRevision)
@@ -239,8 +240,8 @@ describe("fc.flinkjob through reconcile.run", function()
       flink = answers({ listed({ { jid = id, state = "RUNNING" } }, T0 + 20) }), now = T0 + 20 })
     local kinds = {}
     for _, a in ipairs(r1.actions) do kinds[#kinds + 1] = a.intent.kind end
-    assert.same({ "list_jobs", "cancel" }, kinds)
-    assert.equal(id, r1.actions[2].intent.job_id)
+    assert.same({ "list_jobs", "job_restarts", "cancel" }, kinds)
+    assert.equal(id, r1.actions[3].intent.job_id)
     local s1 = r1.status or st
     assert.equal(id, s1.job.id)
     assert.equal("Updating", s1.job.state)
@@ -285,11 +286,147 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.equal("JobNotCancelled", r.events[1].reason)
   end)
 
+  -- Health (policies/health.lua through fc.health.pass, as for a job cluster): the restart counter
+  -- of the FlinkJob's own job is asked of the session cluster's JobManager on each pass while it
+  -- runs; more than 5 restarts within 5m (settings.lua) cancel that job, Failed with a JobUnhealthy
+  -- Warning once; another job of the session cluster, restarting as well, is never polled nor cancelled.
+  it("health: its job restarting in a loop is cancelled in Flink, Failed, JobUnhealthy once; others untouched",
+    function()
+    local st, id = running_status()
+    local other = { jid = "ffffffff000000000000000000000001", state = "RESTARTING", name = "other" }
+    local function pass(status, state, n, t)
+      local list = { listed({ other, { jid = id, state = state, ["start-time"] = T0 * 1000 } }, t) }
+      if n then
+        list[2] = { intent = { kind = "job_restarts", job_id = id },
+          body = cjson.encode({ { id = "numRestarts", value = tostring(n) } }), time = t }
+      end
+      local r = reconcile.run({ cluster = job(nil, status), session = session(), flink = answers(list), now = t })
+      return r, r.status or status
+    end
+    -- no count yet: asked of the session's JobManager, nothing judged
+    local r1, s1 = pass(st, "RUNNING", nil, T0 + 30)
+    assert.same({ "GET /jobs/overview", "GET /jobs/" .. id .. "/metrics?get=numRestarts" }, ops(r1))
+    assert.same({ scheme = "http", namespace = "default", service = "session-jobmanager", port = 8081 },
+      r1.actions[2].target)
+    assert.same({ jobID = id, restarts = {} }, s1.job.health)
+    -- 0, then 3 restarts: samples kept in status.job.health, still Running
+    local _, s2 = pass(s1, "RUNNING", 0, T0 + 60)
+    local r3, s3 = pass(s2, "RESTARTING", 3, T0 + 90)
+    assert.equal("Running", s3.state)
+    assert.same({ jobID = id, restarts = { { count = 0, time = T0 + 60 }, { count = 3, time = T0 + 90 } } },
+      s3.job.health)
+    assert.same({}, r3.events)
+    -- 7 within 5m: cancelled, Failed with the policy's reason, one Warning
+    local r4, s4 = pass(s3, "RESTARTING", 7, T0 + 120)
+    local reason = "job " .. id .. " restarted 7 times within 5m (more than 5)"
+    assert.same({ "Failed", "Failed", reason, reason }, { s4.state, s4.job.state, s4.job.failureReason,
+      s4.job.health.failed.reason })
+    assert.same({ "PATCH /jobs/" .. id .. "?mode=cancel", "GET /jobs/overview",
+      "GET /jobs/" .. id .. "/metrics?get=numRestarts" }, ops(r4))
+    assert.same({ { type = "Warning", reason = "JobUnhealthy", message = reason .. ": cancelled, job Failed" },
+      { type = "Warning", reason = "JobFailed", message = "job " .. id .. ": Running -> Failed" } }, r4.events)
+    assert.equal("False", cond(s4, "Ready").status)
+    assert.equal("JobFailed", cond(s4, "Ready").reason)
+    -- Flink cancels it: still Failed, the job list followed, no second Warning; the other job never named
+    local r5, s5 = pass(s4, "CANCELLING", nil, T0 + 125)
+    assert.same({ "GET /jobs/overview" }, ops(r5))
+    local r6, s6 = pass(s5, "CANCELED", nil, T0 + 130)
+    assert.same({ "Failed", reason }, { s6.state, s6.job.failureReason })
+    for _, r in ipairs({ r1, r3, r4, r5, r6 }) do
+      for _, a in ipairs(r.actions) do
+        assert.is_nil(tostring(a.path):find(other.jid, 1, true))
+      end
+      for _, e in ipairs(r ~= r4 and r.events or {}) do assert.are_not.equal("JobUnhealthy", e.reason) end
+    end
+  end)
+
+  -- savepointRetention (policies/savepoint.lua through lib.retention, as for a job cluster): the
+  -- savepoint history in status.job.savepointHistory; with maxCount 1 the older Succeeded one is
+  -- disposed through the session's JobManager (POST /savepoint-disposal, polled until COMPLETED)
+  -- and leaves the history; the newest stays.
+  it("savepointRetention maxCount 1: the older savepoint of its history disposed through Flink, the newest kept",
+    function()
+    local st, id = running_status()
+    local old_loc = "file:/savepoints/savepoint-656d0c-000000000001"
+    local new_loc = "file:/savepoints/savepoint-656d0c-000000000002"
+    local t_old, t_new = "692be6c7000000000000000000000001", "692be6c7000000000000000000000002"
+    st.job.savepointLocation = new_loc
+    st.job.savepointHistory = {
+      { time = "2025-11-30T06:40:20Z", triggerType = "manual", triggerID = t_new, jobID = id, location = new_loc,
+        result = "Succeeded" },
+      { time = "2025-11-30T06:40:10Z", triggerType = "manual", triggerID = t_old, jobID = id, location = old_loc,
+        result = "Succeeded" } }
+    local function pass(status, extra, t)
+      local list = { listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, t) }
+      for _, a in ipairs(extra) do list[#list + 1] = a end
+      local fj = job(nil, status)
+      fj.spec.job.savepointRetention = { maxCount = 1 }
+      local r = reconcile.run({ cluster = fj, session = session(), flink = answers(list), now = t })
+      return r, r.status or status
+    end
+    local function disposal_ops(r)
+      local out = {}
+      for _, a in ipairs(r.actions) do
+        if tostring(a.path):find("savepoint-disposal", 1, true) then
+          out[#out + 1] = { a.method .. " " .. a.path, a.body, a.target.service }
+        end
+      end
+      return out
+    end
+    -- without savepointRetention: nothing disposed
+    local r0 = reconcile.run({ cluster = job(nil, st), session = session(),
+      flink = answers({ listed({ { jid = id, state = "RUNNING" } }, T0 + 40) }), now = T0 + 40 })
+    assert.same({}, disposal_ops(r0))
+    -- maxCount 1: the older one goes, the newest stays
+    local r1, s1 = pass(st, {}, T0 + 40)
+    assert.same({ { "POST /savepoint-disposal", { ["savepoint-path"] = old_loc }, "session-jobmanager" } },
+      disposal_ops(r1))
+    assert.same({ "InProgress", 1 }, { s1.job.savepointHistory[2].disposal.state,
+      s1.job.savepointHistory[2].disposal.attempts })
+    assert.is_nil(s1.job.savepointHistory[1].disposal)
+    -- accepted (Flink's request id), then polled
+    local rid = "aa000000000000000000000000000001"
+    local accepted = { intent = { kind = "dispose_savepoint", id = t_old, location = old_loc }, status = 202,
+      body = cjson.encode({ ["request-id"] = rid }), time = T0 + 41 }
+    local r2, s2 = pass(s1, { accepted }, T0 + 41)
+    assert.same({ { "GET /savepoint-disposal/" .. rid, nil, "session-jobmanager" } }, disposal_ops(r2))
+    -- completed: out of the history, an Event; the newest one stays, nothing more disposed
+    local done = { intent = { kind = "dispose_status", id = t_old, request_id = rid },
+      body = cjson.encode({ status = { id = "COMPLETED" }, operation = {} }), time = T0 + 43 }
+    local r3, s3 = pass(s2, { done }, T0 + 43)
+    assert.same({ new_loc }, { s3.job.savepointHistory[1].location, s3.job.savepointHistory[2] })
+    assert.same({ { type = "Normal", reason = "SavepointDisposed",
+      message = "savepoint " .. old_loc .. " (manual, 2025-11-30T06:40:10Z) disposed" } }, r3.events)
+    assert.same({}, disposal_ops(r3))
+    -- savepointRetention is a control field: no update (the same revision, no stop)
+    assert.equal(r0.status.currentRevision, s3.currentRevision)
+    assert.is_nil(s3.nextRevision)
+  end)
+
   it("own_view keeps only the FlinkJob's own ids in the job list", function()
     local v = flinkjob.own_view({ reachable = true, jobs = { { jid = "a" }, { jid = "b" }, { id = "c" } } },
       { id = "a", submission = { jobID = "c" } })
     assert.same({ { jid = "a" }, { id = "c" } }, v.jobs)
     assert.is_true(v.reachable)
+  end)
+end)
+
+describe("the FlinkJob CRD (deploy/crd.yaml's second document)", function()
+  it("has the job cluster's lifecycle fields of spec.job with the FlinkCluster's schema, savepointRetention too",
+    function()
+    local docs = lyaml.load(fx.read(ROOT .. "/deploy/crd.yaml"), { all = true })
+    local function job_fields(d)
+      return d.spec.versions[1].schema.openAPIV3Schema.properties.spec.properties.job.properties
+    end
+    assert.equal("FlinkJob", docs[2].spec.names.kind)
+    local cluster, fj = job_fields(docs[1]), job_fields(docs[2])
+    for _, f in ipairs({ "savepointsDir", "autoSavepointSeconds", "savepointGeneration", "savepointRetention",
+      "fromSavepoint", "allowNonRestoredState", "restartPolicy", "cancelRequested", "parallelism" }) do
+      assert.is_table(fj[f], f)
+      assert.is_true(util.equal(cluster[f], fj[f]), f)
+    end
+    assert.same({ 1, 100 }, { fj.savepointRetention.properties.maxCount.minimum,
+      fj.savepointRetention.properties.maxCount.maximum })
   end)
 end)
 
@@ -306,6 +443,10 @@ describe("fc.admission of a FlinkJob", function()
   it("allows a valid FlinkJob", function()
     local fj = job()
     local r = admission.validate(review(fj)).review.response
+    assert.same({ uid = "u1", allowed = true }, r)
+    -- with savepointRetention (the FlinkCluster's field)
+    fj.spec.job.savepointRetention = { maxCount = 1, maxAgeSeconds = 3600 }
+    r = admission.validate(review(fj)).review.response
     assert.same({ uid = "u1", allowed = true }, r)
   end)
 

@@ -4,8 +4,9 @@
 -- with a snapshot whose `cluster` is the FlinkJob (kind "FlinkJob") and `session` the FlinkCluster
 -- spec.clusterRef.name of its namespace (absent when there is none).
 --
--- The job goes through the job policies of a job cluster (policies/job.lua, savepoint.lua; the
--- same hooks, fixtures and constants): the FlinkJob is seen by them as the session cluster with
+-- The job goes through the job policies of a job cluster (policies/job.lua, savepoint.lua with
+-- its savepointRetention, health.lua through fc.health.pass; the same hooks, fixtures and
+-- constants): the FlinkJob is seen by them as the session cluster with
 -- the FlinkJob's spec.job (`as_cluster`), the FlinkJob's status as that cluster's job, savepoint
 -- and control; the session cluster's JobManager is the Flink endpoint and its status.components
 -- say when it is ready. What differs:
@@ -27,6 +28,7 @@ local revision = require("fc.revision")
 local codec = require("fc.codec")
 local clock = require("fc.clock")
 local savepoints = require("fc.savepoints")
+local fchealth = require("fc.health")
 
 local flinkjob = {}
 
@@ -335,12 +337,20 @@ local function pass(host, snapshot)
 
   local own = flinkjob.own_view(view, old_status.job)
   local obs = call(host, "job", "observe", { cluster = defaulted, children = {}, flink = own, now = now })
+  -- health (policies/health.lua), as a job cluster's (fc.health.pass): samples in status.job.health;
+  -- the session cluster's flinkProperties say whether checkpointing is on
+  local hv, bad = fchealth.pass(function(ctx) return call(host, "health", "decide", ctx) end, { job = obs.job,
+    flink_state = obs.flink_state, start_time = obs.start_time, flink = own, spec = defaulted.spec, now = now })
+  if not hv then
+    error(setmetatable({ failure = contract.failure("badresult", "health", "decide", "health.lua: decide: " .. bad) },
+      Failure), 0)
+  end
   -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
   local sd = savepoints.pass(function(i) return call(host, "savepoint", "decide", i) end, { cluster = defaulted,
     job = obs.job, start_time = obs.start_time or 0, flink = own, components = components, update = update, now = now })
   local jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
     flink = own, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = {},
-    components = components, update = update, now = now })
+    components = components, update = update, health = hv.health, now = now })
   local j = jd.job
   j.name = nil -- the submitter Job's name (job.observe's): a FlinkJob has none
   local extra = flinkjob.replaced_alive(old_status.job, j, sd.savepoint, view, jd)
@@ -359,7 +369,7 @@ local function pass(host, snapshot)
   end
   local target = { scheme = obs.jobmanager.scheme or "http", namespace = tostring(md.namespace),
     service = obs.jobmanager.service, port = math.tointeger(tonumber(obs.jobmanager.port)) or obs.jobmanager.port }
-  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {}, extra }) do
+  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {}, hv.intents, extra }) do
     for _, intent in ipairs(list) do
       result.actions[#result.actions + 1] = fcflink.action(intent, target)
     end

@@ -78,4 +78,34 @@ function health.observe(job, flink_state, start_time, flink, spec, now)
   return { health = h, ctx = ctx, intents = intents }
 end
 
+--- health.pass(decide, input) -> {health=<job.decide's input.health: nil | {action="fail",
+--   reason=, told=<true once told>}>, intents=<the polls, as observe's>, ctx=<observe's ctx or nil>}
+--   | nil, message (decide's answer is not a decision: the caller's badresult of health.decide)
+-- The health step of a pass, the same for a job cluster (fc.reconcile) and a FlinkJob
+-- (fc.flinkjob): `observe` above on `input` {job=<job.observe's job, its `health` set here to the
+-- samples to keep (the status it writes)>, flink_state=, start_time=, flink=<fc.flink view>,
+-- spec=<defaulted spec>, now=}, then decide(ctx) (the caller calls the policy) while the job is
+-- judged. A verdict "fail" is kept in job.health.failed (so the job stays Failed and is told
+-- once) until the job id changes.
+function health.pass(decide, input)
+  local job = input.job
+  local hv = health.observe(job, input.flink_state or "", input.start_time or 0, input.flink, input.spec, input.now)
+  job.health = hv.health or health.kept(job)
+  local kept_failed = job.health and job.health.failed
+  local verdict
+  if hv.ctx then
+    local hd = decide(hv.ctx)
+    if hd == "ok" then hd = { action = "ok" } end
+    if not (type(hd) == "table" and (hd.action == "ok" or hd.action == "fail" and type(hd.reason) == "string")) then
+      return nil, "must return {action=\"ok\"} or {action=\"fail\", reason=<text>}"
+    end
+    if hd.action == "fail" and not kept_failed then
+      job.health.failed = { reason = hd.reason, time = input.now }
+      verdict = { action = "fail", reason = hd.reason }
+    end
+  end
+  if kept_failed then verdict = { action = "fail", reason = kept_failed.reason, told = true } end
+  return { health = verdict, intents = hv.intents, ctx = hv.ctx }
+end
+
 return health

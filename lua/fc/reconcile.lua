@@ -694,25 +694,15 @@ function run(host, snapshot, hold)
       taskmanagers = native and native.summary })
   expect(is_table(components), "status", "components", "must return a table")
   local is_job = is_table(defaulted.spec.job)
-  local jd, sd, obs, health_in, health_intents, hv = {}, {}, {}, nil, nil, {}
+  local jd, sd, obs, health_intents, hv = {}, {}, {}, nil, {}
   if is_job then
     obs = call(host, "job", "observe", { cluster = defaulted, children = for_policies, flink = flink, now = now })
     expect(is_table(obs) and is_table(obs.job), "job", "observe", "must return {job=}")
     -- health (policies/health.lua): judged on the samples fc.health keeps in job.health
-    hv = fchealth.observe(obs.job, obs.flink_state or "", obs.start_time or 0, flink, defaulted.spec, now)
-    obs.job.health = hv.health or fchealth.kept(obs.job)
-    local kept_failed = obs.job.health and obs.job.health.failed
-    if hv.ctx then
-      local hd = call(host, "health", "decide", hv.ctx)
-      if hd == "ok" then hd = { action = "ok" } end
-      expect(is_table(hd) and (hd.action == "ok" or hd.action == "fail" and type(hd.reason) == "string"),
-        "health", "decide", "must return {action=\"ok\"} or {action=\"fail\", reason=<text>}")
-      if hd.action == "fail" and not kept_failed then
-        obs.job.health.failed = { reason = hd.reason, time = now }
-        health_in = { action = "fail", reason = hd.reason }
-      end
-    end
-    if kept_failed then health_in = { action = "fail", reason = kept_failed.reason, told = true } end
+    local not_decision
+    hv, not_decision = fchealth.pass(function(ctx) return call(host, "health", "decide", ctx) end, { job = obs.job,
+      flink_state = obs.flink_state, start_time = obs.start_time, flink = flink, spec = defaulted.spec, now = now })
+    expect(hv ~= nil, "health", "decide", not_decision)
     health_intents = hv.intents
     -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
     sd = savepoints.pass(function(i)
@@ -724,7 +714,7 @@ function run(host, snapshot, hold)
       components = components, update = update, now = now })
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
-      components = components, update = update, health = health_in, now = now })
+      components = components, update = update, health = hv.health, now = now })
     expect(is_table(jd) and is_table(jd.job), "job", "decide", "must return {job=, ...}")
     -- the policies' own events (e.g. a restart with its attempt number, a savepoint disposed),
     -- before the state events
