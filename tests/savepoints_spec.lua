@@ -28,6 +28,8 @@ describe("fc.savepoints", function()
     it("has the cases", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
+        "checkpoint-accepted-polls", "checkpoint-completed", "checkpoint-failed", "checkpoint-not-found-resends",
+        "checkpoint-start", "checkpoint-trigger-refused",
         "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
         "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
         "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",

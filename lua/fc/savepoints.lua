@@ -26,6 +26,7 @@
 -- Succeeded with that path, as the Flink Kubernetes operator does.
 local util = require("fc.util")
 local trigger = require("fc.trigger")
+local checkpoints = require("fc.checkpoints")
 
 local savepoints = {}
 
@@ -187,14 +188,17 @@ function savepoints.check_take(take)
 end
 
 --- savepoints.pass(decide, input) -> {savepoint=, job=, outcome=, intents=, events=,
---   requeue_after=}: the savepoints of one pass, what job.decide and the status read.
+--   requeue_after=}: the savepoints (and triggered checkpoints) of one pass, what job.decide and
+--   the status read.
 -- input: {cluster=<defaulted, status as observed>, job=<job.observe's>, start_time=, flink=
 --   <fc.flink.view>, components=, update=, now=}; `decide(policy_input)` calls savepoint.decide
 --   (fc.contract.call: it raises on a failed call) and returns its result. Order: the savepoint
 --   in flight (savepoints.track), then the policy with it (input.savepoint; cluster.status keeps
 --   the observed one), then the savepoint the policy asks for (`take`) when none is in flight and
---   the job runs with a savepointsDir (savepoints.start). fc.contract checks the policy's
---   result (savepoints.check_take).
+--   the job runs with a savepointsDir (savepoints.start). The same for a triggered checkpoint
+--   (fc.checkpoints): the one in flight (job.checkpointTrigger) is followed before the policy,
+--   the one it asks for (`checkpoint`) started after it when none is in flight and the job runs.
+--   fc.contract checks the policy's result (savepoints.check_take, checkpoints.check_ask).
 function savepoints.pass(decide, input)
   local cluster = input.cluster
   local spec = (cluster.spec or {}).job or {}
@@ -202,7 +206,8 @@ function savepoints.pass(decide, input)
   local tracked = savepoints.track({ savepoint = (cluster.status or {}).savepoint, job = input.job,
     operations = (input.flink or {}).operations, dir = spec.savepointsDir, generation = spec.savepointGeneration,
     now = now })
-  local sd = decide({ cluster = cluster, job = tracked.job, savepoint = tracked.savepoint,
+  local ckpt = checkpoints.track({ job = tracked.job, operations = (input.flink or {}).checkpoints, now = now })
+  local sd = decide({ cluster = cluster, job = ckpt.job, savepoint = tracked.savepoint,
     start_time = input.start_time, flink = input.flink, components = input.components, update = input.update,
     now = now })
   local j = sd.job
@@ -212,6 +217,19 @@ function savepoints.pass(decide, input)
     if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end
   end
   requeue(sd.requeue_after)
+  requeue(ckpt.requeue_after)
+  for _, i in ipairs(ckpt.intents) do out.intents[#out.intents + 1] = i end
+  if #ckpt.events > 0 then
+    out.events = util.deepcopy(sd.events or {})
+    for _, e in ipairs(ckpt.events) do out.events[#out.events + 1] = e end
+  end
+  local ct = j.checkpointTrigger
+  if sd.checkpoint and not (type(ct) == "table" and ct.state == "InProgress") and j.state == "Running"
+      and j.id ~= nil then
+    -- the id is in the status before the trigger goes out (fc.flink sends it after the status)
+    out.intents[#out.intents + 1] = checkpoints.start(j, sd.checkpoint, now)
+    requeue(checkpoints.POLL_SECONDS)
+  end
   local take = sd.take
   if take and tracked.savepoint.state ~= "InProgress" and j.state == "Running" and j.id ~= nil
       and spec.savepointsDir then

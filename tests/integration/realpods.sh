@@ -13,6 +13,8 @@
 #   realticker2  the same on Flink 2.3
 #   savepointhistory  spec.job.savepointRetention.maxCount 2, four savepoints: the two older
 #                disposed through Flink (gone from the host), the history keeps the newest two
+#   autocheckpoint  spec.job.autoCheckpointSeconds: checkpoints triggered through Flink's REST API,
+#                recorded with the ids of completed checkpoints of Flink's history (2: Flink 2.3)
 #   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
@@ -383,6 +385,85 @@ savepoint_history() {
 }
 case_savepointhistory() { savepoint_history savepointhistory 1.20.5; }
 case_savepointhistory2() { savepoint_history savepointhistory2 2.3.0; }
+
+# Triggered checkpoints (spec.job.autoCheckpointSeconds 4, lua/fc/checkpoints.lua) on Flink
+# VERSION: the Ticker with its own periodic checkpoints 1 h apart (checkpointing on: none of its
+# own comes in the case's minute), 200m CPU requests; the controller triggers a checkpoint
+# through POST /jobs/<id>/checkpoints every 4 s: status.components.job.checkpointTrigger records
+# each one Succeeded with the checkpoint id Flink gave, each id is a completed checkpoint (not a
+# savepoint) of Flink's /jobs/<id>/checkpoints history, latestCheckpoint follows, and the job
+# runs on untouched.
+# auto_checkpoint CASE VERSION
+auto_checkpoint() {
+  local c=$1 version=$2
+  local desc="real pods, Flink $version: autoCheckpointSeconds 4" ns spdir ckdir=execution.checkpointing.dir
+  case $version in 1.*) ckdir=state.checkpoints.dir ;; esac
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  real_node_free
+  ns=$(new_ns "$c" real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  { ticker_cluster ticker "$spdir" "$version" "autoCheckpointSeconds: 4" | small_requests
+    printf '    execution.checkpointing.interval: "1h"\n    %s: "file:///savepoints/checkpoints"\n' "$ckdir"
+  } | kc -n "$ns" apply -f - >/dev/null
+  t_auto_checkpoint() {
+    poll 120 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
+    local id ids="" trig cid state
+    id=$(job_field "$ns" ticker id)
+    # three different checkpoints recorded Succeeded, one after another
+    three() {
+      trig=$(jp "$ns" flinkcluster/ticker '{.status.components.job.checkpointTrigger.triggerID}')
+      state=$(jp "$ns" flinkcluster/ticker '{.status.components.job.checkpointTrigger.state}')
+      cid=$(jp "$ns" flinkcluster/ticker '{.status.components.job.checkpointTrigger.checkpointID}')
+      if [ "$state" = Succeeded ] && [ -n "$cid" ] && ! grep -qw "$cid" <<<"$ids"; then
+        [[ $trig =~ ^[0-9a-f]{32}$ ]] || { echo "trigger id $trig"; return 2; }
+        ids="$ids $cid"
+      fi
+      [ "$(wc -w <<<"$ids")" -ge 3 ]
+    }
+    local i=0
+    until three; do
+      i=$((i + 1))
+      [ "$i" -lt 120 ] || { echo "checkpoints recorded: $ids; now: $(jp "$ns" flinkcluster/ticker \
+        '{.status.components.job.checkpointTrigger}')"; tail -n 15 "$WORK/$c.log"; return 1; }
+      sleep 0.5
+    done
+    echo "# checkpoints triggered and recorded: $ids"
+    # each a completed checkpoint of this job in Flink's history, not a savepoint
+    local hist
+    hist=$(jm_get "$ns" ticker "/jobs/$id/checkpoints") || { echo "no /jobs/$id/checkpoints"; return 1; }
+    for cid in $ids; do
+      printf '%s' "$hist" | lua5.4 -e '
+        local h, want = require("cjson").decode(io.read("a")), tonumber(arg[1])
+        for _, e in ipairs(h.history or {}) do
+          if e.id == want then
+            print("# checkpoint " .. want .. ": " .. tostring(e.status) .. ", is_savepoint "
+              .. tostring(e.is_savepoint) .. ", checkpoint_type " .. tostring(e.checkpoint_type))
+            os.exit(e.status == "COMPLETED" and e.is_savepoint == false and 0 or 1)
+          end
+        end
+        print("checkpoint " .. want .. " not in the history")
+        os.exit(1)' /dev/null "$cid" || return 1
+    done
+    # Flink's own checkpoints are 1 h apart: every completed one is ours
+    expect "Flink's failed checkpoints" "$(printf '%s' "$hist" | jget counts.failed)" 0 || return 1
+    # latestCheckpoint names the newest (its id at least the last one recorded)
+    local last=${ids##* }
+    newest() { [ "$(job_field "$ns" ticker latestCheckpoint.id)" -ge "$last" ] 2>/dev/null; }
+    poll 20 newest || { echo "latestCheckpoint $(job_field "$ns" ticker latestCheckpoint), want id >= $last"; return 1; }
+    # no Warning for them, the job ran on untouched
+    expect "Events CheckpointFailed" "$(kc -n "$ns" get events --field-selector reason=CheckpointFailed -o name | wc -l)" 0 ||
+      return 1
+    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
+    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+  }
+  check "$desc: checkpoints triggered through Flink's REST API, recorded Succeeded with the ids of completed checkpoints of Flink's history (not savepoints), the job Running" t_auto_checkpoint
+  real_done "$c" "$ns" ticker "$spdir"
+}
+case_autocheckpoint() { auto_checkpoint autocheckpoint 1.20.5; }
+case_autocheckpoint2() { auto_checkpoint autocheckpoint2 2.3.0; }
 
 # The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
 # the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the

@@ -1,0 +1,126 @@
+-- SPDX-License-Identifier: Apache-2.0
+--- fc.checkpoints: the protocol of the checkpoints the controller triggers through Flink's REST
+-- API (issue 29, item 4: spec.job.autoCheckpointSeconds, as the Apache Flink Kubernetes
+-- operator's kubernetes.operator.periodic.checkpoint.interval). When one is due is the policy's
+-- (policies/savepoint.lua, savepoint.decide's `checkpoint`); fc.savepoints.pass follows the one
+-- in flight (checkpoints.track) before the policy and starts the one it asks for
+-- (checkpoints.start) after it.
+--
+-- A triggered checkpoint is one of our trigger ids (fc.trigger), recorded in
+-- status.components.job.checkpointTrigger {triggerID, jobID, triggerTime, state, checkpointID,
+-- completionTime, message} in the pass that starts it; the trigger goes to Flink only once that
+-- status is written (fc.flink: after_status) and carries the id, so the same trigger sent twice
+-- is one checkpoint. Flink REST (Flink >= 1.19; fc.flink): `POST /jobs/<id>/checkpoints`
+-- {"triggerId", "checkpointType"}, then `GET /jobs/<id>/checkpoints/<trigger id>` until
+-- COMPLETED (operation.checkpointId, or operation.failureCause). Answers arrive decoded in
+-- flink.checkpoints[<trigger id>] (fc.flink.view). The recovery of a trigger without an answer
+-- is the savepoints' (fc.savepoints): looked up by its id, sent again while Flink does not know
+-- it, TriggerFailed after TRIGGER_TIMEOUT; never a second id for one request.
+-- A checkpoint that ends Failed or TriggerFailed is told by a Warning Event (CheckpointFailed);
+-- one that succeeded asks Flink for the job's checkpoints (job_checkpoints), so that
+-- job.latestCheckpoint (savepoint.decide) names it with its path in the next pass.
+local util = require("fc.util")
+local clock = require("fc.clock")
+local trigger = require("fc.trigger")
+
+local checkpoints = {}
+
+--- Seconds between polls of a checkpoint in progress, and how long a trigger may stay unknown
+-- to Flink or in progress before it is TriggerFailed / Failed (as fc.savepoints').
+checkpoints.POLL_SECONDS = 5
+checkpoints.TRIGGER_TIMEOUT = 60
+checkpoints.COMPLETE_TIMEOUT = 600
+
+--- The checkpoint types Flink takes (CheckpointTriggerRequestBody.checkpointType).
+checkpoints.TYPES = { CONFIGURED = true, FULL = true, INCREMENTAL = true }
+
+--- checkpoints.track(t) -> {job=<t.job with checkpointTrigger advanced>, intents=, events=,
+--   requeue_after=<seconds or nil>}: the progress of the checkpoint in flight.
+-- t: {job=<job.observe's job: status.components.job with the observed state>, operations=
+--   <fc.flink.view's checkpoints: {<trigger id>={phase="trigger"|"accepted"|"status", status=,
+--   checkpoint_id=, failure=, error=, http=, not_found=, time=}}>, now=<unix s>}.
+-- Intents: {kind="checkpoint"|"checkpoint_status", id=<trigger id>, job_id=, checkpoint_type=}
+-- and, once one succeeded, {kind="job_checkpoints", job_id=} (fc.flink). Events: {type="Warning",
+-- reason="CheckpointFailed", message=} when one ends Failed or TriggerFailed. Inputs are not
+-- modified.
+function checkpoints.track(t)
+  local now = t.now
+  local j = util.deepcopy(t.job)
+  local out = { job = j, intents = {}, events = {} }
+  local ct = j.checkpointTrigger
+  if type(ct) ~= "table" or ct.state ~= "InProgress" then return out end
+  local function ask(kind)
+    out.intents[#out.intents + 1] = { kind = kind, id = ct.triggerID, job_id = ct.jobID,
+      checkpoint_type = kind == "checkpoint" and ct.checkpointType or nil }
+    out.requeue_after = checkpoints.POLL_SECONDS
+  end
+  local function finish(state, message)
+    ct.state, ct.message, ct.completionTime = state, message, clock.format(now)
+    if state == "Succeeded" then
+      out.intents[#out.intents + 1] = { kind = "job_checkpoints", job_id = ct.jobID }
+      out.requeue_after = 1
+    else
+      out.events[#out.events + 1] = { type = "Warning", reason = "CheckpointFailed",
+        message = "checkpoint " .. tostring(ct.triggerID) .. " of job " .. tostring(ct.jobID) .. " "
+          .. (state == "TriggerFailed" and "not triggered" or "failed") .. ": " .. tostring(message) }
+    end
+  end
+  local t0 = clock.parse(ct.triggerTime) or now
+  local op = type(ct.triggerID) == "string" and (t.operations or {})[ct.triggerID] or nil
+  local running = j.state == "Running" and j.id ~= nil and j.id == ct.jobID
+  if type(ct.triggerID) ~= "string" or type(ct.jobID) ~= "string" then
+    finish("TriggerFailed", "no trigger id recorded for this checkpoint")
+  elseif op and op.status == "COMPLETED" then
+    if op.checkpoint_id and not op.failure then
+      ct.checkpointID = op.checkpoint_id
+      finish("Succeeded")
+    else
+      finish("Failed", tostring(op.failure or "checkpoint failed"))
+    end
+  elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
+    -- Flink refused the trigger (e.g. 404 job gone, 400 on a Flink before 1.19)
+    finish("TriggerFailed", tostring(op.error))
+  elseif now - t0 >= checkpoints.COMPLETE_TIMEOUT then
+    finish("Failed", "checkpoint not completed after " .. checkpoints.COMPLETE_TIMEOUT .. "s")
+  elseif op and op.not_found then
+    -- the trigger never arrived (or its result is gone): the same trigger again while the job runs
+    if running and now - t0 < checkpoints.TRIGGER_TIMEOUT then
+      ask("checkpoint")
+    else
+      finish("TriggerFailed", "Flink does not know trigger " .. ct.triggerID .. " of job " .. ct.jobID
+        .. " (" .. tostring(op.error) .. ")")
+    end
+  elseif op or now - t0 >= checkpoints.POLL_SECONDS then
+    -- accepted, in progress, the last poll unanswered, or no answer in this controller (a
+    -- restart, a failover, the trigger still on its way): poll the id
+    ask("checkpoint_status")
+  else
+    out.requeue_after = checkpoints.POLL_SECONDS - (now - t0)
+  end
+  return out
+end
+
+--- checkpoints.start(job, ask, now) -> intent: a new checkpoint of the running job `job` for
+-- the policy's `ask` {type=<CONFIGURED|FULL|INCREMENTAL or absent>}: a new trigger id (fc.trigger,
+-- after the last one's), job.checkpointTrigger = {triggerID, jobID, triggerTime, state=
+-- "InProgress", checkpointType} (in place), and the trigger intent to send once the status is
+-- written.
+function checkpoints.start(job, ask, now)
+  local last = type(job.checkpointTrigger) == "table" and job.checkpointTrigger or {}
+  local id = trigger.id(now, last.triggerID)
+  job.checkpointTrigger = { triggerID = id, jobID = job.id, triggerTime = clock.format(now), state = "InProgress",
+    checkpointType = ask.type }
+  return { kind = "checkpoint", id = id, job_id = job.id, checkpoint_type = ask.type }
+end
+
+--- checkpoints.check_ask(ask) -> nil, or why savepoint.decide's `checkpoint` is not nil or
+-- {type=<one of TYPES, or absent>} (fc.contract's check of its result).
+function checkpoints.check_ask(ask)
+  if ask == nil then return nil end
+  if type(ask) ~= "table" or (ask.type ~= nil and not checkpoints.TYPES[ask.type]) then
+    return "checkpoint must be {type=\"CONFIGURED\"|\"FULL\"|\"INCREMENTAL\"} or absent"
+  end
+  return nil
+end
+
+return checkpoints
