@@ -16,6 +16,8 @@
 -- flink.checkpoints[<trigger id>] (fc.flink.view). The recovery of a trigger without an answer
 -- is the savepoints' (fc.savepoints): looked up by its id, sent again while Flink does not know
 -- it, TriggerFailed after TRIGGER_TIMEOUT; never a second id for one request.
+-- Each one that ends is also written to job.checkpointHistory (newest first, HISTORY_MAX
+-- entries): the next trigger may replace checkpointTrigger in the same pass.
 -- A checkpoint that ends Failed or TriggerFailed is told by a Warning Event (CheckpointFailed);
 -- one that succeeded asks Flink for the job's checkpoints (job_checkpoints), so that
 -- job.latestCheckpoint (savepoint.decide) names it with its path in the next pass.
@@ -31,10 +33,14 @@ checkpoints.POLL_SECONDS = 5
 checkpoints.TRIGGER_TIMEOUT = 60
 checkpoints.COMPLETE_TIMEOUT = 600
 
+--- Entries of job.checkpointHistory kept.
+checkpoints.HISTORY_MAX = 5
+
 --- The checkpoint types Flink takes (CheckpointTriggerRequestBody.checkpointType).
 checkpoints.TYPES = { CONFIGURED = true, FULL = true, INCREMENTAL = true }
 
---- checkpoints.track(t) -> {job=<t.job with checkpointTrigger advanced>, intents=, events=,
+--- checkpoints.track(t) -> {job=<t.job with checkpointTrigger advanced, one that ended first in
+--   checkpointHistory>, intents=, events=,
 --   requeue_after=<seconds or nil>}: the progress of the checkpoint in flight.
 -- t: {job=<job.observe's job: status.components.job with the observed state>, operations=
 --   <fc.flink.view's checkpoints: {<trigger id>={phase="trigger"|"accepted"|"status", status=,
@@ -56,6 +62,13 @@ function checkpoints.track(t)
   end
   local function finish(state, message)
     ct.state, ct.message, ct.completionTime = state, message, clock.format(now)
+    local history = { util.deepcopy(ct) }
+    for _, e in ipairs(type(j.checkpointHistory) == "table" and j.checkpointHistory or {}) do
+      if #history < checkpoints.HISTORY_MAX and type(e) == "table" and e.triggerID ~= ct.triggerID then
+        history[#history + 1] = e
+      end
+    end
+    j.checkpointHistory = history
     if state == "Succeeded" then
       out.intents[#out.intents + 1] = { kind = "job_checkpoints", job_id = ct.jobID }
       out.requeue_after = 1
