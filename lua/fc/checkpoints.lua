@@ -58,7 +58,6 @@ function checkpoints.track(t)
   local function ask(kind)
     out.intents[#out.intents + 1] = { kind = kind, id = ct.triggerID, job_id = ct.jobID,
       checkpoint_type = kind == "checkpoint" and ct.checkpointType or nil }
-    out.requeue_after = checkpoints.POLL_SECONDS
   end
   local function finish(state, message)
     ct.state, ct.message, ct.completionTime = state, message, clock.format(now)
@@ -78,38 +77,21 @@ function checkpoints.track(t)
           .. (state == "TriggerFailed" and "not triggered" or "failed") .. ": " .. tostring(message) }
     end
   end
-  local t0 = clock.parse(ct.triggerTime) or now
   local op = type(ct.triggerID) == "string" and (t.operations or {})[ct.triggerID] or nil
-  local running = j.state == "Running" and j.id ~= nil and j.id == ct.jobID
-  if type(ct.triggerID) ~= "string" or type(ct.jobID) ~= "string" then
-    finish("TriggerFailed", "no trigger id recorded for this checkpoint")
-  elseif op and op.status == "COMPLETED" then
-    if op.checkpoint_id and not op.failure then
-      ct.checkpointID = op.checkpoint_id
-      finish("Succeeded")
-    else
-      finish("Failed", tostring(op.failure or "checkpoint failed"))
-    end
-  elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
-    -- Flink refused the trigger (e.g. 404 job gone, 400 on a Flink before 1.19)
-    finish("TriggerFailed", tostring(op.error))
-  elseif now - t0 >= checkpoints.COMPLETE_TIMEOUT then
-    finish("Failed", "checkpoint not completed after " .. checkpoints.COMPLETE_TIMEOUT .. "s")
-  elseif op and op.not_found then
-    -- the trigger never arrived (or its result is gone): the same trigger again while the job runs
-    if running and now - t0 < checkpoints.TRIGGER_TIMEOUT then
-      ask("checkpoint")
-    else
-      finish("TriggerFailed", "Flink does not know trigger " .. ct.triggerID .. " of job " .. ct.jobID
-        .. " (" .. tostring(op.error) .. ")")
-    end
-  elseif op or now - t0 >= checkpoints.POLL_SECONDS then
-    -- accepted, in progress, the last poll unanswered, or no answer in this controller (a
-    -- restart, a failover, the trigger still on its way): poll the id
-    ask("checkpoint_status")
-  else
-    out.requeue_after = checkpoints.POLL_SECONDS - (now - t0)
-  end
+  trigger.follow({ id = ct.triggerID, job_id = ct.jobID, op = op, t0 = clock.parse(ct.triggerTime) or now, now = now,
+    what = "checkpoint", can_resend = j.state == "Running" and j.id ~= nil and j.id == ct.jobID,
+    limits = { poll = checkpoints.POLL_SECONDS, trigger = checkpoints.TRIGGER_TIMEOUT,
+      complete = checkpoints.COMPLETE_TIMEOUT },
+    completed = function()
+      if op.checkpoint_id and not op.failure then
+        ct.checkpointID = op.checkpoint_id
+        finish("Succeeded")
+      else
+        finish("Failed", tostring(op.failure or "checkpoint failed"))
+      end
+    end,
+    finish = finish, send = function() ask("checkpoint") end, poll = function() ask("checkpoint_status") end,
+    requeue = function(s) out.requeue_after = s end })
   return out
 end
 

@@ -117,47 +117,24 @@ function savepoints.track(t)
   end
   local created = sp.stop and op and type(op.failure) == "string"
     and op.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
-  if not sp.triggerID or not sp.jobID then
-    -- written by a controller that recorded no trigger id: nothing to look up
-    finish("TriggerFailed", "no trigger id recorded for this savepoint")
-  elseif op and op.status == "COMPLETED" then
-    if op.location or created then
-      -- `created`: the stop wrote its savepoint, then the job failed while stopping; the
-      -- savepoint is consistent and used as such (flink-rest-notes.md, POST /jobs/:jobid/stop)
-      finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
-        .. op.failure) or nil, op.location or created)
-      j.savepointLocation = op.location or created
-      j.lastSavepointTime = rfc3339(now)
-    else
-      finish("Failed", tostring(op.failure or "savepoint failed"))
-    end
-  elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
-    -- Flink refused the trigger (e.g. 503 leader election, 404 job gone)
-    finish("TriggerFailed", tostring(op.error))
-  elseif now - t0 >= savepoints.COMPLETE_TIMEOUT then
-    finish("Failed", "savepoint not completed after " .. savepoints.COMPLETE_TIMEOUT .. "s")
-  elseif op and op.not_found then
-    -- Flink does not know our id: the trigger never arrived (or its result is gone). Send the
-    -- same trigger again while the job runs (one savepoint however often it arrives).
-    if running and t.dir and j.id == sp.jobID and now - t0 < savepoints.TRIGGER_TIMEOUT then
-      ask(sp.stop and "stop" or "savepoint")
-      requeue(savepoints.POLL_SECONDS)
-    else
-      finish("TriggerFailed", "Flink does not know trigger " .. sp.triggerID .. " of job " .. sp.jobID
-        .. " (" .. tostring(op.error) .. ")")
-    end
-  elseif op and (op.phase == "accepted" or op.status == "IN_PROGRESS" or op.error) then
-    -- accepted, in progress, or the last poll went unanswered: poll again
-    ask("savepoint_status")
-    requeue(savepoints.POLL_SECONDS)
-  elseif now - t0 >= savepoints.POLL_SECONDS then
-    -- no answer in this controller: triggered by another (a restart, a failover) or the
-    -- trigger is still on its way; look the id up
-    ask("savepoint_status")
-    requeue(savepoints.POLL_SECONDS)
-  else
-    requeue(savepoints.POLL_SECONDS - (now - t0))
-  end
+  trigger.follow({ id = sp.triggerID, job_id = sp.jobID, op = op, t0 = t0, now = now, what = "savepoint",
+    can_resend = running and t.dir ~= nil and j.id == sp.jobID,
+    limits = { poll = savepoints.POLL_SECONDS, trigger = savepoints.TRIGGER_TIMEOUT,
+      complete = savepoints.COMPLETE_TIMEOUT },
+    completed = function()
+      if op.location or created then
+        -- `created`: the stop wrote its savepoint, then the job failed while stopping; the
+        -- savepoint is consistent and used as such (flink-rest-notes.md, POST /jobs/:jobid/stop)
+        finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
+          .. op.failure) or nil, op.location or created)
+        j.savepointLocation = op.location or created
+        j.lastSavepointTime = rfc3339(now)
+      else
+        finish("Failed", tostring(op.failure or "savepoint failed"))
+      end
+    end,
+    finish = finish, send = function() ask(sp.stop and "stop" or "savepoint") end,
+    poll = function() ask("savepoint_status") end, requeue = requeue })
   return out
 end
 

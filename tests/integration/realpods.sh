@@ -327,6 +327,12 @@ real_done() {
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
 
+# job_ran_on NS ID: the Ticker's job of NS is still ID (no restart, no resubmission), RUNNING in Flink
+job_ran_on() {
+  expect "job id" "$(job_field "$1" ticker id)" "$2" &&
+    expect "Flink's state of job $2" "$(jm_get "$1" ticker "/jobs/$2" | jget state)" RUNNING
+}
+
 # Savepoint history and retention (policies/lib/retention.lua) on Flink VERSION: the Ticker with
 # spec.job.savepointRetention.maxCount 2, four savepoints asked one after another through
 # savepointGeneration; the history records each, and the two older are disposed through Flink
@@ -376,9 +382,7 @@ savepoint_history() {
       expect "Events SavepointDisposed for $loc" "$(kc -n "$ns" get events --field-selector reason=SavepointDisposed \
         -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -cF "savepoint $loc (manual,")" 1 || return 1
     done
-    # the job ran on, untouched
-    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
-    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+    job_ran_on "$ns" "$id"
   }
   check "$desc: 4 savepoints by savepointGeneration -> the history keeps the newest 2, the 2 older disposed through Flink (directories gone from the host, Events), the job Running" t_history
   real_done "$c" "$ns" ticker "$spdir"
@@ -445,9 +449,7 @@ auto_checkpoint() {
     poll 20 newest || { echo "latestCheckpoint $(job_field "$ns" ticker latestCheckpoint), want id >= $last"; return 1; }
     echo "# CheckpointFailed Events: $(kc -n "$ns" get events --field-selector reason=CheckpointFailed \
       -o 'jsonpath={range .items[*]}{.message}{"; "}{end}')"
-    # the job ran on untouched
-    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
-    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+    job_ran_on "$ns" "$id"
   }
   check "$desc: checkpoints triggered through Flink's REST API, recorded Succeeded with the ids of completed checkpoints of Flink's history (not savepoints), the job Running" t_auto_checkpoint
   real_done "$c" "$ns" ticker "$spdir"
