@@ -189,7 +189,8 @@ describe("fc.flinkjob through reconcile.run", function()
         body = '{"status":{"id":"COMPLETED"},"operation":{"checkpointId":3}}', time = T0 + 15 } })
     local r2 = reconcile.run({ cluster = util.merge(fj, { status = r1.status }), session = session(), flink = done,
       now = T0 + 15 })
-    assert.same({ "Succeeded", 3 }, { r2.status.job.checkpointTrigger.state, r2.status.job.checkpointTrigger.checkpointID })
+    local ct = r2.status.job.checkpointTrigger
+    assert.same({ "Succeeded", 3 }, { ct.state, ct.checkpointID })
     -- Flink's checkpoints asked for (latestCheckpoint); no new trigger before T0 + 20
     local asked = {}
     for _, o in ipairs(ops(r2)) do asked[o] = true end
