@@ -412,6 +412,8 @@ auto_checkpoint() {
   { ticker_cluster ticker "$spdir" "$version" "autoCheckpointSeconds: 3" | small_requests
     printf '    execution.checkpointing.interval: "1h"\n    %s: "file:///savepoints/checkpoints"\n' "$ckdir"
   } | kc -n "$ns" apply -f - >/dev/null
+  # what was measured, as TAP comments after the check (its output shows only on failure)
+  note() { echo "$*" >>"$WORK/$c.notes"; }
   t_auto_checkpoint() {
     poll 120 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
     local id ids cid
@@ -423,7 +425,7 @@ auto_checkpoint() {
     poll 60 three || { echo "checkpointHistory: $(job_field "$ns" ticker checkpointHistory)"
       echo "checkpointTrigger: $(job_field "$ns" ticker checkpointTrigger)"; tail -n 15 "$WORK/$c.log"; return 1; }
     ids=$(hist_field checkpointID | cut -d' ' -f1-3)
-    echo "# checkpoints triggered and recorded: $ids (states $(hist_field state), trigger ids $(hist_field triggerID))"
+    note "checkpoints recorded: $ids (states $(hist_field state), trigger ids $(hist_field triggerID))"
     [[ $(hist_field triggerID) =~ ^([0-9a-f]{32} ){2,4}[0-9a-f]{32}$ ]] || { echo "trigger ids: $(hist_field triggerID)"; return 1; }
     expect "distinct checkpoint ids" "$(tr ' ' '\n' <<<"$ids" | sort -u | wc -l)" 3 || return 1
     # each a completed checkpoint of this job in Flink's history, not a savepoint
@@ -434,24 +436,26 @@ auto_checkpoint() {
         local h, want = require("cjson").decode(io.read("a")), tonumber(arg[1])
         for _, e in ipairs(h.history or {}) do
           if e.id == want then
-            print("# checkpoint " .. want .. ": " .. tostring(e.status) .. ", is_savepoint "
+            print("checkpoint " .. want .. " in Flink: " .. tostring(e.status) .. ", is_savepoint "
               .. tostring(e.is_savepoint) .. ", checkpoint_type " .. tostring(e.checkpoint_type))
             os.exit(e.status == "COMPLETED" and e.is_savepoint == false and 0 or 1)
           end
         end
         print("checkpoint " .. want .. " not in the history")
-        os.exit(1)' /dev/null "$cid" || return 1
+        os.exit(1)' /dev/null "$cid" >>"$WORK/$c.notes" || { cat "$WORK/$c.notes"; return 1; }
     done
-    echo "# Flink's counts: $(printf '%s' "$hist" | jget counts)"
+    note "Flink's counts: $(printf '%s' "$hist" | jget counts)"
     # latestCheckpoint names the newest (its id at least the last one recorded)
     local last=${ids%% *}
     newest() { [ "$(job_field "$ns" ticker latestCheckpoint.id)" -ge "$last" ] 2>/dev/null; }
     poll 20 newest || { echo "latestCheckpoint $(job_field "$ns" ticker latestCheckpoint), want id >= $last"; return 1; }
-    echo "# CheckpointFailed Events: $(kc -n "$ns" get events --field-selector reason=CheckpointFailed \
+    note "CheckpointFailed Events: $(kc -n "$ns" get events --field-selector reason=CheckpointFailed \
       -o 'jsonpath={range .items[*]}{.message}{"; "}{end}')"
+    # the job ran on untouched
     job_ran_on "$ns" "$id"
   }
   check "$desc: checkpoints triggered through Flink's REST API, recorded Succeeded with the ids of completed checkpoints of Flink's history (not savepoints), the job Running" t_auto_checkpoint
+  [ ! -f "$WORK/$c.notes" ] || { sed 's/^/# /' "$WORK/$c.notes"; rm -f "$WORK/$c.notes"; }
   real_done "$c" "$ns" ticker "$spdir"
 }
 case_autocheckpoint() { auto_checkpoint autocheckpoint 1.20.5; }
