@@ -428,22 +428,28 @@ auto_checkpoint() {
     note "checkpoints recorded: $ids (states $(hist_field state), trigger ids $(hist_field triggerID))"
     [[ $(hist_field triggerID) =~ ^([0-9a-f]{32} ){2,4}[0-9a-f]{32}$ ]] || { echo "trigger ids: $(hist_field triggerID)"; return 1; }
     expect "distinct checkpoint ids" "$(tr ' ' '\n' <<<"$ids" | sort -u | wc -l)" 3 || return 1
-    # each a completed checkpoint of this job in Flink's history, not a savepoint
+    # each a completed checkpoint of this job in Flink's history, not a savepoint (the history is
+    # served from Flink's cache of the execution graph, a few seconds behind)
     local hist
-    hist=$(jm_get "$ns" ticker "/jobs/$id/checkpoints") || { echo "no /jobs/$id/checkpoints"; return 1; }
-    for cid in $ids; do
+    in_history() {
+      hist=$(jm_get "$ns" ticker "/jobs/$id/checkpoints") || return 1
       printf '%s' "$hist" | lua5.4 -e '
-        local h, want = require("cjson").decode(io.read("a")), tonumber(arg[1])
-        for _, e in ipairs(h.history or {}) do
-          if e.id == want then
-            print("checkpoint " .. want .. " in Flink: " .. tostring(e.status) .. ", is_savepoint "
-              .. tostring(e.is_savepoint) .. ", checkpoint_type " .. tostring(e.checkpoint_type))
-            os.exit(e.status == "COMPLETED" and e.is_savepoint == false and 0 or 1)
+        local h = require("cjson").decode(io.read("a"))
+        for n = 1, #arg do
+          local want, seen = tonumber(arg[n]), false
+          for _, e in ipairs(h.history or {}) do
+            if e.id == want then
+              seen = true
+              print("checkpoint " .. want .. " in Flink: " .. tostring(e.status) .. ", is_savepoint "
+                .. tostring(e.is_savepoint) .. ", checkpoint_type " .. tostring(e.checkpoint_type))
+              if not (e.status == "COMPLETED" and e.is_savepoint == false) then os.exit(1) end
+            end
           end
-        end
-        print("checkpoint " .. want .. " not in the history")
-        os.exit(1)' /dev/null "$cid" >>"$WORK/$c.notes" || { cat "$WORK/$c.notes"; return 1; }
-    done
+          if not seen then print("checkpoint " .. want .. " not in the history"); os.exit(1) end
+        end' /dev/null $ids
+    }
+    poll 20 in_history || { in_history; return 1; }
+    in_history >>"$WORK/$c.notes"
     note "Flink's counts: $(printf '%s' "$hist" | jget counts)"
     # latestCheckpoint names the newest (its id at least the last one recorded)
     local last=${ids%% *}
