@@ -416,7 +416,7 @@ auto_checkpoint() {
   note() { echo "$*" >>"$WORK/$c.notes"; }
   t_auto_checkpoint() {
     poll 120 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
-    local id ids cid
+    local id ids
     id=$(job_field "$ns" ticker id)
     # the newest three checkpoints triggered recorded Succeeded (one triggered while the tasks
     # were still deploying may have failed before them: a CheckpointFailed Event, told below)
