@@ -22,7 +22,7 @@ static const char *route_param(const char *prev, size_t plen, const char *seg, s
         {"jars", ":jarid", {"upload"}},
         {"savepoints", ":triggerid", {NULL}},
         {"savepoint-disposal", ":triggerid", {NULL}},
-        {"checkpoints", ":checkpointid", {"config", "details"}},
+        {"checkpoints", ":triggerid", {"config", "details"}},
         {"vertices", ":vertexid", {NULL}},
         {"taskmanagers", ":taskmanagerid", {"metrics"}},
     };

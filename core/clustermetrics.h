@@ -21,9 +21,9 @@
 
 /* The route template of a Flink REST path: the query string dropped, and the segment after
  * "jobs" -> ":jobid" (but "overview"), after "jars" -> ":jarid" (but "upload"), after
- * "savepoints" or "savepoint-disposal" -> ":triggerid", after "checkpoints" -> ":checkpointid"
- * (but "config", "details"), after "vertices" -> ":vertexid", after "taskmanagers" ->
- * ":taskmanagerid" (but "metrics"); any other segment of 16 or more hex digits, or of digits only, -> ":id".
+ * "savepoints", "savepoint-disposal" or "checkpoints" (but "config", "details": Flink's
+ * /jobs/:jobid/checkpoints/:triggerid, a triggered checkpoint) -> ":triggerid", after
+ * "vertices" -> ":vertexid", after "taskmanagers" -> ":taskmanagerid" (but "metrics"); any other segment of 16 or more hex digits, or of digits only, -> ":id".
  * E.g. "/jobs/3f1c.../savepoints/9a0b..." -> "/jobs/:jobid/savepoints/:triggerid",
  * "/jars/7d2e..._ticker.jar/run?entry-class=X" -> "/jars/:jarid/run". Writes buf (n bytes;
  * truncated to "" and -1 when too small or `path` is NULL); 0 otherwise. */

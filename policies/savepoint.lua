@@ -20,6 +20,10 @@
 -- the stop fails (e.g. a task already finished), the next pass falls back to a plain savepoint,
 -- which job.lua follows with a cancel. An update always restores from the savepoint of the job
 -- it ended. Tunables: the "-- Savepoints" section of settings.lua.
+--
+-- Triggered checkpoints (spec.job.autoCheckpointSeconds, step 4): when one is due is decided
+-- here too (`checkpoint`); the framework's lua/fc/checkpoints.lua triggers it through Flink's
+-- REST API, follows it and records it in job.checkpointTrigger.
 local util = require("fc.util")
 local clock = require("lib.clock")
 local user_control = require("lib.control")
@@ -61,12 +65,15 @@ end
 --   retention applied>, outcome={<on-demand reason>="pending"|"done"|"failed"|"skipped"},
 --   take=<nil, or {reason=<one of the reasons above>, stop=<bool: stop-with-savepoint>}: a new
 --   savepoint to trigger now (the framework starts it when none is in flight and the job runs
---   with a savepointsDir)>, intents=<the disposals: {kind="dispose_savepoint"|"dispose_status",
---   ...} (lib.retention, fc.flink)>, events={{type=, reason="SavepointDisposed"|
+--   with a savepointsDir)>, checkpoint=<nil, or {type=settings.AUTO_CHECKPOINT_TYPE}: a checkpoint
+--   to trigger now (the framework starts it when none is in flight and the job runs)>,
+--   intents=<the disposals: {kind="dispose_savepoint"|"dispose_status", ...} (lib.retention,
+--   fc.flink)>, events={{type=, reason="SavepointDisposed"|
 --   "SavepointDisposalFailed", message=}...}, requeue_after=<seconds or nil>}
 -- input: {cluster=<defaulted; cluster.status.savepoint is the one observed before this pass>,
---   job=<status.components.job after the framework read the savepoint in flight: history,
---   savepointLocation, lastSavepointTriggerTime, savepointGeneration ...>, savepoint=<status.
+--   job=<status.components.job after the framework read the savepoint and the triggered
+--   checkpoint in flight: history, savepointLocation, lastSavepointTriggerTime,
+--   savepointGeneration, checkpointTrigger {triggerID, jobID, triggerTime, state} ...>, savepoint=<status.
 --   savepoint after that: {state="NotTriggered"|"InProgress"|"Succeeded"|"Failed"|
 --   "TriggerFailed", triggerID, jobID, triggerReason, triggerTime, requestTime, stop, message}>,
 --   start_time=<unix s the job started in Flink, 0 unknown>, flink={disposals={<id>={...}},
@@ -196,6 +203,21 @@ function savepoint.decide(input)
   end
 
   if to_trigger then out.take = { reason = to_trigger, stop = stop or false } end
+
+  -- 4. Triggered checkpoints: every autoCheckpointSeconds, counted from the last trigger of this
+  -- job (or from its start in Flink for the first one); none while a savepoint is taken or asked
+  -- for (it ends the job or is a full snapshot itself) or an update is pending.
+  local every = tonumber(spec.autoCheckpointSeconds) or 0
+  if every > 0 then
+    local ct = type(j.checkpointTrigger) == "table" and j.checkpointTrigger or {}
+    local last = ct.jobID == j.id and clock.parse(ct.triggerTime) or nil
+    local base = last or ((input.start_time or 0) > 0 and input.start_time) or nil
+    if base and now < base + every then
+      requeue(base + every - now)
+    elseif base and ct.state ~= "InProgress" and not busy and not out.take and not (input.update or {}).pending then
+      out.checkpoint = { type = settings.AUTO_CHECKPOINT_TYPE }
+    end
+  end
   return retain(input, out)
 end
 

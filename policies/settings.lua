@@ -66,6 +66,10 @@ settings.SAVEPOINT_RETRY_SECONDS = 30
 -- reasons whose savepoint ends the job with Flink's stop-with-savepoint (drain false); the
 -- others, and these when absent or false, take a savepoint and then cancel ({}: never stop)
 settings.SAVEPOINT_STOP_REASONS = { ["job cancel"] = true, update = true }
+-- "CONFIGURED" | "FULL" | "INCREMENTAL" or nil (Flink's default, CONFIGURED: as the job's state
+-- backend is set up): the checkpointType of the checkpoints spec.job.autoCheckpointSeconds
+-- triggers (POST /jobs/<id>/checkpoints, Flink >= 1.19; lua/fc/checkpoints.lua)
+settings.AUTO_CHECKPOINT_TYPE = "CONFIGURED"
 
 -- (more sections below)
 

@@ -31,6 +31,23 @@ describe("fc.flink.action", function()
     assert.is_nil(poll.body)
   end)
 
+  it("triggers a checkpoint with our trigger id and its type, after the status write, then polls it", function()
+    local a = flink.action({ kind = "checkpoint", id = TID, job_id = ID, checkpoint_type = "FULL" }, JM)
+    assert.same({ op = "flink", id = "checkpoint/" .. TID, method = "POST", path = "/jobs/" .. ID .. "/checkpoints",
+      body = { triggerId = TID, checkpointType = "FULL" }, target = JM, after_status = true,
+      intent = { kind = "checkpoint", id = TID, job_id = ID, checkpoint_type = "FULL" } }, a)
+    -- no type: Flink's default (CONFIGURED)
+    assert.same({ triggerId = TID }, flink.action({ kind = "checkpoint", id = TID, job_id = ID }, JM).body)
+    local poll = flink.action({ kind = "checkpoint_status", id = TID, job_id = ID }, JM)
+    assert.same({ "GET", "/jobs/" .. ID .. "/checkpoints/" .. TID, "checkpoint/" .. TID },
+      { poll.method, poll.path, poll.id })
+    assert.is_nil(poll.after_status)
+    assert.has_error(function() flink.action({ kind = "checkpoint", id = TID, job_id = ID, checkpoint_type = "full" },
+      JM) end, "checkpoint intent: checkpoint_type must be CONFIGURED, FULL or INCREMENTAL")
+    assert.has_error(function() flink.action({ kind = "checkpoint_status", id = "x", job_id = ID }, JM) end,
+      "checkpoint_status intent: id must be 32 hex digits")
+  end)
+
   it("disposes a savepoint by its path, after the status write, then polls Flink's request id", function()
     local a = flink.action({ kind = "dispose_savepoint", id = TID, location = "file:/sp/savepoint-8c2d6f-1" }, JM)
     assert.same({ op = "flink", id = "dispose/" .. TID, method = "POST", path = "/savepoint-disposal",
@@ -92,7 +109,8 @@ describe("fc.flink.action", function()
   it("refuses an unknown kind and malformed ids (a policy error, never a bad request)", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
       "intent: unknown kind restart (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, "
-      .. "stop, savepoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)")
+      .. "stop, savepoint_status, checkpoint, checkpoint_status, dispose_savepoint, dispose_status, cancel, "
+      .. "upload_jar, run_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -134,8 +152,8 @@ describe("fc.flink.view", function()
     v = flink.view({ answers = { list_jobs = answer({ kind = "list_jobs" }, 503,
       '{"errors":["Service temporarily unavailable due to an ongoing leader election. Please refresh."]}') } })
     assert.is_false(v.reachable)
-    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
-      submissions = {}, health = {}, since = 0 }, flink.view(nil))
+    assert.same({ reachable = false, jobs = {}, jobs_time = 0, operations = {}, checkpoints = {}, disposals = {},
+      exceptions = {}, submissions = {}, health = {}, since = 0 }, flink.view(nil))
   end)
 
   it("passes on since: when this controller process began keeping the cluster's answers", function()
@@ -173,6 +191,31 @@ describe("fc.flink.view", function()
       error = "HTTP 404: There is no savepoint operation with triggerId=" .. TID .. " for job " .. ID .. "." },
       op(404, '{"errors":["There is no savepoint operation with triggerId=' .. TID .. ' for job ' .. ID .. '."]}'))
     assert.same({ phase = "status", http = 500, time = 100, error = "HTTP 500" }, op(500, "<html>oops</html>"))
+  end)
+
+  it("decodes a checkpoint: accepted, in progress, completed with Flink's id or a failureCause, 404", function()
+    local trig = { kind = "checkpoint", id = TID, job_id = ID }
+    local poll = { kind = "checkpoint_status", id = TID, job_id = ID }
+    local function op(intent, status, body)
+      local v = flink.view({ answers = { ["checkpoint/" .. TID] = answer(intent, status, body) } })
+      assert.same({}, v.operations) -- never read as a savepoint of the same id
+      return v.checkpoints[TID]
+    end
+    assert.same({ phase = "accepted", time = 100 }, op(trig, 202, '{"request-id":"' .. TID .. '"}'))
+    assert.same({ phase = "trigger", http = 404, time = 100, error = "HTTP 404: Job could not be found." },
+      op(trig, 404, '{"errors":["Job could not be found."]}'))
+    assert.same({ phase = "status", status = "IN_PROGRESS", time = 100 },
+      op(poll, 200, '{"status":{"id":"IN_PROGRESS"},"operation":null}'))
+    -- CheckpointInfo: camelCase checkpointId / failureCause (flink-rest-notes.md)
+    assert.same({ phase = "status", status = "COMPLETED", checkpoint_id = 42, time = 100 },
+      op(poll, 200, '{"status":{"id":"COMPLETED"},"operation":{"checkpointId":42}}'))
+    assert.same({ phase = "status", status = "COMPLETED", time = 100,
+      failure = "org.apache.flink.runtime.checkpoint.CheckpointException: Checkpoint expired before completing." },
+      op(poll, 200, '{"status":{"id":"COMPLETED"},"operation":{"failureCause":{"class":"org.apache.flink.runtime.'
+        .. 'checkpoint.CheckpointException","stack-trace":"org.apache.flink.runtime.checkpoint.CheckpointException: '
+        .. 'Checkpoint expired before completing.\\n\\tat x.y(Z.java:1)"}}}'))
+    assert.same({ phase = "status", not_found = true, http = 404, time = 100, error = "HTTP 404: Operation not found" },
+      op(poll, 404, '{"errors":["Operation not found"]}'))
   end)
 
   it("decodes a disposal: accepted with Flink's request id, in progress, done, failed, unknown (404)", function()

@@ -173,6 +173,32 @@ describe("fc.flinkjob through reconcile.run", function()
     assert.is_true(r2.status.savepoint.stop)
   end)
 
+  it("triggers a checkpoint every autoCheckpointSeconds (a control field: no update), records Flink's id", function()
+    local st, id = running_status()
+    local run_list = answers({ listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, T0 + 5) })
+    local r0 = reconcile.run({ cluster = job(nil, st), session = session(), flink = run_list, now = T0 + 5 })
+    local fj = job(nil, r0.status)
+    fj.spec.job.autoCheckpointSeconds = 10
+    fj.metadata.generation = 2
+    local r1 = reconcile.run({ cluster = fj, session = session(), flink = run_list, now = T0 + 10 })
+    assert.same({ "POST /jobs/" .. id .. "/checkpoints", "GET /jobs/overview" }, ops(r1))
+    assert.is_nil(r1.status.nextRevision) -- no update: the job is not stopped
+    local trig = r1.status.job.checkpointTrigger.triggerID
+    assert.same({ triggerId = trig, checkpointType = "CONFIGURED" }, r1.actions[1].body)
+    local done = answers({ listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, T0 + 15),
+      { key = "checkpoint/" .. trig, intent = { kind = "checkpoint_status", id = trig, job_id = id },
+        body = '{"status":{"id":"COMPLETED"},"operation":{"checkpointId":3}}', time = T0 + 15 } })
+    local r2 = reconcile.run({ cluster = util.merge(fj, { status = r1.status }), session = session(), flink = done,
+      now = T0 + 15 })
+    local ct = r2.status.job.checkpointTrigger
+    assert.same({ "Succeeded", 3 }, { ct.state, ct.checkpointID })
+    -- Flink's checkpoints asked for (latestCheckpoint); no new trigger before T0 + 20
+    local asked = {}
+    for _, o in ipairs(ops(r2)) do asked[o] = true end
+    assert.is_true(asked["GET /jobs/" .. id .. "/checkpoints"])
+    assert.is_nil(asked["POST /jobs/" .. id .. "/checkpoints"])
+  end)
+
   it("resubmits the updated job from the stop's savepoint with a new id, then the update is done", function()
     local st, id = running_status()
     local run_list = answers({ listed({ { jid = id, state = "RUNNING", ["start-time"] = T0 * 1000 } }, T0 + 5) })

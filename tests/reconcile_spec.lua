@@ -274,7 +274,8 @@ describe("fc.revision", function()
     local a = { image = { name = "flink:1.9.2" }, taskManager = { replicas = 1 },
       job = { jarFile = "/j.jar", savepointGeneration = 1, cancelRequested = false, autoSavepointSeconds = 60 } }
     local b = { job = { autoSavepointSeconds = 300, savepointGeneration = 2, jarFile = "/j.jar",
-      savepointRetention = { maxCount = 2 } }, taskManager = { replicas = 1 }, image = { name = "flink:1.9.2" } }
+      savepointRetention = { maxCount = 2 }, autoCheckpointSeconds = 30 }, taskManager = { replicas = 1 },
+      image = { name = "flink:1.9.2" } }
     assert.equal(revision.hash(a), revision.hash(b))
     b.taskManager.replicas = 2
     assert.are_not.equal(revision.hash(a), revision.hash(b))
@@ -949,8 +950,8 @@ describe("reconcile.run with policies-min", function()
     assert.same({}, r.actions)
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
-      .. "job_restarts, job_checkpoints, savepoint, stop, savepoint_status, dispose_savepoint, dispose_status, "
-      .. "cancel, upload_jar, run_jar)",
+      .. "job_restarts, job_checkpoints, savepoint, stop, savepoint_status, checkpoint, checkpoint_status, "
+      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)",
       r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')
@@ -1006,6 +1007,44 @@ describe("reconcile.run with policies-min", function()
     assert.equal("Deleted", r5.status.components.taskManagerStatefulSet.state)
     assert.equal("Succeeded", r5.status.components.job.state)
     assert.is_nil(r5.requeue_after)
+  end)
+
+  it("triggers a checkpoint every autoCheckpointSeconds through Flink's REST API, its id written first", function()
+    local c0 = wordcount()
+    c0.spec.job.autoCheckpointSeconds = 30
+    local c, st, objs = running_job(c0)
+    local ch = children_of(objs, true)
+    local flink = { reachable = true, jobs = { { jid = ID, state = "RUNNING", ["start-time"] = T0 * 1000 } },
+      checkpoints = {} }
+    local early = run({ cluster = with_status(c, st), children = ch, flink = flink, now = T0 + 29 })
+    assert.same({ "flink GET /jobs/overview" }, ops(early))
+    local r = run({ cluster = with_status(c, st), children = ch, flink = flink, now = T0 + 30 })
+    assert.same({ "flink POST /jobs/" .. ID .. "/checkpoints", "flink GET /jobs/overview" }, ops(r))
+    local ct = r.status.components.job.checkpointTrigger
+    assert.same({ jobID = ID, triggerTime = "2025-11-30T06:40:30Z", state = "InProgress", checkpointType = "CONFIGURED",
+      triggerID = ct.triggerID }, ct)
+    assert.matches("^" .. string.format("%08x", T0 + 30) .. string.rep("0", 24) .. "$", ct.triggerID)
+    local post = r.actions[1]
+    assert.same({ { triggerId = ct.triggerID, checkpointType = "CONFIGURED" }, true, "checkpoint/" .. ct.triggerID },
+      { post.body, post.after_status, post.id })
+    -- accepted: polled by our id; then completed with Flink's checkpoint id
+    flink.checkpoints[ct.triggerID] = { phase = "accepted", job_id = ID, time = T0 + 31 }
+    local r2 = run({ cluster = with_status(c, r.status), children = ch, flink = flink, now = T0 + 35 })
+    assert.same({ "flink GET /jobs/" .. ID .. "/checkpoints/" .. ct.triggerID, "flink GET /jobs/overview" }, ops(r2))
+    flink.checkpoints[ct.triggerID] = { phase = "status", job_id = ID, status = "COMPLETED", checkpoint_id = 7,
+      time = T0 + 36 }
+    local r3 = run({ cluster = with_status(c, r.status), children = ch, flink = flink, now = T0 + 36 })
+    local done = r3.status.components.job.checkpointTrigger
+    assert.same({ "Succeeded", 7, "2025-11-30T06:40:36Z" }, { done.state, done.checkpointID, done.completionTime })
+    assert.same({ done }, r3.status.components.job.checkpointHistory)
+    -- Flink's checkpoints asked for at once (latestCheckpoint; the health polls ask for them only with
+    -- execution.checkpointing.interval), no Event, no second trigger before T0 + 60
+    assert.same({ "flink GET /jobs/" .. ID .. "/checkpoints", "flink GET /jobs/overview",
+      "flink GET /jobs/" .. ID .. "/metrics?get=numRestarts" }, ops(r3, true))
+    assert.same({}, r3.events)
+    assert.equal(1, r3.requeue_after)
+    local r4 = run({ cluster = with_status(c, r3.status), children = ch, flink = flink, now = T0 + 60 })
+    assert.same({ "flink POST /jobs/" .. ID .. "/checkpoints", "flink GET /jobs/overview" }, ops(r4))
   end)
 
   it("runs the savepoint user control once while its annotation stays set (Git), again once re-set", function()

@@ -100,7 +100,7 @@ describe("docs/reference.md", function()
     end
     assert.are.same(expect, got)
     for path, n in pairs(seen) do assert.are.equal(1, n, path .. " has " .. n .. " rows") end
-    assert.are.equal(260, #want + 1)   -- the schema's nodes, its root included (FlinkCluster's row)
+    assert.are.equal(270, #want + 1)   -- the schema's nodes, its root included (FlinkCluster's row)
   end)
 
   it("gives each field its type, default and values from the CRD", function()

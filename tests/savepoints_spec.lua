@@ -8,6 +8,7 @@
 -- key given must be equal, lists as long, `{}` empty or absent, `~` absent).
 local fx = require("support.fixtures")
 local savepoints = require("fc.savepoints")
+local checkpoints = require("fc.checkpoints")
 local contract = require("fc.contract")
 
 local clock = require("lib.clock")
@@ -28,6 +29,8 @@ describe("fc.savepoints", function()
     it("has the cases", function()
       fx.assert_cases(all, {
         "auto-initial-due", "auto-not-yet-due", "auto-scheduled-exact", "cancel-no-savepoints-dir", "cancel-stop",
+        "checkpoint-accepted-polls", "checkpoint-completed", "checkpoint-failed", "checkpoint-not-found-resends",
+        "checkpoint-start", "checkpoint-trigger-refused",
         "completed-failure", "completed-location", "control-acknowledged-none", "control-annotation-set-again",
         "control-new-savepoint-same-second", "disposal-accepted-polls", "disposal-completed",
         "disposal-failed-backoff", "disposal-gone", "disposal-retry-due", "disposal-retry-waits",
@@ -85,6 +88,57 @@ describe("fc.savepoints", function()
     end
     assert.same({ 1300, 1600, 1900 }, times)
     assert.equal("/sp/s3", st.job.savepointLocation)
+  end)
+
+  it("triggers a checkpoint every autoCheckpointSeconds, one at a time, and records each in the history", function()
+    -- 200 s of a job started at t=1000, a checkpoint every 30 s, each taking 7 s in Flink (ids from
+    -- 11 on); the third is refused (declined by a task): Failed, a CheckpointFailed Event
+    local spec = { autoCheckpointSeconds = 30 }
+    local st = { job = { name = "wc-job-submitter", id = ID, state = "Running", restartCount = 0 } }
+    local ckpts, times, events, next_id = {}, {}, {}, 11
+    for now = 1000, 1200 do
+      local inp = input(spec, st, now)
+      inp.flink.checkpoints = ckpts
+      local out = pass(inp)
+      for _, a in ipairs(out.intents) do
+        if a.kind == "checkpoint" then
+          times[#times + 1] = now
+          assert.equal("CONFIGURED", a.checkpoint_type)
+          ckpts[a.id] = { phase = "accepted", time = now, n = #times }
+        end
+      end
+      for _, e in ipairs(out.events or {}) do events[#events + 1] = e.reason .. ": " .. e.message end
+      local ct = out.job.checkpointTrigger
+      if ct and ct.state == "InProgress" then
+        local op = ckpts[ct.triggerID]
+        if op and op.phase == "accepted" and now - clock.parse(ct.triggerTime) >= 7 then
+          if op.n == 3 then
+            ckpts[ct.triggerID] = { phase = "status", status = "COMPLETED", time = now,
+              failure = "org.apache.flink.runtime.checkpoint.CheckpointException: Task local checkpoint failure." }
+          else
+            ckpts[ct.triggerID] = { phase = "status", status = "COMPLETED", checkpoint_id = next_id, time = now }
+            next_id = next_id + 1
+          end
+        end
+      end
+      st = { savepoint = out.savepoint, job = out.job }
+    end
+    -- due 30 s after each trigger; the outcome read at the 5 s polls (trigger + 5, + 10)
+    assert.same({ 1030, 1060, 1090, 1120, 1150, 1180 }, times)
+    local h = st.job.checkpointHistory
+    local got = {}
+    for i, e in ipairs(h) do got[i] = e.state .. " " .. tostring(e.checkpointID) .. " " .. e.completionTime end
+    -- each read 8 s after its trigger (Flink done at 7 s, seen by the next pass), the oldest
+    -- (checkpoint 11) beyond HISTORY_MAX
+    assert.same({ "Succeeded 15 1970-01-01T00:19:48Z", "Succeeded 14 1970-01-01T00:19:18Z",
+      "Succeeded 13 1970-01-01T00:18:48Z", "Failed nil 1970-01-01T00:18:18Z",
+      "Succeeded 12 1970-01-01T00:17:48Z" }, got)
+    assert.equal(checkpoints.HISTORY_MAX, #h)
+    assert.same({ "CheckpointFailed: checkpoint " .. h[4].triggerID .. " of job " .. ID
+      .. " failed: org.apache.flink.runtime.checkpoint.CheckpointException: Task local checkpoint failure." }, events)
+    -- the last trigger (1180) ended; the next one is due at 1210
+    assert.same({ "Succeeded", 15, 1180 }, { st.job.checkpointTrigger.state, st.job.checkpointTrigger.checkpointID,
+      clock.parse(st.job.checkpointTrigger.triggerTime) })
   end)
 
   it("keeps maxCount savepoints over many passes and disposes the older ones one at a time", function()

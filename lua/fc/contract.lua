@@ -24,6 +24,7 @@
 -- error/timeout/nomem/badresult(not plain data) come from fc.host (core/lhost_budget.c's trip state).
 local shape = require("fc.shape")
 local savepoints = require("fc.savepoints")
+local checkpoints = require("fc.checkpoints")
 
 local contract = {}
 
@@ -67,9 +68,9 @@ contract.HOOKS = {
   ["savepoint.decide"] = {
     input = { cluster = "table", job = "table", savepoint = "table", start_time = "number", flink = "table",
       update = "table", now = "number" },
-    result = { job = "table", outcome = "table?", take = "table?", intents = "table?", events = "table?",
-      requeue_after = "number?" },
-    check = function(r) return savepoints.check_take(r.take) end,
+    result = { job = "table", outcome = "table?", take = "table?", checkpoint = "table?", intents = "table?",
+      events = "table?", requeue_after = "number?" },
+    check = function(r) return savepoints.check_take(r.take) or checkpoints.check_ask(r.checkpoint) end,
   },
   -- the result may be the string "ok" for {action = "ok"}: fc.reconcile checks it (caller_checks)
   ["health.decide"] = {

@@ -26,6 +26,12 @@
 --                                              POST /jobs/<job_id>/stop
 --                                              {"targetDirectory", "drain": false, "triggerId": id}
 --   savepoint_status id, job_id                GET /jobs/<job_id>/savepoints/<id> (savepoint or stop)
+--   checkpoint      id, job_id [, checkpoint_type]
+--                                              POST /jobs/<job_id>/checkpoints (Flink >= 1.19)
+--                                              {"triggerId": id, "checkpointType": checkpoint_type
+--                                              (CONFIGURED | FULL | INCREMENTAL; absent: Flink's
+--                                              default, CONFIGURED)}
+--   checkpoint_status id, job_id               GET /jobs/<job_id>/checkpoints/<id>
 --   cancel          job_id                     PATCH /jobs/<job_id>?mode=cancel
 --   dispose_savepoint id, location             POST /savepoint-disposal {"savepoint-path": location}
 --   dispose_status  id, request_id             GET /savepoint-disposal/<request_id>
@@ -40,7 +46,7 @@
 --                                              POST /jars/<jar_id>/run {"entryClass",
 --                                              "programArgsList", "parallelism", "jobId": id,
 --                                              "savepointPath", "allowNonRestoredState"}
--- `id` of a savepoint or stop is the policy's trigger id (32 lowercase hex, Flink's TriggerId):
+-- `id` of a savepoint, stop or checkpoint is the policy's trigger id (32 lowercase hex, Flink's TriggerId):
 -- Flink keys the operation by it, so the same trigger sent twice is one savepoint
 -- (flink-rest-notes.md, "Async operation pattern" 3), and its outcome can be looked up by it.
 -- Such triggers are sent only after the status naming them is written (`after_status`): a
@@ -67,6 +73,8 @@ flink.RUN_TIMEOUT_SECONDS = 60
 local HEX32 = "^" .. string.rep("%x", 32) .. "$"
 local HTTP_URL = "^https?://[^%s]+$"
 local JAR_ID = "^[%w][%w%-_.]*$"
+--- The checkpoint types of POST /jobs/<id>/checkpoints (CheckpointTriggerRequestBody).
+local CHECKPOINT_TYPES = { CONFIGURED = true, FULL = true, INCREMENTAL = true }
 
 -- What a pattern of need() asks for, said in its error.
 local WHAT = { [HEX32] = "32 hex digits", [HTTP_URL] = "an http:// or https:// URL",
@@ -125,6 +133,19 @@ local REQUEST = {
     local jid, id = need(i, "job_id", HEX32), need(i, "id", HEX32)
     return id, "GET", "/jobs/" .. jid .. "/savepoints/" .. id
   end,
+  checkpoint = function(i)
+    local jid, id = need(i, "job_id", HEX32), need(i, "id", HEX32)
+    local ctype = i.checkpoint_type
+    if ctype ~= nil and not CHECKPOINT_TYPES[ctype] then
+      error("checkpoint intent: checkpoint_type must be CONFIGURED, FULL or INCREMENTAL", 0)
+    end
+    return "checkpoint/" .. id, "POST", "/jobs/" .. jid .. "/checkpoints", { triggerId = id, checkpointType = ctype },
+      true
+  end,
+  checkpoint_status = function(i)
+    local jid, id = need(i, "job_id", HEX32), need(i, "id", HEX32)
+    return "checkpoint/" .. id, "GET", "/jobs/" .. jid .. "/checkpoints/" .. id
+  end,
   dispose_savepoint = function(i)
     -- `id`: the disposed savepoint's trigger id, only where the answer is kept; Flink takes no
     -- trigger id of ours here and answers its own (request-id), which dispose_status polls
@@ -169,8 +190,9 @@ flink.KINDS = {}
 for k in pairs(REQUEST) do flink.KINDS[k] = true end
 
 --- flink.action(intent, target) -> {op="flink", id=, intent=, method=, path=, body=, target=,
---   after_status=<true for savepoint, stop, dispose_savepoint, upload_jar, run_jar>, timeout_ms=<when not the
---   core's default>, upload={url=, max_bytes=, timeout_ms=} (upload_jar: what the core downloads)}
+--   after_status=<true for savepoint, stop, checkpoint, dispose_savepoint, upload_jar, run_jar>,
+--   timeout_ms=<when not the core's default>, upload={url=, max_bytes=, timeout_ms=} (upload_jar: what the core
+--   downloads)}
 -- `target` = {scheme, namespace, service, port}: the JobManager's REST Service, named by the
 -- policy (job.observe's `jobmanager`); the core reaches it by DNS or the API server's proxy.
 -- `id`: where the core records the answer (answers[id]); `intent` (a copy of the policy's
@@ -180,7 +202,7 @@ function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
       .. " (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, savepoint_status, "
-      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)", 0)
+      .. "checkpoint, checkpoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)", 0)
   end
   local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
@@ -232,14 +254,20 @@ local function utf8_cut(s, n)
 end
 
 -- The first line of an async operation's failure-cause stack trace (at most FAILURE_MAX
--- bytes), else its class, else `default`; nil when the operation has no failure-cause.
-local function failure_of(operation, default)
-  local fc = operation["failure-cause"]
+-- bytes), else its class, else `default`; nil when the operation has no failure-cause (the
+-- field `key`, "failure-cause" unless given: a checkpoint's CheckpointInfo says failureCause).
+local function failure_of(operation, default, key)
+  local fc = operation[key or "failure-cause"]
   if type(fc) ~= "table" then return nil end
   local trace = str(fc["stack-trace"]) or ""
   local line = trace:match("^[^\r\n]*") or ""
   return line ~= "" and utf8_cut(line, flink.FAILURE_MAX) or (str(fc.class) or default)
 end
+
+-- The async operations of a trigger id (Flink's "Async operation pattern"): kind -> the view's
+-- map of their answers.
+local ASYNC = { savepoint = "operations", stop = "operations", savepoint_status = "operations",
+  checkpoint = "checkpoints", checkpoint_status = "checkpoints" }
 
 -- Keeps `op` in by[id] unless an answer of a later time is there.
 local function latest(by, id, op)
@@ -248,8 +276,8 @@ local function latest(by, id, op)
 end
 
 --- flink.view(raw) -> {reachable=bool, jobs={{jid=, state=, ["start-time"]=<ms>}...}, jobs_time=,
---   operations={<trigger id>={...}}, disposals={<savepoint trigger id>={...}}, exceptions={<job id>={...}},
---   submissions={<job id>={...}},
+--   operations={<trigger id>={...}}, checkpoints={<trigger id>={...}}, disposals={<savepoint trigger id>={...}},
+--   exceptions={<job id>={...}}, submissions={<job id>={...}},
 --   health={<job id>={restarts=, restarts_time=, checkpoints={completed=, latest_ack=, latest=}, checkpoints_time=}},
 --   taskmanagers={ids=, time=} (only once answered), since=<unix s, 0 when not told>}
 -- `raw` = the snapshot's `flink` from the core: {answers={<id>={intent=, status=<HTTP status,
@@ -266,6 +294,9 @@ end
 --     not_found=true, error, time} (Flink does not know the trigger: never arrived, or its
 --     result expired, rest.async.store-duration, or was lost with the JobManager); else
 --     {phase="status", error, http, time}.
+--   checkpoint / checkpoint_status: checkpoints[id] as operations[id] of a savepoint / its
+--     savepoint_status, but for the outcome: checkpoint_id=<operation.checkpointId, Flink's
+--     checkpoint id> instead of location, failure=<of operation.failureCause>.
 --   dispose_savepoint: disposals[id] = 2xx -> {phase="accepted", request_id=<the answer's
 --     request-id: Flink's trigger id of the disposal>, time}; else {phase="trigger", error, http, time}.
 --   dispose_status: disposals[id] = 2xx -> {phase="status", status=<IN_PROGRESS | COMPLETED>,
@@ -290,7 +321,8 @@ end
 -- `jobs_time` is when the job list was answered (0: never).
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
-  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, disposals = {}, exceptions = {},
+  local v = { reachable = false, jobs = {}, jobs_time = 0, operations = {}, checkpoints = {}, disposals = {},
+    exceptions = {},
     submissions = {}, health = {},
     since = type(raw) == "table" and math.tointeger(tonumber(raw.since)) or 0 }
   local answers = type(raw) == "table" and type(raw.answers) == "table" and raw.answers or {}
@@ -312,20 +344,28 @@ function flink.view(raw)
         end
         v.reachable, v.jobs, v.jobs_time = true, jobs, time
       end
-    elseif kind == "savepoint" or kind == "stop" or kind == "savepoint_status" then
-      local op = { time = time, phase = kind == "savepoint_status" and "status" or "trigger" }
-      if ok and kind ~= "savepoint_status" then
+    elseif ASYNC[kind] then
+      local poll = kind == "savepoint_status" or kind == "checkpoint_status"
+      local op = { time = time, phase = poll and "status" or "trigger" }
+      if ok and not poll then
         op.phase = "accepted"
       elseif ok and doc then
         local operation = type(doc.operation) == "table" and doc.operation or {}
         op.status = str(type(doc.status) == "table" and doc.status.id or nil) or "IN_PROGRESS"
-        op.location = str(operation.location)
-        op.failure = failure_of(operation, "savepoint failed")
+        if ASYNC[kind] == "checkpoints" then
+          op.checkpoint_id = math.tointeger(tonumber(operation.checkpointId))
+          op.failure = failure_of(operation, "checkpoint failed", "failureCause")
+        else
+          op.location = str(operation.location)
+          op.failure = failure_of(operation, "savepoint failed")
+        end
       else
         op.error, op.http = error_text(a, doc), tonumber(a.status) or 0
-        if kind == "savepoint_status" and op.http == 404 then op.not_found = true end
+        if poll and op.http == 404 then op.not_found = true end
       end
-      latest(v.operations, id, op)
+      -- a savepoint's answer is kept under its trigger id, a checkpoint's under "checkpoint/<id>"
+      local key = ASYNC[kind] == "checkpoints" and str(intent.id) or id
+      if key then latest(v[ASYNC[kind]], key, op) end
     elseif (kind == "dispose_savepoint" or kind == "dispose_status") and type(intent.id) == "string" then
       local op = { time = time, phase = kind == "dispose_status" and "status" or "trigger" }
       if ok and kind == "dispose_savepoint" then

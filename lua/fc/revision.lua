@@ -5,7 +5,8 @@
 -- observed, not defaults.apply's output: a default added to policies/defaults.lua changes no
 -- revision) minus the control fields (fields that ask the controller for an action but do not
 -- change what runs: savepointGeneration, cancelRequested, autoSavepointSeconds,
--- takeSavepointOnUpgrade, savepointRetention, rollback, revisionHistoryLimit).
+-- autoCheckpointSeconds, takeSavepointOnUpgrade, savepointRetention, rollback,
+-- revisionHistoryLimit).
 -- Encoding: canonical JSON, i.e. objects with their keys sorted by byte order, no whitespace,
 -- scalars encoded by lua-cjson (integers as integers); an empty table is the empty object `{}`.
 -- Hash: FNV-1a 32-bit (offset basis 2166136261, prime 16777619) over those bytes, written as
@@ -34,6 +35,7 @@ revision.CONTROL_FIELDS = {
   { "job", "savepointGeneration" },
   { "job", "cancelRequested" },
   { "job", "autoSavepointSeconds" },
+  { "job", "autoCheckpointSeconds" },
   { "job", "takeSavepointOnUpgrade" },
   { "job", "savepointRetention" },
   { "job", "rollback" },

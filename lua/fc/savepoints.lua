@@ -26,6 +26,7 @@
 -- Succeeded with that path, as the Flink Kubernetes operator does.
 local util = require("fc.util")
 local trigger = require("fc.trigger")
+local checkpoints = require("fc.checkpoints")
 
 local savepoints = {}
 
@@ -116,47 +117,24 @@ function savepoints.track(t)
   end
   local created = sp.stop and op and type(op.failure) == "string"
     and op.failure:match("A savepoint has been created at: (%S-), but the corresponding job")
-  if not sp.triggerID or not sp.jobID then
-    -- written by a controller that recorded no trigger id: nothing to look up
-    finish("TriggerFailed", "no trigger id recorded for this savepoint")
-  elseif op and op.status == "COMPLETED" then
-    if op.location or created then
-      -- `created`: the stop wrote its savepoint, then the job failed while stopping; the
-      -- savepoint is consistent and used as such (flink-rest-notes.md, POST /jobs/:jobid/stop)
-      finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
-        .. op.failure) or nil, op.location or created)
-      j.savepointLocation = op.location or created
-      j.lastSavepointTime = rfc3339(now)
-    else
-      finish("Failed", tostring(op.failure or "savepoint failed"))
-    end
-  elseif op and op.phase == "trigger" and (op.http or 0) > 0 then
-    -- Flink refused the trigger (e.g. 503 leader election, 404 job gone)
-    finish("TriggerFailed", tostring(op.error))
-  elseif now - t0 >= savepoints.COMPLETE_TIMEOUT then
-    finish("Failed", "savepoint not completed after " .. savepoints.COMPLETE_TIMEOUT .. "s")
-  elseif op and op.not_found then
-    -- Flink does not know our id: the trigger never arrived (or its result is gone). Send the
-    -- same trigger again while the job runs (one savepoint however often it arrives).
-    if running and t.dir and j.id == sp.jobID and now - t0 < savepoints.TRIGGER_TIMEOUT then
-      ask(sp.stop and "stop" or "savepoint")
-      requeue(savepoints.POLL_SECONDS)
-    else
-      finish("TriggerFailed", "Flink does not know trigger " .. sp.triggerID .. " of job " .. sp.jobID
-        .. " (" .. tostring(op.error) .. ")")
-    end
-  elseif op and (op.phase == "accepted" or op.status == "IN_PROGRESS" or op.error) then
-    -- accepted, in progress, or the last poll went unanswered: poll again
-    ask("savepoint_status")
-    requeue(savepoints.POLL_SECONDS)
-  elseif now - t0 >= savepoints.POLL_SECONDS then
-    -- no answer in this controller: triggered by another (a restart, a failover) or the
-    -- trigger is still on its way; look the id up
-    ask("savepoint_status")
-    requeue(savepoints.POLL_SECONDS)
-  else
-    requeue(savepoints.POLL_SECONDS - (now - t0))
-  end
+  trigger.follow({ id = sp.triggerID, job_id = sp.jobID, op = op, t0 = t0, now = now, what = "savepoint",
+    can_resend = running and t.dir ~= nil and j.id == sp.jobID,
+    limits = { poll = savepoints.POLL_SECONDS, trigger = savepoints.TRIGGER_TIMEOUT,
+      complete = savepoints.COMPLETE_TIMEOUT },
+    completed = function()
+      if op.location or created then
+        -- `created`: the stop wrote its savepoint, then the job failed while stopping; the
+        -- savepoint is consistent and used as such (flink-rest-notes.md, POST /jobs/:jobid/stop)
+        finish("Succeeded", created and ("the job failed while stopping after its savepoint: "
+          .. op.failure) or nil, op.location or created)
+        j.savepointLocation = op.location or created
+        j.lastSavepointTime = rfc3339(now)
+      else
+        finish("Failed", tostring(op.failure or "savepoint failed"))
+      end
+    end,
+    finish = finish, send = function() ask(sp.stop and "stop" or "savepoint") end,
+    poll = function() ask("savepoint_status") end, requeue = requeue })
   return out
 end
 
@@ -187,14 +165,17 @@ function savepoints.check_take(take)
 end
 
 --- savepoints.pass(decide, input) -> {savepoint=, job=, outcome=, intents=, events=,
---   requeue_after=}: the savepoints of one pass, what job.decide and the status read.
+--   requeue_after=}: the savepoints (and triggered checkpoints) of one pass, what job.decide and
+--   the status read.
 -- input: {cluster=<defaulted, status as observed>, job=<job.observe's>, start_time=, flink=
 --   <fc.flink.view>, components=, update=, now=}; `decide(policy_input)` calls savepoint.decide
 --   (fc.contract.call: it raises on a failed call) and returns its result. Order: the savepoint
 --   in flight (savepoints.track), then the policy with it (input.savepoint; cluster.status keeps
 --   the observed one), then the savepoint the policy asks for (`take`) when none is in flight and
---   the job runs with a savepointsDir (savepoints.start). fc.contract checks the policy's
---   result (savepoints.check_take).
+--   the job runs with a savepointsDir (savepoints.start). The same for a triggered checkpoint
+--   (fc.checkpoints): the one in flight (job.checkpointTrigger) is followed before the policy,
+--   the one it asks for (`checkpoint`) started after it when none is in flight and the job runs.
+--   fc.contract checks the policy's result (savepoints.check_take, checkpoints.check_ask).
 function savepoints.pass(decide, input)
   local cluster = input.cluster
   local spec = (cluster.spec or {}).job or {}
@@ -202,7 +183,8 @@ function savepoints.pass(decide, input)
   local tracked = savepoints.track({ savepoint = (cluster.status or {}).savepoint, job = input.job,
     operations = (input.flink or {}).operations, dir = spec.savepointsDir, generation = spec.savepointGeneration,
     now = now })
-  local sd = decide({ cluster = cluster, job = tracked.job, savepoint = tracked.savepoint,
+  local ckpt = checkpoints.track({ job = tracked.job, operations = (input.flink or {}).checkpoints, now = now })
+  local sd = decide({ cluster = cluster, job = ckpt.job, savepoint = tracked.savepoint,
     start_time = input.start_time, flink = input.flink, components = input.components, update = input.update,
     now = now })
   local j = sd.job
@@ -212,6 +194,19 @@ function savepoints.pass(decide, input)
     if s and s > 0 and (out.requeue_after == nil or s < out.requeue_after) then out.requeue_after = s end
   end
   requeue(sd.requeue_after)
+  requeue(ckpt.requeue_after)
+  for _, i in ipairs(ckpt.intents) do out.intents[#out.intents + 1] = i end
+  if #ckpt.events > 0 then
+    out.events = util.deepcopy(sd.events or {})
+    for _, e in ipairs(ckpt.events) do out.events[#out.events + 1] = e end
+  end
+  local ct = j.checkpointTrigger
+  if sd.checkpoint and not (type(ct) == "table" and ct.state == "InProgress") and j.state == "Running"
+      and j.id ~= nil then
+    -- the id is in the status before the trigger goes out (fc.flink sends it after the status)
+    out.intents[#out.intents + 1] = checkpoints.start(j, sd.checkpoint, now)
+    requeue(checkpoints.POLL_SECONDS)
+  end
   local take = sd.take
   if take and tracked.savepoint.state ~= "InProgress" and j.state == "Running" and j.id ~= nil
       and spec.savepointsDir then

@@ -6,9 +6,9 @@ local util = require("fc.util")
 local tunables = {}
 
 -- What each value must be: "count" a whole number >= 0, "positive" a number > 0, "factor" a
--- number >= 1, "duration" a text "<n>s|m|h|d", "reasons" a table of texts to true or false, a
--- trailing "?" also nil. A name missing here is
--- not checked.
+-- number >= 1, "duration" a text "<n>s|m|h|d", "reasons" a table of texts to true or false,
+-- "checkpointtype" one of Flink's checkpoint types, a trailing "?" also nil. A name missing here
+-- is not checked.
 local KINDS = {
   JOB_POLL_SECONDS = "positive", JOB_LOST_AFTER_SECONDS = "count", JOB_LOST_AFTER_SECONDS_HA = "count",
   JOB_FAILURE_REASON_MAX = "positive", JOB_EXCEPTIONS_RETRY_SECONDS = "count",
@@ -17,9 +17,10 @@ local KINDS = {
   HEALTH_RESTART_THRESHOLD = "count?", HEALTH_RESTART_WINDOW = "duration",
   HEALTH_CHECKPOINT_PROGRESS_WINDOW = "duration?",
   ROLLBACK_STABLE_SECONDS = "count", ROLLBACK_DEFAULT_TIMEOUT_SECONDS = "positive",
-  SAVEPOINT_RETRY_SECONDS = "count", SAVEPOINT_STOP_REASONS = "reasons",
+  SAVEPOINT_RETRY_SECONDS = "count", SAVEPOINT_STOP_REASONS = "reasons", AUTO_CHECKPOINT_TYPE = "checkpointtype?",
 }
 local VALID = {
+  checkpointtype = function(v) return v == "CONFIGURED" or v == "FULL" or v == "INCREMENTAL" end,
   count = function(v) return type(v) == "number" and v >= 0 and v % 1 == 0 end,
   positive = function(v) return type(v) == "number" and v > 0 and v < math.huge end,
   factor = function(v) return type(v) == "number" and v >= 1 and v < math.huge end,
@@ -33,7 +34,8 @@ local VALID = {
   end,
 }
 local SAYS = { count = "a whole number >= 0", positive = "a number > 0", factor = "a number >= 1",
-  duration = "a duration such as 30s, 5m, 1h", reasons = "a table of reason texts to true or false" }
+  duration = "a duration such as 30s, 5m, 1h",
+  checkpointtype = "CONFIGURED, FULL or INCREMENTAL", reasons = "a table of reason texts to true or false" }
 
 --- tunables.check(settings) -> {errors={{path="settings.<NAME>", message=}...}} (none: every value
 -- of `settings` named in KINDS is of its kind).

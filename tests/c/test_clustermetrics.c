@@ -66,6 +66,11 @@ int main(void)
     route_is(path, "/jobs/:jobid/vertices/:vertexid/backpressure");
     snprintf(path, sizeof path, "/jobs/%s/checkpoints/details/42", jid);
     route_is(path, "/jobs/:jobid/checkpoints/details/:id");
+    /* a triggered checkpoint's status (fc.checkpoints): Flink's /jobs/:jobid/checkpoints/:triggerid */
+    snprintf(path, sizeof path, "/jobs/%s/checkpoints/%s", jid, tid);
+    route_is(path, "/jobs/:jobid/checkpoints/:triggerid");
+    snprintf(path, sizeof path, "/jobs/%s/checkpoints/config", jid);
+    route_is(path, "/jobs/:jobid/checkpoints/config");
     snprintf(path, sizeof path, "/savepoint-disposal/%s", tid);
     route_is(path, "/savepoint-disposal/:triggerid");
     snprintf(path, sizeof path, "/other/%s", tid);

@@ -13,6 +13,8 @@
 #   realticker2  the same on Flink 2.3
 #   savepointhistory  spec.job.savepointRetention.maxCount 2, four savepoints: the two older
 #                disposed through Flink (gone from the host), the history keeps the newest two
+#   autocheckpoint  spec.job.autoCheckpointSeconds: checkpoints triggered through Flink's REST API,
+#                recorded with the ids of completed checkpoints of Flink's history (2: Flink 2.3)
 #   realrest     the REST answers of 1.20.5 and 2.3.0 JobManagers, recorded live, pass flink_rest_spec
 #   flinkoptions the options Flink 2 removed (policies/lib/flinkremoved.lua) match the jars
 #   realconfig   a flinkProperties change replaces the pods; the JobManager reports the new value
@@ -325,6 +327,12 @@ real_done() {
 case_realticker() { real_ticker realticker 1.20.5; }
 case_realticker2() { real_ticker realticker2 2.3.0; }
 
+# job_ran_on NS ID: the Ticker's job of NS is still ID (no restart, no resubmission), RUNNING in Flink
+job_ran_on() {
+  expect "job id" "$(job_field "$1" ticker id)" "$2" &&
+    expect "Flink's state of job $2" "$(jm_get "$1" ticker "/jobs/$2" | jget state)" RUNNING
+}
+
 # Savepoint history and retention (policies/lib/retention.lua) on Flink VERSION: the Ticker with
 # spec.job.savepointRetention.maxCount 2, four savepoints asked one after another through
 # savepointGeneration; the history records each, and the two older are disposed through Flink
@@ -374,15 +382,90 @@ savepoint_history() {
       expect "Events SavepointDisposed for $loc" "$(kc -n "$ns" get events --field-selector reason=SavepointDisposed \
         -o 'jsonpath={range .items[*]}{.message}{"\n"}{end}' | grep -cF "savepoint $loc (manual,")" 1 || return 1
     done
-    # the job ran on, untouched
-    expect "job id" "$(job_field "$ns" ticker id)" "$id" || return 1
-    expect "Flink's state of job $id" "$(jm_get "$ns" ticker "/jobs/$id" | jget state)" RUNNING || return 1
+    job_ran_on "$ns" "$id"
   }
   check "$desc: 4 savepoints by savepointGeneration -> the history keeps the newest 2, the 2 older disposed through Flink (directories gone from the host, Events), the job Running" t_history
   real_done "$c" "$ns" ticker "$spdir"
 }
 case_savepointhistory() { savepoint_history savepointhistory 1.20.5; }
 case_savepointhistory2() { savepoint_history savepointhistory2 2.3.0; }
+
+# Triggered checkpoints (spec.job.autoCheckpointSeconds 3, lua/fc/checkpoints.lua) on Flink
+# VERSION: the Ticker with its own periodic checkpoints 1 h apart (checkpointing on: none of its
+# own comes in the case's minute), 200m CPU requests; the controller triggers a checkpoint
+# through POST /jobs/<id>/checkpoints every 3 s: status.components.job.checkpointHistory records
+# five Succeeded with the checkpoint ids Flink gave, each a completed checkpoint (not a
+# savepoint) of Flink's /jobs/<id>/checkpoints history, latestCheckpoint follows, and the job
+# runs on untouched.
+# auto_checkpoint CASE VERSION
+auto_checkpoint() {
+  local c=$1 version=$2
+  local desc="real pods, Flink $version: autoCheckpointSeconds 3" ns spdir ckdir=execution.checkpointing.dir
+  case $version in 1.*) ckdir=state.checkpoints.dir ;; esac
+  real_node_ready || { skip "$desc" "no real node in this environment"; return 0; }
+  node_has_image "docker.io/library/flink:$version" || { skip "$desc" "no flink:$version image on the node"; return 0; }
+  real_node_free
+  ns=$(new_ns "$c" real)
+  spdir=$TESTENV_DIR/savepoints/$ns
+  mkdir -p "$spdir"
+  FLINK_DIRECT=1 start_controller "$c" --namespace "$ns"
+  { ticker_cluster ticker "$spdir" "$version" "autoCheckpointSeconds: 3" | small_requests
+    printf '    execution.checkpointing.interval: "1h"\n    %s: "file:///savepoints/checkpoints"\n' "$ckdir"
+  } | kc -n "$ns" apply -f - >/dev/null
+  # what was measured, as TAP comments after the check (its output shows only on failure)
+  note() { echo "$*" >>"$WORK/$c.notes"; }
+  t_auto_checkpoint() {
+    poll 120 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
+    local id ids
+    id=$(job_field "$ns" ticker id)
+    # the newest three checkpoints triggered recorded Succeeded (one triggered while the tasks
+    # were still deploying may have failed before them: a CheckpointFailed Event, told below)
+    hist_field() { jp "$ns" flinkcluster/ticker "{.status.components.job.checkpointHistory[*].$1}"; }
+    three() { [[ "$(hist_field state)" == "Succeeded Succeeded Succeeded"* ]]; }
+    poll 60 three || { echo "checkpointHistory: $(job_field "$ns" ticker checkpointHistory)"
+      echo "checkpointTrigger: $(job_field "$ns" ticker checkpointTrigger)"; tail -n 15 "$WORK/$c.log"; return 1; }
+    ids=$(hist_field checkpointID | cut -d' ' -f1-3)
+    note "checkpoints recorded: $ids (states $(hist_field state), trigger ids $(hist_field triggerID))"
+    [[ $(hist_field triggerID) =~ ^([0-9a-f]{32} ){2,4}[0-9a-f]{32}$ ]] || { echo "trigger ids: $(hist_field triggerID)"; return 1; }
+    expect "distinct checkpoint ids" "$(tr ' ' '\n' <<<"$ids" | sort -u | wc -l)" 3 || return 1
+    # each a completed checkpoint of this job in Flink's history, not a savepoint (the history is
+    # served from Flink's cache of the execution graph, a few seconds behind)
+    local hist
+    in_history() {
+      hist=$(jm_get "$ns" ticker "/jobs/$id/checkpoints") || return 1
+      printf '%s' "$hist" | lua5.4 -e '
+        local h = require("cjson").decode(io.read("a"))
+        for n = 1, #arg do
+          local want, seen = tonumber(arg[n]), false
+          for _, e in ipairs(h.history or {}) do
+            if e.id == want then
+              seen = true
+              print("checkpoint " .. want .. " in Flink: " .. tostring(e.status) .. ", is_savepoint "
+                .. tostring(e.is_savepoint) .. ", checkpoint_type " .. tostring(e.checkpoint_type))
+              if not (e.status == "COMPLETED" and e.is_savepoint == false) then os.exit(1) end
+            end
+          end
+          if not seen then print("checkpoint " .. want .. " not in the history"); os.exit(1) end
+        end' /dev/null $ids
+    }
+    poll 20 in_history || { in_history; return 1; }
+    in_history >>"$WORK/$c.notes"
+    note "Flink's counts: $(printf '%s' "$hist" | jget counts)"
+    # latestCheckpoint names the newest (its id at least the last one recorded)
+    local last=${ids%% *}
+    newest() { [ "$(job_field "$ns" ticker latestCheckpoint.id)" -ge "$last" ] 2>/dev/null; }
+    poll 20 newest || { echo "latestCheckpoint $(job_field "$ns" ticker latestCheckpoint), want id >= $last"; return 1; }
+    note "CheckpointFailed Events: $(kc -n "$ns" get events --field-selector reason=CheckpointFailed \
+      -o 'jsonpath={range .items[*]}{.message}{"; "}{end}')"
+    # the job ran on untouched
+    job_ran_on "$ns" "$id"
+  }
+  check "$desc: checkpoints triggered through Flink's REST API, recorded Succeeded with the ids of completed checkpoints of Flink's history (not savepoints), the job Running" t_auto_checkpoint
+  [ ! -f "$WORK/$c.notes" ] || { sed 's/^/# /' "$WORK/$c.notes"; rm -f "$WORK/$c.notes"; }
+  real_done "$c" "$ns" ticker "$spdir"
+}
+case_autocheckpoint() { auto_checkpoint autocheckpoint 1.20.5; }
+case_autocheckpoint2() { auto_checkpoint autocheckpoint2 2.3.0; }
 
 # The Flink REST the lifecycle reads, live on both versions: a session cluster of each image on
 # the real node, tests/env/flink/record-rest.sh against its JobManager (pod IP, reachable from the

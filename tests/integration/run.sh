@@ -11,7 +11,8 @@
 #                                        prune stall fence jobupdate held refused undeclared stale shards livediff override render restart
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), metrics (metrics.sh), native nativequota nativescale
 #                                        (native.sh), labelrename (names.sh), faults (faults.sh), churn (churn.sh), gitops (gitops.sh), and on the real node
-#                                        (realpods.sh) realjob realjob2 realticker realticker2 savepointhistory savepointhistory2 realrest flinkoptions realconfig
+#                                        (realpods.sh) realjob realjob2 realticker realticker2 savepointhistory savepointhistory2
+#                                        autocheckpoint autocheckpoint2 realrest flinkoptions realconfig
 #                                        incluster helm quickstart, (reallifecycle.sh) reallifecycle realsubmitfail, (rollback.sh) rollback rollback2, (adopt.sh)
 #                                        adopt (the original operator's Running job cluster taken over), (native.sh)
 #                                        nativereal nativetimeout, (flinkjob.sh) flinkjob flinkjob2 (FlinkJobs on a session cluster) flinkjobhealth flinkjobhealth2
@@ -116,7 +117,7 @@ trap cleanup EXIT
 . "$HERE/flinkjob.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory savepointhistory2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 haclean jmha healthrestart rollback rollback2 flinkjob flinkjob2 flinkjobhealth flinkjobhealth2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory savepointhistory2 autocheckpoint autocheckpoint2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 haclean jmha healthrestart rollback rollback2 flinkjob flinkjob2 flinkjobhealth flinkjobhealth2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 # each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
 # durations are taken from
 for c in "${cases[@]}"; do

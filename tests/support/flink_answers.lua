@@ -16,7 +16,8 @@ end
 --- M.raw(view [, now]) -> {answers={<id>={intent=, status=, body=, error=, time=}}}
 -- view: {reachable=true|false|nil, jobs={...}, operations={<trigger id>={phase="accepted"
 --   |"status"|"trigger", job_id=, stop=, status=, location=, failure=, not_found=, http=,
---   error=, time=}}, exceptions={<job id>={name=, stacktrace=, error=, time=}},
+--   error=, time=}}, checkpoints={<trigger id>={phase="accepted"|"status"|"trigger", job_id=, status=,
+--   checkpoint_id=, failure=, http=, error=, time=}}, exceptions={<job id>={name=, stacktrace=, error=, time=}},
 --   health={<job id>={restarts=<numRestarts>, restarts_time=, checkpoints={completed=, latest_ack=<ms>},
 --   checkpoints_time=}}}.
 -- reachable=false is a refused connection to /jobs/overview; nil: no answer recorded.
@@ -77,6 +78,26 @@ function M.raw(view, now)
         timestamp = 1 } }, truncated = false } })
     end
     answers["job_exceptions/" .. jid] = a
+  end
+  for id, op in pairs(view.checkpoints or {}) do
+    -- POST /jobs/<id>/checkpoints and its polls (CheckpointInfo: camelCase checkpointId, failureCause)
+    local a = { time = op.time or now, error = "", body = "", status = op.http or 200 }
+    a.intent = { kind = op.phase == "status" and "checkpoint_status" or "checkpoint", id = id, job_id = op.job_id }
+    if op.phase == "accepted" then
+      a.status, a.body = 202, cjson.encode({ ["request-id"] = id })
+    elseif op.http and op.http ~= 200 then
+      a.body = cjson.encode({ errors = { op.error or "failed" } })
+    else
+      local operation = cjson.null
+      if op.checkpoint_id then
+        operation = { checkpointId = op.checkpoint_id }
+      elseif op.failure then
+        operation = { failureCause = { class = "org.apache.flink.runtime.checkpoint.CheckpointException",
+          ["stack-trace"] = op.failure .. "\n\tat org.apache.flink.Foo.bar(Foo.java:1)" } }
+      end
+      a.body = cjson.encode({ status = { id = op.status or "IN_PROGRESS" }, operation = operation })
+    end
+    answers["checkpoint/" .. id] = a
   end
   for jid, h in pairs(view.health or {}) do
     if h.restarts then
