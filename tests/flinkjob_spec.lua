@@ -181,7 +181,9 @@ describe("fc.flinkjob through reconcile.run", function()
     fj.spec.job.autoCheckpointSeconds = 10
     fj.metadata.generation = 2
     local r1 = reconcile.run({ cluster = fj, session = session(), flink = run_list, now = T0 + 10 })
-    assert.same({ "POST /jobs/" .. id .. "/checkpoints", "GET /jobs/overview" }, ops(r1))
+    -- the trigger, the job list and the health policy's restart poll (fc.health)
+    assert.same({ "POST /jobs/" .. id .. "/checkpoints", "GET /jobs/overview",
+      "GET /jobs/" .. id .. "/metrics?get=numRestarts" }, ops(r1))
     assert.is_nil(r1.status.nextRevision) -- no update: the job is not stopped
     local trig = r1.status.job.checkpointTrigger.triggerID
     assert.same({ triggerId = trig, checkpointType = "CONFIGURED" }, r1.actions[1].body)
