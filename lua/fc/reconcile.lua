@@ -705,13 +705,10 @@ function run(host, snapshot, hold)
     expect(hv ~= nil, "health", "decide", not_decision)
     health_intents = hv.intents
     -- the trigger protocol (fc.savepoints) around savepoint.decide (when to take one)
-    sd = savepoints.pass(function(i)
-      local r = call(host, "savepoint", "decide", i)
-      expect(is_table(r) and is_table(r.job) and is_table(r.outcome or {}), "savepoint", "decide",
-        "must return {job=, outcome=, take=}")
-      return r
-    end, { cluster = defaulted, job = obs.job, start_time = obs.start_time or 0, flink = flink,
-      components = components, update = update, now = now })
+    -- (fc.contract.call checks its result: job a table, outcome, take and checkpoint)
+    sd = savepoints.pass(function(i) return call(host, "savepoint", "decide", i) end, { cluster = defaulted,
+      job = obs.job, start_time = obs.start_time or 0, flink = flink, components = components, update = update,
+      now = now })
     jd = call(host, "job", "decide", { cluster = defaulted, job = sd.job, flink_state = obs.flink_state or "",
       flink = flink, savepoint = sd.savepoint or {}, outcome = sd.outcome or {}, children = for_policies,
       components = components, update = update, health = hv.health, now = now })
