@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "policyset.h"
+#include "flinkjob.h"
 #include "lhost_json.h"
 #include "replica.h"
 #include "runctx.h"
@@ -58,7 +59,8 @@ static json_t *policyset_lua(struct run_ctx *ctx, const char *fn, json_t *in, ch
 
 /* Serves the set in `dir` ("" = the built-in one) from the next pass on, between passes (a pass
  * makes its policy calls in one go on the loop, so none sees two sets), and enqueues every
- * FlinkCluster. The set served before, when made by core/override, is removed. */
+ * FlinkCluster and FlinkJob (a key of a shard this replica does not own is dropped when taken
+ * from the queue). The set served before, when made by core/override, is removed. */
 static int policyset_switch(struct run_ctx *ctx, const char *dir, const char *hash, const char *why)
 {
     struct policyset *ov = &ctx->ov;
@@ -80,9 +82,12 @@ static int policyset_switch(struct run_ctx *ctx, const char *dir, const char *ha
     policyset_set_info(ctx);
     log_msg(LOG_INFO, "policy set switched", "hash", hash, "reason", why, "policy_dir",
             *dir ? dir : ov->builtin_dir, NULL);
-    for (size_t i = 0; i < ctx->nns; i++)
+    for (size_t i = 0; i < ctx->nns; i++) {
         if (ctx->nss[i].r[0])
             reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, flinkjob_enqueue, ctx);
+    }
     return 0;
 }
 

@@ -120,6 +120,17 @@ case_override() {
   start_controller override --namespace "$ns" --metrics-addr 127.0.0.1:0 --health-addr 127.0.0.1:0 \
     --policy-configmap "$ns/$cm" --policy-work-dir "$WORK"
   session_cluster sess | kc -n "$ns" apply -f - >/dev/null
+  # a FlinkJob waiting for a session cluster that does not exist (ClusterNotFound: its next pass
+  # 10 s away): a new set must reach it at once, as it reaches the FlinkClusters
+  kc -n "$ns" apply -f - >/dev/null <<'EOF'
+apiVersion: flinkoperator.k8s.io/v1beta1
+kind: FlinkJob
+metadata: {name: waiting}
+spec:
+  clusterRef: {name: nosuch}
+  job: {jarFile: "http://127.0.0.1:1/job.jar", className: testenv.Ticker}
+EOF
+  fj_annotated() { [ "$(jp "$ns" flinkjob/waiting '{.metadata.annotations.flinkoperator\.k8s\.io/policy-hash}')" = "$1" ]; }
   # the built-in set's hash (checks run in subshells: read here)
   poll 20 eval '[ -n "$(policy_hash override)" ]'
   h0=$(policy_hash override)
@@ -128,6 +139,7 @@ case_override() {
     expect "hash length" "${#h0}" 12 || return 1
     annotated() { [ "$(jp "$ns" flinkcluster/sess '{.metadata.annotations.flinkoperator\.k8s\.io/policy-hash}')" = "$h0" ]; }
     poll 10 annotated || { echo "annotation: $(jp "$ns" flinkcluster/sess '{.metadata.annotations}')"; return 1; }
+    poll 10 fj_annotated "$h0" || { echo "FlinkJob annotation: $(jp "$ns" flinkjob/waiting '{.metadata.annotations}')"; return 1; }
     expect "TaskManager pool before the override" "$(tm_pool "$ns" sess)" ""
   }
   check "override: without the ConfigMap the built-in set serves; its hash is the metric and the cluster's annotation" \
@@ -143,10 +155,13 @@ case_override() {
     [ -n "$h1" ] && [ "$h1" != "$h0" ] || { echo "metric hash '$h1' (built-in $h0)"; return 1; }
     annotated() { [ "$(jp "$ns" flinkcluster/sess '{.metadata.annotations.flinkoperator\.k8s\.io/policy-hash}')" = "$h1" ]; }
     poll 10 annotated || { echo "annotation: $(jp "$ns" flinkcluster/sess '{.metadata.annotations}')"; return 1; }
+    # the waiting FlinkJob's pass runs with the new set at the switch, not at its next requeue (10 s)
+    poll 3 fj_annotated "$h1" ||
+      { echo "FlinkJob annotation 3 s after the cluster's: $(jp "$ns" flinkjob/waiting '{.metadata.annotations}')"; return 1; }
     grep -q "policy set switched.*$h1" "$WORK/override.log" || { echo "no switch log line"; return 1; }
     expect "accepted sets" "$(metric_sum override 'flink_controller_policy_reloads_total{result="accepted"}')" 1
   }
-  check "override: a ConfigMap with the TaskManager template recipe is checked and serves within 10 s: the running cluster's template changes, metric and annotation name the new hash, the log says the switch" \
+  check "override: a ConfigMap with the TaskManager template recipe is checked and serves within 10 s: the running cluster's template changes, metric and annotation name the new hash (a waiting FlinkJob's too, at once), the log says the switch" \
     t_override_accepted
   t_override_refused() {
     local h1 broken=$WORK/taskmanager-broken.lua
@@ -179,6 +194,8 @@ case_override() {
   }
   check "override: deleting the ConfigMap brings back the built-in set within 10 s; the controller never restarted" \
     t_override_deleted
+  # its finalizer released while the controller runs (no job was submitted)
+  kc -n "$ns" delete flinkjob waiting --timeout=30s >/dev/null 2>&1
   stop_controller override >/dev/null
 }
 
