@@ -32,6 +32,9 @@ struct reflector {
     int retry_relist, relist_needed, synced, stopped, depth, watch_events;
     int list_rv0;          /* the list under way asks resourceVersion=0 (reflector_opts.list_from_cache) */
     int rv0_refused;       /* the last list with resourceVersion=0 failed: the next one is consistent */
+    int wl_active;         /* the watch under way is a watch-list still sending its initial
+                              events (reflector_opts.watch_list): they fill list_seen */
+    int wl_refused;        /* the server does not stream lists: paged lists from now on */
     double list_t0;       /* ev_time() when the current list began (its pages included) */
     json_t *list_seen;    /* the keys the current list's pages held so far (replace_page) */
     unsigned lists;
@@ -502,6 +505,8 @@ static int replace_finish(reflector *r)
 
 static void do_list(reflector *r);
 static void do_watch(reflector *r);
+static int watch_event(const char *type, json_t *obj, void *ud);
+static void watch_done(const kube_result *res, void *ud);
 
 static void report(reflector *r, const char *fmt, ...)
 {
@@ -538,6 +543,40 @@ static void retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
         do_watch(r);
 }
 
+/* The end of a list (or of a watch-list's initial events, `how` "watch-list"): logged, what it
+ * did not hold removed, its resourceVersion the watch's start, synced. -1 when a callback
+ * stopped the reflector (freed when at the outermost level). */
+static int list_complete(reflector *r, const char *rv, const char *how)
+{
+    r->lists++;
+    r->relist_needed = 0;
+    /* a list's time, at info when slow (client-go traces a reflector's list over 10 s; at
+     * start every pass waits for every kind's list, so 1 s is already worth a line) */
+    double dt = ev_time() - r->list_t0;
+    char n[32], secs[32];
+    snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
+    snprintf(secs, sizeof secs, "%.1f", dt * 1000.0);
+    log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
+            "path", r->path, "objects", n, "duration_ms", secs, "resource_version", r->list_rv0 ? "0" : "",
+            "by", how, NULL);
+    r->depth++;                      /* keep r alive across the callbacks */
+    int rc = replace_finish(r);
+    if (rc == 0) {
+        set_rv(r, rv);
+        r->synced = 1;
+        if (r->o.on_synced)
+            r->o.on_synced(r, r->ud);
+    }
+    r->depth--;
+    if (r->stopped) {
+        if (r->depth == 0)
+            destroy(r);
+        return -1;
+    }
+    r->backoff = r->o.backoff_initial_s;
+    return 0;
+}
+
 static void list_done(const kube_result *res, void *ud)
 {
     reflector *r = ud;
@@ -552,38 +591,52 @@ static void list_done(const kube_result *res, void *ud)
         backoff_retry(r, 1);
         return;
     }
-    r->lists++;
-    r->relist_needed = 0;
-    /* a list's time, at info when slow (client-go traces a reflector's list over 10 s; at
-     * start every pass waits for every kind's list, so 1 s is already worth a line) */
-    double dt = ev_time() - r->list_t0;
-    char n[32], secs[32];
-    snprintf(n, sizeof n, "%zu", json_object_size(r->list_seen)); /* the pages' keys (replace_page) */
-    snprintf(secs, sizeof secs, "%.1f", dt * 1000.0);
-    log_msg(dt >= REFLECTOR_SLOW_LIST_S ? LOG_INFO : LOG_DEBUG, dt >= REFLECTOR_SLOW_LIST_S ? "slow list" : "listed",
-            "path", r->path, "objects", n, "duration_ms", secs, "resource_version", r->list_rv0 ? "0" : "",
-            NULL);
-    r->depth++;                      /* keep r alive across the callbacks */
-    int rc = replace_finish(r);
-    if (rc == 0) {
-        set_rv(r, json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion")));
-        r->synced = 1;
-        if (r->o.on_synced)
-            r->o.on_synced(r, r->ud);
-    }
-    r->depth--;
-    if (r->stopped) {
-        if (r->depth == 0)
-            destroy(r);
+    if (list_complete(r, json_string_value(json_object_get(json_object_get(res->body, "metadata"), "resourceVersion")),
+                      "list") != 0)
         return;
-    }
-    r->backoff = r->o.backoff_initial_s;
     do_watch(r);
+}
+
+/* A watch-list (Kubernetes' streaming list, KEP-3157; the WatchList feature is on by default in
+ * 1.32 and from 1.34, off in 1.33, which answers 422): one watch
+ * with sendInitialEvents=true whose first events are the objects as they are (ADDED, each cached
+ * as it comes: nothing holds the whole list), then a BOOKMARK annotated
+ * k8s.io/initial-events-end with the list's resourceVersion, then the watch goes on. The first
+ * asks resourceVersion=0 with list_from_cache (the watch cache as it is), the relists none (a
+ * consistent read, resourceVersionMatch=NotOlderThan as the protocol requires). */
+static void do_watch_list(reflector *r)
+{
+    char err[256], path[sizeof r->path + 64];
+    r->list_t0 = ev_time();
+    r->list_rv0 = r->o.list_from_cache && !r->synced && !r->rv0_refused;
+    snprintf(path, sizeof path, "%s%csendInitialEvents=true&resourceVersionMatch=NotOlderThan", r->path,
+             strchr(r->path, '?') ? '&' : '?');
+    json_decref(r->list_seen);
+    r->list_seen = json_object();
+    r->wl_active = 1;
+    r->watch_events = 0;
+    long span = r->o.watch_timeout_max_s - r->o.watch_timeout_min_s;
+    long timeout = r->o.watch_timeout_min_s + (span > 0 ? (long)(loop_jitter() * (double)span) : 0);
+    r->call = kube_watch(r->client, path, r->list_rv0 ? "0" : NULL, r->selector, timeout, watch_event, watch_done,
+                         r, err, sizeof err);
+    if (!r->call || !r->list_seen) {
+        r->wl_active = 0;
+        report(r, "watch-list %s: %s", r->path, r->call ? "out of memory" : err);
+        if (r->call) {
+            kube_cancel(r->call);
+            r->call = NULL;
+        }
+        backoff_retry(r, 1);
+    }
 }
 
 static void do_list(reflector *r)
 {
     char err[256];
+    if (r->o.watch_list && !r->wl_refused) {
+        do_watch_list(r);
+        return;
+    }
     r->list_t0 = ev_time();
     /* client-go's rule: the first list (never synced) from the watch cache, as it is; a relist
      * (the watch's history expired) consistent, never older than what was seen; a consistent
@@ -597,11 +650,50 @@ static void do_list(reflector *r)
     }
 }
 
+/* An event of a watch-list before its end: the objects go to the cache and list_seen (no
+ * resourceVersion kept: the initial events come in no order of it); the end bookmark completes
+ * the list; a bookmark without the end annotation is a server that ignored sendInitialEvents
+ * (before 1.27): paged lists from now on. 1 stops the stream. */
+static int watch_list_event(reflector *r, const char *type, json_t *obj)
+{
+    char key[600];
+    int have_key = obj_key(obj, key, sizeof key) == 0;
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
+        r->watch_events++;
+        if (have_key)
+            json_object_set_new(r->list_seen, key, json_true());
+        return upsert(r, obj, 1) != 0;
+    }
+    if (strcmp(type, "DELETED") == 0) {
+        r->watch_events++;
+        if (!have_key)
+            return 0;
+        json_object_del(r->list_seen, key);
+        return remove_key(r, key, obj) != 0;
+    }
+    if (strcmp(type, "BOOKMARK") == 0) {
+        json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+        const char *end = json_string_value(json_object_get(ann, "k8s.io/initial-events-end"));
+        if (end && strcmp(end, "true") == 0) {
+            r->wl_active = 0;
+            return list_complete(r, obj_rv(obj), "watch-list") != 0;
+        }
+        r->wl_refused = 1;
+        report(r, "watch-list %s: a bookmark before the initial events' end (the server does not stream lists): "
+                  "paged lists from now on", r->path);
+        return 1;
+    }
+    return -1; /* ERROR: the caller's */
+}
+
 static int watch_event(const char *type, json_t *obj, void *ud)
 {
     reflector *r = ud;
     const char *rv = obj_rv(obj);
     int rc = 0;
+    if (r->wl_active && (rc = watch_list_event(r, type, obj)) >= 0)
+        return rc;
+    rc = 0;
     if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
         set_rv(r, rv);
         r->watch_events++;
@@ -631,6 +723,23 @@ static void watch_done(const kube_result *res, void *ud)
 {
     reflector *r = ud;
     r->call = NULL;
+    if (r->wl_active) {
+        /* ended before the initial events' end: a server that refuses the parameters (400, or
+         * 422 with the WatchList feature off) gets paged lists from now on; any other end (a
+         * dropped stream, 403, 429, 5xx) the watch-list again after the backoff */
+        r->wl_active = 0;
+        r->relist_needed = 0;
+        if (res->status == 400 || res->status == 422)
+            r->wl_refused = 1;
+        report(r, "watch-list %s%s: status %ld: %s%s", r->path, r->list_rv0 ? " (resourceVersion=0)" : "",
+               res->status, res->message, r->wl_refused ? ": paged lists from now on" : "");
+        if (r->wl_refused) {
+            do_list(r);
+            return;
+        }
+        backoff_retry(r, 1);
+        return;
+    }
     if (r->relist_needed || res->status == 410 || res->status == 504) {
         /* history compacted: drop the resume point, list again now */
         r->relist_needed = 0;

@@ -3,7 +3,11 @@
  * server, the way client-go's reflector does:
  *   LIST (paginated, resourceVersion unset: a consistent read, so pages form
  *   one snapshot; with reflector_opts.list_from_cache the first list asks
- *   resourceVersion=0, the watch cache's state in one page) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
+ *   resourceVersion=0, the watch cache's state in one page; with
+ *   reflector_opts.watch_list a watch-list instead: a watch with
+ *   sendInitialEvents=true, objects cached as their ADDED events come, the
+ *   list complete at the BOOKMARK annotated k8s.io/initial-events-end, the
+ *   watch going on from there) -> replace the cache (synthesising ADDED/MODIFIED/DELETED
  *   against what was cached) -> WATCH from the list's resourceVersion with
  *   allowWatchBookmarks and a random timeoutSeconds in [min, max).
  *   Every event's and bookmark's resourceVersion becomes the resume point.
@@ -82,6 +86,13 @@ typedef struct reflector_opts {
                                      few or small objects). A relist after the watch's history
                                      expired, and the list after one from the cache failed, are
                                      consistent reads. 0: every list consistent. */
+    int watch_list;               /* 1: each (re)list is a watch-list (a watch with
+                                     sendInitialEvents=true, Kubernetes' streaming list):
+                                     objects cached one by one as they come, never the whole
+                                     list's body or trees at once; the first from the watch
+                                     cache as it is with list_from_cache. A server that refuses
+                                     it (the WatchList feature off) or ignores it (before 1.27)
+                                     gets paged lists as above from then on. */
     reflector_synced_fn on_synced;
     reflector_error_fn on_error;
 } reflector_opts;

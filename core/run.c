@@ -570,9 +570,12 @@ static int run_start_reflectors(struct run_ctx *ctx)
                                  .resync_s = k == 0 ? RUN_RESYNC_S : 0,
                                  .transform = run_transform,
                                  .compact = 1,
-                                 /* the FlinkClusters from the watch cache (one page of small
-                                  * objects); the children, 2-4 per cluster and larger, paged */
+                                 /* the FlinkClusters streamed (a watch-list), the first from
+                                  * the watch cache as it is; a server without watch-lists lists
+                                  * them from that cache in one page; the children, 2-4 per
+                                  * cluster and larger, in consistent pages of 500 */
                                  .list_from_cache = k == 0,
+                                 .watch_list = k == 0,
                                  .on_synced = run_on_synced,
                                  .on_error = run_on_error};
             ctx->nss[i].r[k] = reflector_start(ctx->kc, run_kinds[k], &ro, run_on_event, ctx, err, sizeof err);

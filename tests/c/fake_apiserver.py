@@ -202,7 +202,7 @@ class Handler(BaseHTTPRequestHandler):
         if ns == "norv0" and q.get("resourceVersion") == "0":
             # a server that cannot serve a list from its cache (the reflector then lists consistently)
             return self.send_json(400, status(400, "BadRequest", "resourceVersion=0 is not served here"))
-        if ns in ("pages", "pagesexpire", "norv0"):
+        if ns in ("pages", "pagesexpire", "norv0", "wlno", "wlold"):
             items = [cm("p%d" % i, 10 + i, ns) for i in range(1, 6)]
             rv = "500"
             if ns == "pagesexpire" and cont:
@@ -233,8 +233,13 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(200, {"kind": "ConfigMapList", "apiVersion": "v1", "metadata": meta, "items": page})
 
     # -- watch -------------------------------------------------------------
+    def watch_list(self, ns, q, rv):
+        return watch_list_answer(self, ns, q, rv)
+
     def watch(self, ns, q):
         rv = q.get("resourceVersion", "")
+        if ns in ("wl", "wlno", "wlold"):
+            return self.watch_list(ns, q, rv)
         if ns == "w":
             self.start_chunked()
             data = (ev("ADDED", cm("x", 8, "w")) + ev("BOOKMARK", {"kind": "ConfigMap", "apiVersion": "v1",
@@ -299,6 +304,67 @@ class Handler(BaseHTTPRequestHandler):
         for _ in range(40):
             time.sleep(0.1)
         return self.end_chunked()
+
+
+def end_bookmark(rv):
+    return ev("BOOKMARK", {"kind": "ConfigMap", "apiVersion": "v1",
+                           "metadata": {"resourceVersion": str(rv), "annotations": {"k8s.io/initial-events-end": "true"}}})
+
+
+def watch_list_answer(h, ns, q, rv):
+    """Watch-lists (sendInitialEvents=true): "wl" streams them (its 1st watch-list from the cache,
+    resourceVersion=0; the 2nd, after a 410, consistent: no resourceVersion); "wlno" refuses them
+    (422, the WatchList feature off); "wlold" ignores them (before 1.27: a plain watch, whose
+    bookmark carries no end annotation). A plain watch from another resourceVersion than the
+    one expected: 400."""
+    initial = q.get("sendInitialEvents") == "true"
+    if initial and q.get("resourceVersionMatch") != "NotOlderThan":
+        return h.send_json(400, status(400, "BadRequest", "sendInitialEvents needs resourceVersionMatch=NotOlderThan"))
+    if ns == "wlno":
+        if initial:
+            return h.send_json(422, status(422, "Invalid", "sendInitialEvents is forbidden for watch unless the "
+                                                           "WatchList feature gate is enabled"))
+    elif ns == "wlold":
+        if initial:
+            h.start_chunked()
+            h.chunk(ev("ADDED", cm("x", 8, "wlold")))
+            h.chunk(ev("BOOKMARK", {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}}))
+            time.sleep(0.5)
+            return h.end_chunked()
+    else:
+        n = bump("wl-watch")
+        want = {1: (True, "0"), 2: (False, "101"), 3: (True, ""), 4: (False, "200")}.get(n, (False, "200"))
+        if (initial, rv) != want:
+            return h.send_json(400, status(400, "BadRequest", "wl watch %d: sendInitialEvents %s resourceVersion '%s', "
+                                                              "want %s '%s'" % (n, initial, rv, want[0], want[1])))
+        if n == 1:
+            h.start_chunked()
+            # the initial events in no order of resourceVersion, one cut across chunks
+            data = ev("ADDED", cm("b", 12, "wl", cluster="fc2")) + ev("ADDED", cm("a", 10, "wl", owner="fc1"))
+            h.chunk(data[:45])
+            h.chunk(data[45:] + ev("ADDED", cm("c", 11, "wl", cluster="fc2")))
+            h.chunk(end_bookmark(100))
+            h.chunk(ev("MODIFIED", cm("a", 101, "wl", owner="fc1")))
+            time.sleep(0.2)
+            return h.end_chunked()
+        if n == 2:
+            h.start_chunked()
+            h.chunk(ev("ERROR", status(410, "Expired", "too old resource version: 101 (190)")))
+            return h.end_chunked()
+        if n == 3:
+            h.start_chunked()
+            h.chunk(ev("ADDED", cm("a", 101, "wl", owner="fc1")) + ev("ADDED", cm("d", 150, "wl", cluster="fc2")))
+            h.chunk(end_bookmark(200))
+            time.sleep(0.3)
+            return h.end_chunked()
+    # a plain watch from the list's resourceVersion: a bookmark, then silence
+    if ns in ("wlno", "wlold") and rv != "500":
+        return h.send_json(400, status(400, "BadRequest", "%s: resourceVersion '%s', want 500" % (ns, rv)))
+    h.start_chunked()
+    h.chunk(ev("BOOKMARK", {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"resourceVersion": rv or "1"}}))
+    for _ in range(40):
+        time.sleep(0.1)
+    return h.end_chunked()
 
 
 def main():

@@ -288,6 +288,90 @@ static void refl_scenario(int compact, int from_cache)
     server_stop();
 }
 
+/* the requests the fake server logged for namespace ns: lists (no watch), watch-lists
+ * (sendInitialEvents=true) and plain watches */
+static void count_requests(kube_client *c, const char *ns, int *lists, int *watch_lists, int *watches)
+{
+    char err[256], path[64];
+    snprintf(path, sizeof path, "/log?ns=%s", ns);
+    res lg = {0};
+    kube_get(c, path, on_done, &lg, err, sizeof err);
+    loop_run_until(loop, &lg.done, 10);
+    *lists = *watch_lists = *watches = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(lg.body, "log"), i, e) {
+        json_t *q = json_object_get(e, "q");
+        if (!json_object_get(q, "watch"))
+            (*lists)++;
+        else if (json_object_get(q, "sendInitialEvents"))
+            (*watch_lists)++;
+        else
+            (*watches)++;
+    }
+    json_decref(lg.body);
+}
+
+/* reflector_opts.watch_list against the fake server's "wl" (streams lists: the initial events,
+ * then the end bookmark; a 410 later, the watch-list again, consistent), "wlno" (refuses it:
+ * 422) and "wlold" (ignores it: a bookmark without the end annotation) */
+static void watch_list_scenarios(kube_client *c)
+{
+    char err[256];
+    events[0] = errors[0] = '\0';
+    synced_count = 0;
+    reflector_opts o = {.namespace = "wl", .cluster_label = "cluster", .backoff_initial_s = 0.05,
+                        .backoff_max_s = 0.2, .watch_timeout_min_s = 60, .watch_timeout_max_s = 90,
+                        .compact = 1, .list_from_cache = 1, .watch_list = 1, .on_synced = on_synced,
+                        .on_error = on_error};
+    reflector *r = reflector_start(c, &kube_kind_configmap, &o, on_event, NULL, err, sizeof err);
+    int two = 0;
+    for (int t = 0; t < 400 && synced_count < 2; t++)
+        ev_run(loop, EVRUN_ONCE);
+    two = synced_count == 2;
+    OK(two, "watch-list: synced at each end bookmark (the first, then after the 410)");
+    int settle = 0;
+    loop_run_until(loop, &settle, 0.3);
+    /* the end of the second watch-list removes b and c (in the store's order) */
+    const char *first = "ADDED:b:12 ADDED:a:10 ADDED:c:11 MODIFIED:a:101 ADDED:d:150 DELETED:";
+    OK(strncmp(events, first, strlen(first)) == 0 &&
+           strstr(events, "DELETED:b:12 ") && strstr(events, "DELETED:c:11 "),
+       "watch-list events: the initial ADDED, a MODIFIED after the end, then the relist's d and deletions: %s",
+       events);
+    IS_STR(reflector_resource_version(r), "200", "the resourceVersion of the second end bookmark");
+    IS_INT(reflector_list_count(r), 2, "two lists, both streamed");
+    IS_INT((int)reflector_len(r), 2, "a and d cached");
+    each_names[0] = '\0';
+    IS_INT(reflector_by_cluster(r, "wl", "fc2", collect, NULL), 1, "the index holds d alone");
+    OK(strstr(errors, "status 400") == NULL && strstr(errors, "error event 410 Expired") != NULL,
+       "only the 410 reported: %s", errors);
+    int lists, wls, watches;
+    count_requests(c, "wl", &lists, &wls, &watches);
+    OK(lists == 0 && wls == 2 && watches >= 1, "no list request; 2 watch-lists, a plain watch between (%d, %d, %d)",
+       lists, wls, watches);
+    reflector_stop(r);
+
+    const char *nss[] = {"wlno", "wlold"};
+    for (int k = 0; k < 2; k++) {
+        events[0] = errors[0] = '\0';
+        synced_count = 0;
+        o.namespace = nss[k];
+        r = reflector_start(c, &kube_kind_configmap, &o, on_event_resync, NULL, err, sizeof err);
+        for (int t = 0; t < 400 && synced_count < 1; t++)
+            ev_run(loop, EVRUN_ONCE);
+        IS_INT(synced_count, 1, "%s: synced by a list", nss[k]);
+        IS_INT((int)reflector_len(r), 5, "%s: the list's 5 objects cached (wlold's x removed)", nss[k]);
+        OK(reflector_get_copy(r, nss[k], "x") == NULL, "%s: nothing of the watch-list left", nss[k]);
+        IS_STR(reflector_resource_version(r), "500", "%s: the list's resourceVersion", nss[k]);
+        OK(strstr(errors, "paged lists from now on") != NULL, "%s: the fallback reported", nss[k]);
+        loop_run_until(loop, &settle, 0.3);
+        count_requests(c, nss[k], &lists, &wls, &watches);
+        OK(wls == 1 && lists == 1 && watches == 1, "%s: one watch-list, then a list and a plain watch (%d, %d, %d)",
+           nss[k], wls, lists, watches);
+        reflector_stop(r);
+    }
+}
+
 int main(void)
 {
     char err[256];
@@ -345,6 +429,8 @@ int main(void)
     OK(strstr(errors, "list /api/v1/namespaces/norv0/configmaps (resourceVersion=0): status 400") != NULL,
        "the refusal reported: %s", errors);
     reflector_stop(rn);
+
+    watch_list_scenarios(c);
 
     /* stop from inside the event callback */
     reflector *r3 = reflector_start(c, &kube_kind_configmap, &ro, on_event_stop, NULL, err, sizeof err);
