@@ -10,7 +10,6 @@
 #include <jansson.h>
 
 #include "policyset.h"
-#include "flinkjob.h"
 #include "lhost_json.h"
 #include "replica.h"
 #include "runctx.h"
@@ -82,12 +81,7 @@ static int policyset_switch(struct run_ctx *ctx, const char *dir, const char *ha
     policyset_set_info(ctx);
     log_msg(LOG_INFO, "policy set switched", "hash", hash, "reason", why, "policy_dir",
             *dir ? dir : ov->builtin_dir, NULL);
-    for (size_t i = 0; i < ctx->nns; i++) {
-        if (ctx->nss[i].r[0])
-            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
-        if (ctx->nss[i].jobs)
-            reflector_foreach(ctx->nss[i].jobs, flinkjob_enqueue, ctx);
-    }
+    run_enqueue_all(ctx);
     return 0;
 }
 

@@ -457,6 +457,17 @@ static int remove_key(reflector *r, const char *key, json_t *last)
  * holds. Pages arrive one by one and only the compact entries stay (the page's trees are freed
  * with it). During a relist a pass may see the pages so far beside older entries: nothing is
  * removed before the whole list is in, so a pass never sees an existing child missing. */
+/* An object of the list under way (a page's item or a watch-list's initial event): its key noted
+ * in r->list_seen, the object cached (its event when it changed). Nonzero when a callback stopped
+ * the reflector. */
+static int list_item(reflector *r, json_t *obj)
+{
+    char key[600];
+    if (obj_key(obj, key, sizeof key) == 0)
+        json_object_set_new(r->list_seen, key, json_true());
+    return upsert(r, obj, 1);
+}
+
 static int replace_page(json_t *items, int restart, void *ud)
 {
     reflector *r = ud;
@@ -469,10 +480,7 @@ static int replace_page(json_t *items, int restart, void *ud)
     size_t i;
     json_t *it;
     json_array_foreach(items, i, it) {
-        char key[600];
-        if (obj_key(it, key, sizeof key) == 0)
-            json_object_set_new(r->list_seen, key, json_true());
-        if (upsert(r, it, 1) != 0)
+        if (list_item(r, it) != 0)
             return -1;
     }
     return 0;
@@ -505,6 +513,14 @@ static int replace_finish(reflector *r)
 
 static void do_list(reflector *r);
 static void do_watch(reflector *r);
+
+/* A watch's timeoutSeconds: drawn in [watch_timeout_min_s, watch_timeout_max_s), so that the
+ * watches of many replicas do not all end at once (client-go draws its own the same way). */
+static long watch_timeout(const reflector *r)
+{
+    long span = r->o.watch_timeout_max_s - r->o.watch_timeout_min_s;
+    return r->o.watch_timeout_min_s + (span > 0 ? (long)(loop_jitter() * (double)span) : 0);
+}
 static int watch_event(const char *type, json_t *obj, void *ud);
 static void watch_done(const kube_result *res, void *ud);
 
@@ -606,26 +622,18 @@ static void list_done(const kube_result *res, void *ud)
  * consistent read, resourceVersionMatch=NotOlderThan as the protocol requires). */
 static void do_watch_list(reflector *r)
 {
-    char err[256], path[sizeof r->path + 64];
-    r->list_t0 = ev_time();
-    r->list_rv0 = r->o.list_from_cache && !r->synced && !r->rv0_refused;
+    char err[256] = "out of memory", path[sizeof r->path + 64];
     snprintf(path, sizeof path, "%s%csendInitialEvents=true&resourceVersionMatch=NotOlderThan", r->path,
              strchr(r->path, '?') ? '&' : '?');
     json_decref(r->list_seen);
     r->list_seen = json_object();
-    r->wl_active = 1;
     r->watch_events = 0;
-    long span = r->o.watch_timeout_max_s - r->o.watch_timeout_min_s;
-    long timeout = r->o.watch_timeout_min_s + (span > 0 ? (long)(loop_jitter() * (double)span) : 0);
-    r->call = kube_watch(r->client, path, r->list_rv0 ? "0" : NULL, r->selector, timeout, watch_event, watch_done,
-                         r, err, sizeof err);
-    if (!r->call || !r->list_seen) {
-        r->wl_active = 0;
-        report(r, "watch-list %s: %s", r->path, r->call ? "out of memory" : err);
-        if (r->call) {
-            kube_cancel(r->call);
-            r->call = NULL;
-        }
+    r->call = r->list_seen ? kube_watch(r->client, path, r->list_rv0 ? "0" : NULL, r->selector, watch_timeout(r),
+                                        watch_event, watch_done, r, err, sizeof err)
+                           : NULL;
+    r->wl_active = r->call != NULL;
+    if (!r->call) {
+        report(r, "watch-list %s: %s", r->path, err);
         backoff_retry(r, 1);
     }
 }
@@ -633,15 +641,15 @@ static void do_watch_list(reflector *r)
 static void do_list(reflector *r)
 {
     char err[256];
-    if (r->o.watch_list && !r->wl_refused) {
-        do_watch_list(r);
-        return;
-    }
     r->list_t0 = ev_time();
     /* client-go's rule: the first list (never synced) from the watch cache, as it is; a relist
      * (the watch's history expired) consistent, never older than what was seen; a consistent
      * one too after a list from the cache failed */
     r->list_rv0 = r->o.list_from_cache && !r->synced && !r->rv0_refused;
+    if (r->o.watch_list && !r->wl_refused) {
+        do_watch_list(r);
+        return;
+    }
     r->call = kube_list_paged_rv(r->client, r->path, r->selector, r->o.page_limit, r->list_rv0 ? "0" : NULL,
                                  replace_page, list_done, r, err, sizeof err);
     if (!r->call) {
@@ -656,17 +664,14 @@ static void do_list(reflector *r)
  * (before 1.27): paged lists from now on. 1 stops the stream. */
 static int watch_list_event(reflector *r, const char *type, json_t *obj)
 {
-    char key[600];
-    int have_key = obj_key(obj, key, sizeof key) == 0;
     if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
         r->watch_events++;
-        if (have_key)
-            json_object_set_new(r->list_seen, key, json_true());
-        return upsert(r, obj, 1) != 0;
+        return list_item(r, obj) != 0;
     }
     if (strcmp(type, "DELETED") == 0) {
+        char key[600];
         r->watch_events++;
-        if (!have_key)
+        if (obj_key(obj, key, sizeof key) != 0)
             return 0;
         json_object_del(r->list_seen, key);
         return remove_key(r, key, obj) != 0;
@@ -762,10 +767,8 @@ static void watch_done(const kube_result *res, void *ud)
 static void do_watch(reflector *r)
 {
     char err[256];
-    long span = r->o.watch_timeout_max_s - r->o.watch_timeout_min_s;
-    long timeout = r->o.watch_timeout_min_s + (span > 0 ? (long)(loop_jitter() * (double)span) : 0);
     r->watch_events = 0;
-    r->call = kube_watch(r->client, r->path, r->rv, r->selector, timeout, watch_event, watch_done, r, err,
+    r->call = kube_watch(r->client, r->path, r->rv, r->selector, watch_timeout(r), watch_event, watch_done, r, err,
                          sizeof err);
     if (!r->call) {
         report(r, "watch %s: %s", r->path, err);

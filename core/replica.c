@@ -122,12 +122,7 @@ static void replica_started_leading(void *ud)
     run_log(LOG_INFO, NULL, "leading", "identity", leader_identity(ctx->le), NULL);
     certsync_check_now(ctx->cs); /* a new leader makes or renews the certificates at once */
     /* everything cached so far may have changed while another replica led */
-    for (size_t i = 0; i < ctx->nns; i++)
-        if (ctx->nss[i].r[0]) {
-            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
-            if (ctx->nss[i].jobs)
-                reflector_foreach(ctx->nss[i].jobs, flinkjob_enqueue, ctx);
-        }
+    run_enqueue_all(ctx);
     ev_idle_start(ctx->loop, &ctx->pump_idle);
 }
 

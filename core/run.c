@@ -412,12 +412,22 @@ static void run_on_event(reflector *r, reflector_event ev, json_t *obj, json_t *
         workqueue_add(ctx->q, key);
 }
 
-void run_enqueue_cluster(json_t *obj, void *ud)
+static void run_enqueue_cluster(json_t *obj, void *ud)
 {
     struct run_ctx *ctx = ud;
     char key[600];
     if (run_cluster_key(obj, key, sizeof key) == 0)
         workqueue_add(ctx->q, key);
+}
+
+void run_enqueue_all(struct run_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->nns; i++) {
+        if (ctx->nss[i].r[0])
+            reflector_foreach(ctx->nss[i].r[0], run_enqueue_cluster, ctx);
+        if (ctx->nss[i].jobs)
+            reflector_foreach(ctx->nss[i].jobs, flinkjob_enqueue, ctx);
+    }
 }
 
 /* Ready once every cache synced and the first policy set is decided (with --policy-configmap:

@@ -233,8 +233,10 @@ int run_cluster_key(json_t *obj, char *key, size_t n);
  * its FlinkCluster or FlinkJob is gone, or its shard was lost. */
 void run_forget_key(struct run_ctx *ctx, const char *key);
 
-/* Enqueues the key of FlinkCluster `obj` (ud: the ctx); a reflector_foreach callback. */
-void run_enqueue_cluster(json_t *obj, void *ud);
+/* Enqueues every cached FlinkCluster and FlinkJob of every namespace (a key of a shard this
+ * replica does not own is dropped when taken from the queue): what may have changed while this
+ * replica did not lead, or what a new policy set may decide otherwise. */
+void run_enqueue_all(struct run_ctx *ctx);
 
 /* Starts taking keys once every cache synced and the first policy set is decided. */
 void run_check_synced(struct run_ctx *ctx);
