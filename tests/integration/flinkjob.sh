@@ -127,8 +127,8 @@ flinkjob_case() {
     a_id=$(fj ticker-a jobID)
     b_id=$(fj ticker-b jobID)
     [ -n "$a_id" ] && [ -n "$b_id" ] && [ "$a_id" != "$b_id" ] || { echo "job ids '$a_id' and '$b_id'"; return 1; }
-    expect "Flink's state of ticker-a's job $a_id" "$(fj_flink_state "$a_id")" RUNNING || return 1
-    expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
+    jm_job_running "$ns" session "$a_id" || return 1
+    jm_job_running "$ns" session "$b_id" || return 1
     # the session cluster itself is a session cluster still: no job of its own, Running
     expect "session cluster state" "$(state "$ns" session)" Running || return 1
     expect "session cluster job" "$(jp "$ns" flinkcluster/session '{.status.components.job}')" "" || return 1

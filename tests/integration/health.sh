@@ -67,7 +67,7 @@ case_healthrestart() {
     expect "steady's job.health.jobID" "$(job_field "$ns" steady health.jobID)" "$steady_id" || return 1
     expect "steady's restart samples" "$(job_field "$ns" steady 'health.restarts[*].count')" 0 || return 1
     expect "steady's job.health.failed" "$(job_field "$ns" steady health.failed)" "" || return 1
-    expect "Flink's state of $steady_id" "$(jm_get "$ns" steady "/jobs/$steady_id" | jget state)" RUNNING || return 1
+    jm_job_running "$ns" steady "$steady_id" || return 1
     ! has_event "$ns" steady JobUnhealthy || { echo "a JobUnhealthy Event about steady"; return 1; }
   }
   check "$desc: the healthy job beside it keeps running, untouched (samples kept, no Event)" t_health_steady

@@ -53,6 +53,15 @@ jm_get() {
   kc get --raw "/api/v1/namespaces/$1/services/$2-jobmanager:ui/proxy$3"
 }
 jget() { lua5.4 "$ROOT/tests/env/json.lua" "$@"; }
+# jm_job_running NS NAME ID: job ID is RUNNING in the cluster's JobManager within 60 s, else
+# Flink's state is printed. A status job state Running comes before that: the API maps every
+# non-terminal Flink JobStatus to Running, INITIALIZING and CREATED included.
+jm_job_running() {
+  local ns=$1 name=$2 id=$3
+  jm_state_running() { [ "$(jm_get "$ns" "$name" "/jobs/$id" | jget state)" = RUNNING ]; }
+  poll 60 jm_state_running ||
+    { echo "Flink's state of job $id: got '$(jm_get "$ns" "$name" "/jobs/$id" | jget state)', want 'RUNNING' within 60 s"; return 1; }
+}
 # config_value KEY: the value of KEY in a JobManager's GET /jobmanager/config answer on stdin
 # (a JSON list of {key, value}); empty when absent
 config_value() {
@@ -205,10 +214,9 @@ real_ticker() {
   ticker_start "$c" "$version" "$desc" || return 0
   t_ticker_running() {
     poll 240 is_job "$ns" ticker Running || { why "$ns" ticker; tail -n 15 "$WORK/$c.log"; return 1; }
-    local id flink_state
+    local id
     id=$(job_field "$ns" ticker id)
-    flink_state=$(jm_get "$ns" ticker "/jobs/$id" | jget state)
-    expect "Flink's state of job $id" "$flink_state" RUNNING || return 1
+    jm_job_running "$ns" ticker "$id" || return 1
     expect "cluster state" "$(state "$ns" ticker)" Running || return 1
     # a job is RUNNING before its tasks are: a savepoint needs them deployed and running
     tasks_running() { jm_get "$ns" ticker "/jobs/$id" | all_vertices_running; }
@@ -285,8 +293,7 @@ real_ticker() {
       [ -n "$id" ] && [ "$id" != "$old_id" ] && is_job "$ns" ticker Running
     }
     poll 240 resubmitted || { why "$ns" ticker; return 1; }
-    expect "Flink's state of the new job" "$(jm_get "$ns" ticker "/jobs/$(job_field "$ns" ticker id)" | jget state)" RUNNING ||
-      return 1
+    jm_job_running "$ns" ticker "$(job_field "$ns" ticker id)" || return 1
     [ "$(job_field "$ns" ticker restartCount)" -ge 1 ] || { echo "restartCount not counted"; return 1; }
     poll 60 is_state "$ns" ticker Running || { why "$ns" ticker; return 1; }
     new_tasks_running() { jm_get "$ns" ticker "/jobs/$(job_field "$ns" ticker id)" | all_vertices_running; }
