@@ -66,10 +66,11 @@ describe("deploy/rbac.yaml", function()
       -- Flink's HA ConfigMaps by label selector (fc.haclean)
       expand("", { "configmaps" }, { "deletecollection" }),
       expand("", { "events" }, { "create", "patch" }),
-      -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel)
-      expand("", { "services/proxy" }, { "get", "create", "patch" }),
+      -- Flink REST through the API server's service proxy: GET, POST (savepoint), PATCH (cancel),
+      -- DELETE (an uploaded jar)
+      expand("", { "services/proxy" }, { "get", "create", "patch", "delete" }),
       expand("events.k8s.io", { "events" }, { "create", "patch" }))
-    assert.are.equal(93, #want)
+    assert.are.equal(94, #want)
     assert.are.same(want, grants(by_kind(rbac, "ClusterRole")[1].rules))
   end)
 

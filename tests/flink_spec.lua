@@ -93,6 +93,10 @@ describe("fc.flink.action", function()
       savepointPath = "file:/sp/savepoint-1", allowNonRestoredState = true }, run.body)
     -- only what is given: Flink's strict mapper refuses unknown fields, and absent ones default
     assert.same({ jobId = TID }, flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar" }, JM).body)
+    local del = flink.action({ kind = "delete_jar", id = TID, jar_id = "5f6e1c2a-8d1b_app-1.0.jar" }, JM)
+    assert.same({ "delete_jar/" .. TID, "DELETE", "/jars/5f6e1c2a-8d1b_app-1.0.jar" }, { del.id, del.method, del.path })
+    assert.is_nil(del.body)
+    assert.is_nil(del.after_status)
   end)
 
   it("refuses a jar URL that is not http(s), a jar id with a path, a non-string argument", function()
@@ -100,6 +104,8 @@ describe("fc.flink.action", function()
       "upload_jar intent: jar_url must be an http:// or https:// URL")
     assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "../jobs" }, JM) end,
       "run_jar intent: jar_id must be a jar id (letters, digits, '-', '_', '.')")
+    assert.has_error(function() flink.action({ kind = "delete_jar", id = TID, jar_id = "../../etc" }, JM) end,
+      "delete_jar intent: jar_id must be a jar id (letters, digits, '-', '_', '.')")
     assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar", args = { 1 } }, JM) end,
       "run_jar intent: args[0] must be a string")
     assert.has_error(function() flink.action({ kind = "run_jar", id = TID, jar_id = "x.jar", parallelism = 0 }, JM) end,
@@ -110,7 +116,7 @@ describe("fc.flink.action", function()
     assert.has_error(function() flink.action({ kind = "restart" }, JM) end,
       "intent: unknown kind restart (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, "
       .. "stop, savepoint_status, checkpoint, checkpoint_status, dispose_savepoint, dispose_status, cancel, "
-      .. "upload_jar, run_jar)")
+      .. "upload_jar, run_jar, delete_jar)")
     assert.has_error(function() flink.action({ kind = "savepoint", id = "abc", job_id = ID, target_directory = "/sp" },
       JM) end, "savepoint intent: id must be 32 hex digits")
     assert.has_error(function() flink.action({ kind = "stop", id = TID, job_id = ID }, JM) end,
@@ -263,6 +269,14 @@ describe("fc.flink.view", function()
         .. 'Could not execute application."]}', "", 102),
     } })
     assert.same({ error = "download https://x/app.jar: HTTP 404", http = 0, time = 101 }, v.submissions[TID].upload)
+    -- the jar's deletion: done, or why not (Flink's 400 for a jar it does not hold)
+    local del = { kind = "delete_jar", id = TID, jar_id = "5f6e1c2a_app.jar" }
+    assert.same({ time = 103 }, flink.view({ answers = { ["delete_jar/" .. TID] = answer(del, 200, "{}", "", 103) } })
+      .submissions[TID].delete)
+    assert.same({ error = "HTTP 400: File 5f6e1c2a_app.jar does not exist in /tmp/flink-web-upload.", http = 400,
+      time = 103 }, flink.view({ answers = { ["delete_jar/" .. TID] = answer(del, 400,
+      '{"errors":["File 5f6e1c2a_app.jar does not exist in /tmp/flink-web-upload."]}', "", 103) } })
+      .submissions[TID].delete)
     assert.same({ error = "HTTP 400: org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute "
       .. "application.", http = 400, time = 102 }, v.submissions[TID].run)
   end)

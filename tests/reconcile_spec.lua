@@ -951,7 +951,7 @@ describe("reconcile.run with policies-min", function()
     -- list positions from 0, as in every other path the policies and render report
     assert.equal("job.lua: decide: intents[0]: intent: unknown kind GET (one of list_jobs, job_exceptions, "
       .. "job_restarts, job_checkpoints, savepoint, stop, savepoint_status, checkpoint, checkpoint_status, "
-      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)",
+      .. "dispose_savepoint, dispose_status, cancel, upload_jar, run_jar, delete_jar)",
       r.events[1].message)
     local bad_status = read(ROOT .. "/policies/status.lua"):gsub('type = "Ready", status = "False"',
       'type = "Ready", status = false')

@@ -142,3 +142,54 @@ describe("fc.restsubmit.run_lost, again and run_error", function()
     assert.is_nil(restsubmit.run_error({ id = "other", submission = { jobID = id } }, flink))
   end)
 end)
+
+describe("fc.restsubmit.jar_deletions", function()
+  local ID = "6553f164000000000000000000000000"
+  local j = { id = ID, submission = { jobID = ID, state = "Submitted", time = T + 6 } }
+  local UP = { jar_id = "abc_app.jar", time = T + 5 }
+  local DELETE = { { kind = "delete_jar", id = ID, jar_id = "abc_app.jar" } }
+
+  it("waits while the run request has no answer from Flink", function()
+    assert.same({}, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = UP } } }))
+    -- a timeout (no HTTP status): Flink may still build the job from the jar
+    local run = { error = "Operation timed out after 60000 ms", http = 0, time = T + 66 }
+    assert.same({}, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = UP, run = run } } }))
+  end)
+
+  it("deletes the jar once Flink answered the run, whether the job was accepted or refused", function()
+    local ok = { job_id = ID, time = T + 8 }
+    assert.same(DELETE, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = UP, run = ok } } }))
+    local refused = { error = "ProgramInvocationException: main() threw", http = 400, time = T + 8 }
+    assert.same(DELETE, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = UP, run = refused } } }))
+  end)
+
+  it("deletes it when the job is listed after the upload though the run's answer was lost", function()
+    local run = { error = "Operation timed out after 60000 ms", http = 0, time = T + 66 }
+    local flink = { submissions = { [ID] = { upload = UP, run = run } },
+      jobs = { { jid = ID, state = "RUNNING" } }, jobs_time = T + 70 }
+    assert.same(DELETE, restsubmit.jar_deletions(j, flink))
+    flink.jobs_time = T + 4 -- a list older than the upload tells nothing of it
+    assert.same({}, restsubmit.jar_deletions(j, flink))
+  end)
+
+  it("stops once a delete answer newer than the upload came, an error included", function()
+    local ok = { job_id = ID, time = T + 8 }
+    local gone = "HTTP 400: File abc_app.jar does not exist in /tmp/flink-web-1/flink-web-upload."
+    for _, del in ipairs({ { time = T + 9 }, { error = gone, http = 400, time = T + 9 } }) do
+      assert.same({}, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = UP, run = ok, delete = del } } }))
+    end
+    -- an older delete answer (of an earlier upload under the same id) does not count
+    local newer = { jar_id = "def_app.jar", time = T + 20 }
+    local flink = { submissions = { [ID] = { upload = newer, run = { job_id = ID, time = T + 21 },
+      delete = { time = T + 9 } } } }
+    assert.same({ { kind = "delete_jar", id = ID, jar_id = "def_app.jar" } }, restsubmit.jar_deletions(j, flink))
+  end)
+
+  it("asks nothing without a submission or an uploaded jar", function()
+    assert.same({}, restsubmit.jar_deletions({ id = ID }, { submissions = { [ID] = { upload = UP } } }))
+    assert.same({}, restsubmit.jar_deletions(nil, nil))
+    local failed = { error = "HTTP 413", http = 413, time = T + 5 }
+    assert.same({}, restsubmit.jar_deletions(j, { submissions = { [ID] = { upload = failed,
+      run = { job_id = ID, time = T + 8 } } } }))
+  end)
+end)

@@ -46,6 +46,9 @@
 --                                              POST /jars/<jar_id>/run {"entryClass",
 --                                              "programArgsList", "parallelism", "jobId": id,
 --                                              "savepointPath", "allowNonRestoredState"}
+--   delete_jar      id (the job id the jar was uploaded for), jar_id
+--                                              DELETE /jars/<jar_id> (the JobManager keeps an
+--                                              upload in its web.upload.dir until then)
 -- `id` of a savepoint, stop or checkpoint is the policy's trigger id (32 lowercase hex, Flink's TriggerId):
 -- Flink keys the operation by it, so the same trigger sent twice is one savepoint
 -- (flink-rest-notes.md, "Async operation pattern" 3), and its outcome can be looked up by it.
@@ -183,6 +186,10 @@ local REQUEST = {
     return "run/" .. id, "POST", "/jars/" .. jar .. "/run", body, true,
       { timeout_ms = flink.RUN_TIMEOUT_SECONDS * 1000 }
   end,
+  delete_jar = function(i)
+    local id, jar = need(i, "id", HEX32), need(i, "jar_id", JAR_ID)
+    return "delete_jar/" .. id, "DELETE", "/jars/" .. jar
+  end,
 }
 
 --- flink.KINDS: the intent kinds this module maps (set of names).
@@ -202,7 +209,8 @@ function flink.action(intent, target)
   if type(intent) ~= "table" or not REQUEST[intent.kind] then
     error("intent: unknown kind " .. tostring(type(intent) == "table" and intent.kind or intent)
       .. " (one of list_jobs, job_exceptions, job_restarts, job_checkpoints, savepoint, stop, savepoint_status, "
-      .. "checkpoint, checkpoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar)", 0)
+      .. "checkpoint, checkpoint_status, dispose_savepoint, dispose_status, cancel, upload_jar, run_jar, "
+      .. "delete_jar)", 0)
   end
   local id, method, path, body, after, extra = REQUEST[intent.kind](intent)
   local copy = {}
@@ -317,7 +325,8 @@ end
 --     TaskManagers' resource ids>, time}; else nothing (a registration is judged only from an answer).
 --   upload_jar / run_jar: submissions[id] = {upload={jar_id=<last path component of the
 --     answer's filename> | error=, http=, time}, run={job_id=<the answer's jobid> | error=, http=,
---     time}}.
+--     time}}; delete_jar: submissions[id].delete = {time} | {error, http, time} (a jar Flink does
+--     not hold is a 400).
 -- `jobs_time` is when the job list was answered (0: never).
 -- When two answers share an id (a trigger and its polls), the later one (time) is used.
 function flink.view(raw)
@@ -424,6 +433,11 @@ function flink.view(raw)
         end
         v.taskmanagers = { ids = tm_ids, time = time }
       end
+    elseif kind == "delete_jar" and type(intent.id) == "string" then
+      local sub = v.submissions[intent.id] or {}
+      sub.delete = { time = time }
+      if not ok then sub.delete.error, sub.delete.http = error_text(a, doc), tonumber(a.status) or 0 end
+      v.submissions[intent.id] = sub
     elseif (kind == "upload_jar" or kind == "run_jar") and type(intent.id) == "string" then
       local sub = v.submissions[intent.id] or {}
       local step = { time = time }

@@ -29,6 +29,7 @@ local codec = require("fc.codec")
 local clock = require("fc.clock")
 local savepoints = require("fc.savepoints")
 local fchealth = require("fc.health")
+local restsubmit = require("fc.restsubmit")
 
 local flinkjob = {}
 
@@ -369,7 +370,9 @@ local function pass(host, snapshot)
   end
   local target = { scheme = obs.jobmanager.scheme or "http", namespace = tostring(md.namespace),
     service = obs.jobmanager.service, port = math.tointeger(tonumber(obs.jobmanager.port)) or obs.jobmanager.port }
-  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {}, hv.intents, extra }) do
+  -- the jar of the submission, deleted from the session cluster once Flink ran it (fc.restsubmit)
+  local jars = restsubmit.jar_deletions(j, view)
+  for _, list in ipairs({ obs.intents or {}, sd.intents or {}, jd.intents or {}, hv.intents, extra, jars }) do
     for _, intent in ipairs(list) do
       result.actions[#result.actions + 1] = fcflink.action(intent, target)
     end

@@ -18,6 +18,7 @@ local kinds = require("fc.kinds")
 local codec = require("fc.codec")
 local haclean = require("fc.haclean")
 local savepoints = require("fc.savepoints")
+local restsubmit = require("fc.restsubmit")
 
 local reconcile = {}
 
@@ -869,6 +870,12 @@ function run(host, snapshot, hold)
       local ok, a = pcall(fcflink.action, intent, target)
       expect(ok, from[1], from[2], "intents[" .. (i - 1) .. "]: " .. tostring(a))
       result.actions[#result.actions + 1] = a
+    end
+  end
+  -- the jar of a REST submission, deleted from the JobManager once Flink ran it (fc.restsubmit)
+  if target and is_job then
+    for _, intent in ipairs(restsubmit.jar_deletions(jd.job, flink)) do
+      result.actions[#result.actions + 1] = fcflink.action(intent, target)
     end
   end
   if native and components.jobManagerService and components.jobManagerService.state == "Ready"

@@ -19,6 +19,10 @@
 --              with the run's error as the reason); a run request an earlier controller process
 --              sent that Flink does not list (run_lost) -> Checking again, the same id
 --
+-- Once Flink answered the run request (or lists the job), the uploaded jar is deleted from the
+-- JobManager (jar_deletions): Flink built the job from it and needs it no more, and a session
+-- cluster would otherwise keep one jar per submission in its web.upload.dir.
+--
 -- A failed download or upload fails the submission: step's `failed` is Flink's or the
 -- download's error text, which the policy turns into the job's failureReason. Pure functions.
 local trigger = require("fc.trigger")
@@ -140,6 +144,31 @@ function restsubmit.run_error(j, flink)
   local run = (((flink or {}).submissions or {})[j.id] or {}).run
   if run and run.error then return tostring(run.error) end
   return nil
+end
+
+--- restsubmit.jar_deletions(job, flink) -> {{kind="delete_jar", id=<submission.jobID>,
+--   jar_id=<the upload's>}} or {}: the jar the current submission uploaded, to be deleted from
+-- the JobManager (DELETE /jars/<jar id>, as the Apache Flink operator does after its run
+-- request), once the run request was answered by Flink (an answer with an HTTP status: the job
+-- graph was built, or failed to) or the job is listed (a run answer lost to a timeout). Asked
+-- until a delete answer newer than the upload came, whatever it says (Flink answers 400 "File
+-- ... does not exist" for a jar it does not hold: gone with a restarted JobManager, say).
+-- job: status.components.job (its `submission`); flink: fc.flink's view.
+-- Pure. A jar of a submission given up before its run (a lost upload answer, another upload
+-- with the same id) is not tracked: the JobManager's web.upload.dir holds it until it restarts.
+function restsubmit.jar_deletions(j, flink)
+  local sub = type(j) == "table" and j.submission or nil
+  if type(sub) ~= "table" or type(sub.jobID) ~= "string" then return {} end
+  flink = flink or {}
+  local answers = (flink.submissions or {})[sub.jobID] or {}
+  local up, run, del = answers.upload, answers.run, answers.delete
+  if not (up and up.jar_id) or del and del.time >= up.time then return {} end
+  local ran = run and run.time >= up.time and (run.job_id ~= nil or (run.http or 0) ~= 0)
+  for _, fj in ipairs(flink.jobs or {}) do
+    ran = ran or (fj.jid or fj.id) == sub.jobID and (tonumber(flink.jobs_time) or 0) >= up.time
+  end
+  if not ran then return {} end
+  return { { kind = "delete_jar", id = sub.jobID, jar_id = up.jar_id } }
 end
 
 return restsubmit

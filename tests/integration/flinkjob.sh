@@ -62,10 +62,12 @@ EOF
 
 # The FlinkJob helpers of the cases below (NS: the caller's `ns`): fj NAME FIELD: the FlinkJob's
 # status.FIELD; fj_running NAME; fj_flink_state ID: Flink's state of job ID on the session
-# cluster; fj_why NAME: its status, for a failure.
+# cluster; fj_no_jars: the session cluster holds no uploaded jar (GET /jars); fj_why NAME: its
+# status, for a failure.
 fj() { jp "$ns" "flinkjob/$1" "{.status.$2}"; }
 fj_running() { [ "$(fj "$1" state)" = Running ]; }
 fj_flink_state() { jm_get "$ns" session "/jobs/$1" | jget state; }
+fj_no_jars() { [ "$(jm_get "$ns" session /jars | jget files.#)" = 0 ]; }
 fj_why() { echo "$1: $(kc -n "$ns" get flinkjob "$1" -o jsonpath='{.status}' 2>&1 | head -c 1500)"; }
 
 # fj_start CASE VERSION DESC: the start of a FlinkJob case: status 1 (a TAP skip of DESC) without
@@ -139,12 +141,14 @@ flinkjob_case() {
       return 1
     expect "ticker-a Ready" "$(fj ticker-a 'conditions[?(@.type=="Ready")].status')" True || return 1
     expect "ticker-a observedGeneration" "$(fj ticker-a observedGeneration)" 1 || return 1
+    # both uploaded jars deleted from the session cluster once Flink ran them (DELETE /jars/<id>)
+    poll 30 fj_no_jars || { echo "jars on the session cluster: $(jm_get "$ns" session /jars)"; return 1; }
     # a job is RUNNING before its tasks are: the savepoint of the update needs them running
     tasks_running() { jm_get "$ns" session "/jobs/$a_id" | all_vertices_running; }
     poll 60 tasks_running || { echo "tasks of $a_id not all RUNNING"; return 1; }
     echo "ticker-a $a_id, ticker-b $b_id"
   }
-  check "$desc: two FlinkJobs Running with distinct job ids RUNNING in Flink (REST submission), printer columns, finalizer, Ready" \
+  check "$desc: two FlinkJobs Running with distinct job ids RUNNING in Flink (REST submission), printer columns, finalizer, Ready, no jar left on the session cluster" \
     t_fj_running
   t_fj_upgrade() {
     local id loc
@@ -175,6 +179,8 @@ flinkjob_case() {
     # the other FlinkJob untouched: the same job, RUNNING
     expect "ticker-b's job id" "$(fj ticker-b jobID)" "$b_id" || return 1
     expect "Flink's state of ticker-b's job $b_id" "$(fj_flink_state "$b_id")" RUNNING || return 1
+    # the resubmission's jar deleted too
+    poll 30 fj_no_jars || { echo "jars on the session cluster: $(jm_get "$ns" session /jars)"; return 1; }
     echo "ticker-a now $id from $loc"
   }
   check "$desc: spec.job.args of one -> stop-with-savepoint, resubmitted restored from that savepoint; the other keeps its job RUNNING" \

@@ -105,18 +105,26 @@ case_restsubmit() {
   }
   rest_cluster rest testenv-jobs.jar
   job() { jp "$ns" "flinkcluster/$1" "{.status.components.job.$2}"; }
+  # no_jar JAR: the host Flink holds no upload of JAR (GET /jars: each id is "<uuid>_<file name>")
+  no_jar() {
+    local files
+    files=$(curl -sf "$FLINK_REST_URL/jars" | jget files) && ! grep -qF "_$1\"" <<<"$files"
+  }
   t_rest_runs() {
     local id
     poll 60 is_state "$ns" rest Running || { echo "cluster: $(state "$ns" rest)"; return 1; }
     poll 60 eval '[ "$(job rest state)" = Running ]' || { echo "job: $(job rest state) $(job rest failureReason)"; return 1; }
     id=$(job rest id)
     expect "job id = the submission's" "$id" "$(job rest submission.jobID)" || return 1
-    expect "Flink runs that id" "$(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)" RUNNING || return 1
+    flink_running() { [ "$(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)" = RUNNING ]; }
+    poll 60 flink_running || { echo "Flink's state of $id: $(curl -sf "$FLINK_REST_URL/jobs/$id" | jget state)"; return 1; }
     ! kc -n "$ns" get job rest-job-submitter >/dev/null 2>&1 || { echo "a submitter Job was created"; return 1; }
     grep -q 'GET /testenv-jobs.jar' "$WORK/jarserver.log" || { echo "the jar was not downloaded"; return 1; }
+    # the uploaded jar deleted once Flink ran it (DELETE /jars/<id>)
+    poll 30 no_jar testenv-jobs.jar || { echo "jars on the JobManager: $(curl -sf "$FLINK_REST_URL/jars")"; return 1; }
     echo "job $id"
   }
-  check "restsubmit: jarFile http://127.0.0.1/... -> downloaded, POST /jars/upload, /jars/<id>/run with our job id: Flink RUNNING, job Running, no submitter Job" t_rest_runs
+  check "restsubmit: jarFile http://127.0.0.1/... -> downloaded, POST /jars/upload, /jars/<id>/run with our job id: Flink RUNNING, job Running, no submitter Job, the jar deleted from the JobManager" t_rest_runs
   t_rest_once() {
     local id
     id=$(job rest id)
@@ -160,10 +168,11 @@ PY
       tee "$WORK/restlarge.rss"
     [ -n "$hwm0" ] && [ -n "$hwm1" ] && [ $((hwm1 - hwm0)) -lt 65536 ] ||
       { echo "peak RSS grew by 64 MiB or more"; return 1; }
+    poll 30 no_jar testenv-large.jar || { echo "jars on the JobManager: $(curl -sf "$FLINK_REST_URL/jars")"; return 1; }
     kc -n "$ns" patch flinkcluster restlarge --type=merge -p '{"spec":{"job":{"cancelRequested":true}}}' >/dev/null &&
       poll 60 is_state "$ns" restlarge Stopped || { echo "not stopped: $(state "$ns" restlarge)"; return 1; }
   }
-  check "restsubmit: a 90 MiB jar (near Flink's 100 MiB upload limit) is downloaded to a file and uploaded from it: Running, the controller's peak RSS grows by less than 64 MiB" t_rest_large
+  check "restsubmit: a 90 MiB jar (near Flink's 100 MiB upload limit) is downloaded to a file and uploaded from it: Running, the controller's peak RSS grows by less than 64 MiB, the jar deleted from the JobManager" t_rest_large
   [ -f "$WORK/restlarge.rss" ] && sed 's/^/# /' "$WORK/restlarge.rss"
   rest_cluster restbad missing.jar
   t_rest_missing() {

@@ -162,7 +162,9 @@ EOF
     "$FLINK_REST_URL/jars/upload" | jget filename)
   jid=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"entryClass":"testenv.Ticker","parallelism":1}' \
     "$FLINK_REST_URL/jars/$(basename "$jar")/run" | jget jobid)
-  # as the ServiceAccount of deploy/rbac.yaml: its services/proxy grants (get, create, patch) must do
+  [ -z "$jar" ] || curl -sf -X DELETE "$FLINK_REST_URL/jars/$(basename "$jar")" >/dev/null
+  # as the ServiceAccount of deploy/rbac.yaml: its services/proxy grants (get, create, patch,
+  # delete) must do
   sa_kubeconfig "$WORK/proxy-sa.kubeconfig"
   FLINK_DIRECT=1 start_controller proxy --kubeconfig "$WORK/proxy-sa.kubeconfig" --namespace "$ns" \
     --flink-access proxy --policy-dir "$pdir"

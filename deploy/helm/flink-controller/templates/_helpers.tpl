@@ -105,7 +105,7 @@ a ClusterRole, or by a Role in each of watchNamespaces. */}}
   verbs: ["create", "patch"]
 - apiGroups: [""]
   resources: ["services/proxy"]
-  verbs: ["get", "create", "patch"]
+  verbs: ["get", "create", "patch", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
