@@ -11,6 +11,7 @@
 
 #include "clusterstate.h"
 #include "expect.h"
+#include "flinkjob.h"
 #include "run.h"
 #include "runctx.h"
 
@@ -84,7 +85,8 @@ double expect_pending(struct run_ctx *ctx, struct run_ns *rn, const char *key, c
         return 0;
     json_t *objs = json_object_get(e, "objects");
     /* a FlinkJob's pass: its own writes (kind 0) are of the FlinkJob, not of a FlinkCluster */
-    int job_key = strstr(key, "/" RUN_FLINKJOB_KEY) != NULL;
+    const char *slash = strchr(key, '/');
+    int job_key = slash && flinkjob_key_name(slash + 1) != NULL;
     const char *id;
     json_t *want;
     void *tmp;
