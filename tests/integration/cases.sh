@@ -500,6 +500,67 @@ case_apiserver() {
   check "API server stopped 10 s (SIGSTOP/SIGCONT): the same controller process recovers and converges" t_apiserver
 }
 
+# case watchlistoff: the FlinkClusters' watch-list (sendInitialEvents=true, core/reflector.c)
+# against a real API server with the WatchList feature off, as Kubernetes 1.33 ships it: a second
+# kube-apiserver on the same etcd, the first one's command line on another loopback port with
+# --feature-gates=WatchList=false. Its answer to the watch-list makes the controller list in
+# pages from then on; it converges and follows changes (the watch after the paged list). The
+# controller on the first API server (the feature on) streams the same list.
+case_watchlistoff() {
+  local ns port kcfg pid a args=() wl=()
+  ns=$(new_ns watchlistoff)
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mapfile -d '' args <"/proc/$TESTENV_PID_KUBE_APISERVER/cmdline"
+  for a in "${args[@]}"; do
+    case $a in
+      --secure-port=*) a=--secure-port=$port ;;
+      --bind-address=*) a=--bind-address=127.0.0.1 ;;
+      --advertise-address=*) a=--advertise-address=127.0.0.1 ;;
+      --endpoint-reconciler-type=*) a=--endpoint-reconciler-type=none ;;
+    esac
+    wl+=("$a")
+  done
+  "${wl[@]}" --feature-gates=WatchList=false >"$WORK/apiserver-wloff.log" 2>&1 &
+  pid=$!
+  kcfg=$WORK/wloff.kubeconfig
+  sed "s|server: https://127.0.0.1:[0-9]*|server: https://127.0.0.1:$port|" "$KUBECONFIG" >"$kcfg"
+  session_cluster wl1 | kc -n "$ns" apply -f - >/dev/null
+  session_cluster wl2 | kc -n "$ns" apply -f - >/dev/null
+  t_wloff() {
+    kc_off() { "$TESTENV_KUBECTL" --kubeconfig "$kcfg" "$@"; }
+    poll 60 kc_off get --raw /readyz || { echo "second API server not ready:"; tail -n 5 "$WORK/apiserver-wloff.log"; return 1; }
+    # the gate is off there: a watch with sendInitialEvents is refused (what the controller meets)
+    local refused
+    refused=$(kc_off get --raw "/apis/flinkoperator.k8s.io/v1beta1/namespaces/$ns/flinkclusters?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1" 2>&1) &&
+      { echo "the second API server streamed the list: $refused"; return 1; }
+    FC_LOG_LEVEL=debug KUBECONFIG=$kcfg start_controller wloff --namespace "$ns"
+    poll 60 grep -q "paged lists from now on" "$WORK/wloff.log" ||
+      { echo "no fallback logged"; grep -i "watch" "$WORK/wloff.log" | head -5; return 1; }
+    grep "paged lists from now on" "$WORK/wloff.log" | head -n 1 | grep -o 'status [0-9]*: [^"]*' | head -c 300; echo
+    poll 90 is_state "$ns" wl1 Running || { echo "wl1: $(state "$ns" wl1)"; return 1; }
+    poll 30 is_state "$ns" wl2 Running || { echo "wl2: $(state "$ns" wl2)"; return 1; }
+    grep -q 'path=[^ ]*flinkclusters.*by=list\|"by":"list"' "$WORK/wloff.log" ||
+      { echo "no paged list of the FlinkClusters logged"; grep -i "listed" "$WORK/wloff.log" | head -5; return 1; }
+    # the watch after the paged list: a change reaches the controller
+    kc -n "$ns" patch flinkcluster wl1 --type merge -p '{"spec":{"taskManager":{"replicas":2}}}' >/dev/null || return 1
+    has2() { [ "$(jp "$ns" statefulset/wl1-taskmanager '{.spec.replicas}')" = 2 ]; }
+    poll 30 has2 || { echo "TM replicas: $(jp "$ns" statefulset/wl1-taskmanager '{.spec.replicas}')"; return 1; }
+    ctl_alive wloff || { echo "controller exited"; tail -n 10 "$WORK/wloff.log"; return 1; }
+  }
+  check "watch-list refused by a real API server (WatchList=false, as 1.33): paged lists instead, clusters Running, a change followed" t_wloff
+  stop_controller wloff >/dev/null
+  t_wlon() {
+    FC_LOG_LEVEL=debug start_controller wlon --namespace "$ns"
+    poll 30 grep -q 'flinkclusters.*by=watch-list\|"by":"watch-list"' "$WORK/wlon.log" ||
+      { echo "no watch-list logged"; grep -i "listed\|watch" "$WORK/wlon.log" | head -5; return 1; }
+    ! grep -q "paged lists from now on" "$WORK/wlon.log" || { echo "fell back on the first API server"; return 1; }
+  }
+  check "watch-list on the first API server (the feature on): the FlinkClusters streamed, no fallback" t_wlon
+  stop_controller wlon >/dev/null
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+}
+
 # codes403 CONTROLLER: the controller's API requests answered 403 (all verbs), from /metrics.
 codes403() {
   scrape_metrics "$1" |

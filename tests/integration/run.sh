@@ -6,7 +6,7 @@
 # and takes it down at the end (only then). Prints "1..0 # SKIP <reason>" when the environment
 # cannot be built here. Each case works in its own namespace int-<pid>-<case>, deleted at the end.
 #   tests/integration/run.sh [CASE...]   cases: example scale service invalid policy reject jsonlogs
-#                                        flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge
+#                                        flink proxy apiserver watchlistoff terminating sigkill leader rbac execcred namespaced nulstring converge
 #                                        rollout steady steady100
 #                                        prune stall fence jobupdate held refused undeclared stale shards livediff override render restart
 #                                        lost triggerfind restsubmit upgrade (lifecycle.sh), metrics (metrics.sh), native nativequota nativescale
@@ -117,7 +117,7 @@ trap cleanup EXIT
 . "$HERE/flinkjob.sh"
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] ||
-  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory savepointhistory2 autocheckpoint autocheckpoint2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 haclean jmha healthrestart rollback rollback2 flinkjob flinkjob2 flinkjobhealth flinkjobhealth2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
+  cases=(example scale service invalid policy reject jsonlogs flink proxy apiserver watchlistoff terminating sigkill leader rbac execcred namespaced nulstring converge rollout steady steady100 prune stall fence jobupdate held refused undeclared stale shards livediff override render restart lost triggerfind restsubmit upgrade metrics native nativequota nativescale labelrename faults churn gitops realjob realjob2 realticker realticker2 savepointhistory savepointhistory2 autocheckpoint autocheckpoint2 realrest flinkoptions realconfig reallifecycle realsubmitfail laststate laststate2 haclean jmha healthrestart rollback rollback2 flinkjob flinkjob2 flinkjobhealth flinkjobhealth2 adopt nativereal nativetimeout incluster helm quickstart webhookcerts)
 # each case's wall time as a TAP comment ("# case NAME: N s"), what tests/integration/INDEX.md's
 # durations are taken from
 for c in "${cases[@]}"; do
