@@ -4,8 +4,9 @@
 -- (lua/fc/reconcile.lua) calls `observe`, then savepoint.lua, then `decide`. What is asked of
 -- Flink goes out as intents (`cancel`, `list_jobs`, `job_exceptions`, and a REST submission's
 -- `upload_jar`/`run_jar`): lua/fc/flink.lua turns them into REST calls and their answers into
--- `input.flink`. The decisions an operator may change are the constants and functions in
--- CAPITALS below (docs/lifecycle.md lists them with their fixtures); its numbers (polls, the
+-- `input.flink`. The decisions an operator may change are the constants in CAPITALS below
+-- (FLINK_STATES, TERMINAL, STOPPED_AS) and job.decide's steps, one local function each, in the
+-- order job.decide (at the end) calls them; its numbers (polls, the
 -- Lost grace, the failure reason's length) are settings.lua's JOB_*, when a failed job is
 -- restarted is policies/restart.lua's decision, how it is submitted policies/submit.lua's, and
 -- what is removed once it ended policies/cleanup.lua's.
@@ -185,7 +186,8 @@ function job.observe(input)
   end
   local flink = input.flink
   local flink_state, start_time, asks = "", 0, {}
-  out.missingSince = nil -- set again below while the grace period runs
+  out.missingSince = nil -- set again below while the grace period runs (an unreachable
+  -- JobManager tells nothing: the grace starts over once it answers again)
   if out.id then
     local fj = flink.reachable and find_flink_job(flink, out.id) or nil
     if fj then
@@ -193,7 +195,9 @@ function job.observe(input)
       out.state = job.map_flink_state(flink_state) or out.state
       local sp = (cluster.status or {}).savepoint or {}
       if flink_state == "FINISHED" and sp.stop and sp.jobID == out.id and STOPPED_AS[sp.triggerReason] then
-        -- ended by our stop-with-savepoint, not by itself (savepoint.lua)
+        -- ended by our stop-with-savepoint, not by itself (savepoint.lua); provisional:
+        -- job.decide's stopped_by_our_savepoint step decides, once the savepoint Succeeded
+        -- (FAILED after it was written included)
         out.state = STOPPED_AS[sp.triggerReason]
       end
       start_time = math.floor((tonumber(fj["start-time"]) or 0) / 1000)
@@ -649,8 +653,8 @@ end
 -- Changes d.update_done.
 local function update_without_job(p)
   local update = p.input.update
-  if update.pending and not p.running and not p.submitter and not p.restarting and p.j.state ~= "Updating"
-      or update.pending and p.cancel_wanted and not p.running then
+  if (update.pending and not p.running and not p.submitter and not p.restarting and p.j.state ~= "Updating")
+      or (update.pending and p.cancel_wanted and not p.running) then
     -- nothing was running (never submitted, or ended and kept): the new spec applies directly
     p.d.update_done = true
   end
@@ -722,7 +726,9 @@ end
 -- input: {cluster=<defaulted, status as observed>, job=<from observe, savepoint fields updated by
 --   savepoint.lua>, flink_state=<string>, flink=<fc.flink view, as job.observe's: the REST
 --   submission reads jobs, jobs_time, submissions and since>, savepoint=<status.savepoint after savepoint.lua>,
---   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason),
+--   outcome={<reason>="pending"|"done"|"failed"|"skipped"} (savepoint.lua, per on-demand reason:
+--   "job cancel", "update", "user requested"; "skipped": savepoint.lua takes none, e.g. no
+--   savepointsDir or an update not in savepoint mode, so the step goes on without one),
 --   children=<observed>, components=<status.components from status.components()>,
 --   update={pending=bool, current=<revision name>, next=<revision name>, from_savepoint_changed=bool
 --   (spec.job.fromSavepoint differs from the current revision's), old_job=<the current revision's
@@ -741,7 +747,8 @@ end
 --   "Pod": the Native TaskManager pods),
 --   control=<status.control or nil: {name, state, updateTime, message, acknowledged=true|nil}>,
 --   remove_annotation=<the user-control annotation key: remove it (lib.control.REMOVE_WHEN_DONE)>,
---   intents={{kind="cancel", job_id=}|{kind="list_jobs"}} (fc.flink), requeue_after=<seconds or nil>,
+--   intents={{kind="cancel", job_id=}|{kind="list_jobs"}|a REST submission's list_jobs, upload_jar
+--   or run_jar (fc.restsubmit)} (fc.flink), requeue_after=<seconds or nil>,
 --   events={{type="Normal"|"Warning", reason=, message=}...} (JobRestarted with the attempt
 --   number, RestartLimitReached, LastStateUpgrade, UpgradeModeFallback, JobUnhealthy)}.
 function job.decide(input)

@@ -38,7 +38,8 @@ end
 --- restart.decide(input) -> decision
 -- input: {job={restartAttempt=<restarts since the count last started again, absent: 0>,
 --   nextRestartTime=<RFC 3339: when the restart waited for is due; absent: the failure is seen
---   for the first time>}, now=<unix s>} (the fields of status.components.job).
+--   for the first time>}, now=<unix s>} (job is status.components.job as job.decide has it: the
+--   fields above are the ones the shipped rule reads; state, id, failureReason are there too).
 -- decision: {action="wait", attempt=<n: the restart waited for>, after_seconds=<s until it is
 --   due>, next_restart_time=<RFC 3339: job.nextRestartTime to keep>, reason=<text>}
 --   | {action="restart", attempt=<n: job.restartAttempt from now on>, reason=<"restart n of max">}
