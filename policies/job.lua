@@ -102,9 +102,13 @@ local function submitter_failed(submitter)
   return false
 end
 
--- Why the submitter Job failed: the termination message of one of its pods (the submit script
--- writes Flink's error there, Kubernetes keeps at most 4096 bytes: core/v1
--- ContainerStatus.state.terminated.message), else the Job's Failed condition message.
+-- The start of a failed submission's failureReason.
+local SUBMISSION_FAILED = "submission failed: "
+
+-- Why the submitter Job failed, at most settings.JOB_FAILURE_REASON_MAX bytes in all: the root
+-- cause in the termination message of one of its pods (the submit script writes Flink's error
+-- there, Kubernetes keeps at most 4096 bytes: core/v1 ContainerStatus.state.terminated.message),
+-- else the Job's Failed condition (reason: message).
 local function submitter_failure(children, submitter)
   local uid = (submitter.metadata or {}).uid
   for _, name in ipairs(util.sorted_keys(children.Pod or {})) do
@@ -115,32 +119,36 @@ local function submitter_failure(children, submitter)
           local t = (cs.state or {}).terminated or (cs.lastState or {}).terminated
           -- the submit script writes the tail of `flink run`'s output there
           local cause = t and (tonumber(t.exitCode) or 1) ~= 0
-            and failure.cause(t.message, settings.JOB_FAILURE_REASON_MAX)
-          if cause then return "submission failed: " .. cause end
+            and failure.cause(t.message, settings.JOB_FAILURE_REASON_MAX - #SUBMISSION_FAILED)
+          if cause then return SUBMISSION_FAILED .. cause end
         end
       end
     end
   end
   for _, c in ipairs((submitter.status or {}).conditions or {}) do
     if c.type == "Failed" and c.status == "True" then
-      return "submission failed: " .. tostring(c.reason) .. (c.message and (": " .. c.message) or "")
+      return SUBMISSION_FAILED .. failure.cause(tostring(c.reason) .. (c.message and (": " .. c.message) or ""),
+        settings.JOB_FAILURE_REASON_MAX - #SUBMISSION_FAILED)
     end
   end
   return "submission failed: the submitter Job failed"
 end
 
 -- failureReason of a job Flink reports FAILED: with the root cause of its newest exception
--- (GET /jobs/<id>/exceptions, decoded by fc.flink into flink.exceptions[<id>]) once known.
+-- (GET /jobs/<id>/exceptions, decoded by fc.flink into flink.exceptions[<id>]) once known; at
+-- most settings.JOB_FAILURE_REASON_MAX bytes in all.
 local function flink_failure(id, flink)
   local ex = (flink.exceptions or {})[id] or {}
-  local cause = failure.cause(ex.stacktrace, settings.JOB_FAILURE_REASON_MAX) or ex.name
-  return "Flink reports job " .. id .. " FAILED" .. (cause and (": " .. cause) or "")
+  local head = "Flink reports job " .. id .. " FAILED"
+  local room = settings.JOB_FAILURE_REASON_MAX - #head - 2
+  local cause = failure.cause(ex.stacktrace, room) or failure.cause(ex.name, room)
+  return head .. (cause and (": " .. cause) or "")
 end
 
 -- "submission failed: <the root cause of Flink's or the download's error text>" (a failed REST
 -- submission, fc.restsubmit), at most submit.REASON_MAX bytes.
 local function submission_failed(text)
-  return "submission failed: " .. (failure.cause(text, submit.REASON_MAX - 19) or "no reason given")
+  return SUBMISSION_FAILED .. (failure.cause(text, submit.REASON_MAX - #SUBMISSION_FAILED) or "no reason given")
 end
 
 local function find_flink_job(flink, id)

@@ -95,6 +95,35 @@ describe("policies/job.lua", function()
     assert.equal(ID, out.job.id)
   end)
 
+  it("keeps failureReason within settings.JOB_FAILURE_REASON_MAX bytes, its start included", function()
+    local max = require("settings").JOB_FAILURE_REASON_MAX
+    local long = "Caused by: java.lang.IllegalStateException: " .. string.rep("x", 2 * max)
+    -- Flink's FAILED, with the root cause of its newest exception
+    local failed = job.observe({
+      cluster = { metadata = { name = "wc" }, spec = { job = {} },
+        status = { components = { job = { id = ID, state = "Running" } } } },
+      children = {}, flink = { reachable = true, jobs = { { jid = ID, state = "FAILED" } },
+        exceptions = { [ID] = { stacktrace = "org.apache.flink.runtime.JobException: Recovery suppressed\n" .. long,
+          time = 1 } } }, now = 2,
+    }).job
+    assert.equal(max, #failed.failureReason)
+    local head = "Flink reports job " .. ID .. " FAILED: Caused by: java.lang.IllegalStateException: xxx"
+    assert.equal(head, failed.failureReason:sub(1, #head))
+    assert.equal("...", failed.failureReason:sub(-3))
+    -- the submitter Job's Failed condition, its message as long
+    local sub = job.observe({
+      cluster = { metadata = { name = "wc" }, spec = { job = {} }, status = {} },
+      children = { Job = { ["wc-job-submitter"] = { metadata = { name = "wc-job-submitter", uid = "u1" },
+        status = { failed = 1, conditions = { { type = "Failed", status = "True", reason = "BackoffLimitExceeded",
+          message = string.rep("y", 2 * max) } } } } } },
+      flink = { reachable = true, jobs = {} }, now = 2,
+    }).job
+    assert.equal("Failed", sub.state)
+    assert.equal(max, #sub.failureReason)
+    local start = "submission failed: BackoffLimitExceeded: yyy"
+    assert.equal(start, sub.failureReason:sub(1, #start))
+  end)
+
   it("does not submit before the components are Ready", function()
     local i = decide_input({ job = { name = "wc-job-submitter", state = "Pending", restartCount = 0 }, children = {},
       components = { jobManagerStatefulSet = { state = "Ready" }, jobManagerService = { state = "Ready" },
