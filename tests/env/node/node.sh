@@ -289,13 +289,18 @@ node_stop_shims() (
 node_clean_host() (
   # best effort: every step runs whatever the previous one did
   set +e +o pipefail
-  local ipt t rule chain mp d s v
+  local ipt t chain mp d s v
   for ipt in iptables ip6tables; do
     for t in filter nat mangle raw; do
-      "$ipt-save" -t "$t" 2>/dev/null | grep -E '^-A ' | grep -vE '^-A (KUBE|CNI)-' |
-        grep -E -- '-j (KUBE|CNI)-' | while read -r rule; do
-          echo "${rule#-A }" | xargs "$ipt" -w -t "$t" -D 2>/dev/null || true
-        done
+      # the jumps to them from the other chains, by rule number, highest first (a rule's own
+      # text does not survive the shell: CNI's comments hold escaped quotes)
+      for chain in $("$ipt" -w -t "$t" -S 2>/dev/null | awk '$1 == "-A" { print $2 }' | sort -u); do
+        case $chain in KUBE-* | CNI-*) continue ;; esac
+        "$ipt" -w -t "$t" -L "$chain" -n --line-numbers 2>/dev/null |
+          awk 'NR > 2 && $2 ~ /^(KUBE|CNI)-/ { print $1 }' | sort -rn | while read -r n; do
+            "$ipt" -w -t "$t" -D "$chain" "$n" 2>/dev/null || true
+          done
+      done
       for chain in $("$ipt-save" -t "$t" 2>/dev/null | sed -n 's/^:\(\(KUBE\|CNI\)-[^ ]*\) .*/\1/p'); do
         "$ipt" -w -t "$t" -F "$chain" 2>/dev/null || true
       done
