@@ -452,11 +452,6 @@ static int remove_key(reflector *r, const char *key, json_t *last)
     return rc;
 }
 
-/* One page of a list into the cache: each item upserted (with its event) and its key noted in
- * r->list_seen, so that the end of the list (replace_finish) removes what the list no longer
- * holds. Pages arrive one by one and only the compact entries stay (the page's trees are freed
- * with it). During a relist a pass may see the pages so far beside older entries: nothing is
- * removed before the whole list is in, so a pass never sees an existing child missing. */
 /* An object of the list under way (a page's item or a watch-list's initial event): its key noted
  * in r->list_seen, the object cached (its event when it changed). Nonzero when a callback stopped
  * the reflector. */
@@ -468,6 +463,11 @@ static int list_item(reflector *r, json_t *obj)
     return upsert(r, obj, 1);
 }
 
+/* One page of a list into the cache: each item upserted (with its event) and its key noted in
+ * r->list_seen, so that the end of the list (replace_finish) removes what the list no longer
+ * holds. Pages arrive one by one and only the compact entries stay (the page's trees are freed
+ * with it). During a relist a pass may see the pages so far beside older entries: nothing is
+ * removed before the whole list is in, so a pass never sees an existing child missing. */
 static int replace_page(json_t *items, int restart, void *ud)
 {
     reflector *r = ud;

@@ -46,8 +46,7 @@ case_reallifecycle() {
     expect "job id = the submission's" "$id" "$(job submission.jobID)" || return 1
     # our Running includes Flink's INITIALIZING and CREATED (job.FLINK_STATES): Flink's own
     # RUNNING may come a few polls later on a busy node
-    flink_running() { [ "$(jm_get "$ns" life "/jobs/$id" | jget state)" = RUNNING ]; }
-    poll 60 flink_running || { echo "Flink's state of job $id: $(jm_get "$ns" life "/jobs/$id" | jget state), not RUNNING"; return 1; }
+    jm_job_running "$ns" life "$id" || return 1
     ! kc -n "$ns" get job life-job-submitter >/dev/null 2>&1 || { echo "a submitter Job was created"; return 1; }
     expect "jar downloads" "$(grep -c 'GET /testenv-jobs.jar' "$WORK/realjars.log")" 1 || return 1
     poll 60 tasks_running || { echo "tasks of $id not all RUNNING"; return 1; }
