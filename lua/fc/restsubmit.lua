@@ -45,6 +45,14 @@ restsubmit.job_id = trigger.id
 -- A job state from Flink that is not ended (FINISHED, CANCELED, FAILED end a job).
 local ENDED = { FINISHED = true, CANCELED = true, FAILED = true }
 
+-- Whether Flink's job list (fc.flink view's `jobs`) holds job `id`.
+local function listed(flink, id)
+  for _, fj in ipairs(flink.jobs or {}) do
+    if (fj.jid or fj.id) == id then return true end
+  end
+  return false
+end
+
 --- restsubmit.step(input) -> {intents={...}, submitted=bool, failed=<error text or nil>,
 --   requeue_after=<seconds or nil>}; updates j.submission (and j.id once submitted) in place.
 -- input: {job=<status.components.job, changed in place>, spec=<spec.job>, flink=<fc.flink view:
@@ -122,9 +130,7 @@ function restsubmit.run_lost(j, flink)
   local since = tonumber(flink.since) or 0
   if since <= (tonumber(sub.time) or 0) or (tonumber(flink.jobs_time) or 0) < since then return false end
   if (((flink.submissions or {})[j.id] or {}).run) ~= nil then return false end
-  for _, fj in ipairs(flink.jobs or {}) do
-    if (fj.jid or fj.id) == j.id then return false end
-  end
+  if listed(flink, j.id) then return false end
   return flink.reachable == true
 end
 
@@ -164,9 +170,7 @@ function restsubmit.jar_deletions(j, flink)
   local up, run, del = answers.upload, answers.run, answers.delete
   if not (up and up.jar_id) or del and del.time >= up.time then return {} end
   local ran = run and run.time >= up.time and (run.job_id ~= nil or (run.http or 0) ~= 0)
-  for _, fj in ipairs(flink.jobs or {}) do
-    ran = ran or (fj.jid or fj.id) == sub.jobID and (tonumber(flink.jobs_time) or 0) >= up.time
-  end
+  ran = ran or (tonumber(flink.jobs_time) or 0) >= up.time and listed(flink, sub.jobID)
   if not ran then return {} end
   return { { kind = "delete_jar", id = sub.jobID, jar_id = up.jar_id } }
 end
